@@ -1,0 +1,1 @@
+"""Guest agent: runs execution plans received over RabbitMQ."""

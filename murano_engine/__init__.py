@@ -1,0 +1,1 @@
+"""MuranoPL engine: loads packages, runs MuranoPL, deploys environments."""

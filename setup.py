@@ -1,0 +1,33 @@
+"""Packaging for the Murano-style engine, its guest agent and its API."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="murano-engine",
+    version="0.1.0",
+    description="Deploy multi-machine applications written as MuranoPL packages",
+    python_requires=">=3.11",
+    packages=find_packages(include=["murano_engine*", "murano_agent*"]),
+    include_package_data=True,
+    install_requires=[
+        "yaql>=3.0",
+        "PyYAML>=6.0",
+        "eventlet>=0.35",
+        "kombu>=5.3",
+        "python-heatclient>=3.0",
+        "keystoneauth1>=5.0",
+        "jsonschema>=4.0",
+        "cryptography>=41",
+        "semantic_version>=2.10",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "ruff>=0.5"],
+    },
+    entry_points={
+        "console_scripts": [
+            "murano-engine=murano_engine.cli:main",
+            "murano-test-runner=murano_engine.test_runner:main",
+            "murano-agent=murano_agent.cli:main",
+        ],
+    },
+)
