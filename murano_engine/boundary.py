@@ -1,0 +1,85 @@
+"""The one boundary between the interpreter and the outside world.
+
+Time, sleeping, random names and ids, and every service the engine reaches
+(the cloud, the guest agents) are taken from the current :class:`Outside`.
+Tests and a future journal replace it with :func:`use`; nothing else in the
+engine calls ``time``, ``random`` or ``uuid`` directly.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+import time
+import uuid
+from contextlib import contextmanager
+from typing import Any
+
+from murano_engine import concurrency
+
+
+class Outside:
+    """The live world: real clock, real sleep, random names and ids."""
+
+    def __init__(self, services: dict[str, Any] | None = None) -> None:
+        self._counter = 0
+        self.services: dict[str, Any] = dict(services or {})
+
+    def now(self) -> float:
+        """Seconds since the epoch."""
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        concurrency.sleep(seconds)
+
+    def new_id(self) -> str:
+        """A fresh object id (32 hex digits, as Murano's)."""
+        return uuid.uuid4().hex
+
+    def random_name(self) -> str:
+        """A short unique name: 5 letters, a base-36 millisecond stamp, a counter."""
+        self._counter += 1
+        letters = "".join(random.choices(string.ascii_lowercase, k=5))
+        return f"{letters}{_base36(int(self.now() * 1000))}{_base36(self._counter)}"
+
+    def random_string(self, length: int, alphabet: str) -> str:
+        return "".join(random.SystemRandom().choice(alphabet) for _ in range(length))
+
+    def service(self, name: str) -> Any:
+        """A named outside service (``cloud``, ``agents``, ``reporter`` ...)."""
+        try:
+            return self.services[name]
+        except KeyError:
+            raise LookupError(f"no outside service named {name!r} is configured") from None
+
+
+def _base36(number: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        number, rest = divmod(number, 36)
+        out = digits[rest] + out
+        if not number:
+            return out
+
+
+_current: Outside = Outside()
+
+
+def outside() -> Outside:
+    """The boundary in force."""
+    return _current
+
+
+@contextmanager
+def use(replacement: Outside):
+    """Run a block with another boundary (a fake clock, a journal, test services)."""
+    global _current
+    previous, _current = _current, replacement
+    try:
+        yield replacement
+    finally:
+        _current = previous
