@@ -1,0 +1,52 @@
+"""Clouds the engine deploys to, behind one :class:`StackService` interface.
+
+:func:`open_cloud` picks OpenStack Heat when the engine config has a ``[heat]``
+section saying how to reach it (``auth_url``, or ``url`` plus ``token``), and
+the embedded local cloud otherwise (settings in ``[local_cloud]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from murano_engine.clouds.base import (
+    CloudError,
+    CloudUnavailable,
+    Stack,
+    StackConflict,
+    StackFailed,
+    StackNotFound,
+    StackService,
+    StackTimeout,
+    TemplateError,
+    push_stack,
+    remove_stack,
+)
+
+__all__ = [
+    "CloudError",
+    "CloudUnavailable",
+    "Stack",
+    "StackConflict",
+    "StackFailed",
+    "StackNotFound",
+    "StackService",
+    "StackTimeout",
+    "TemplateError",
+    "open_cloud",
+    "push_stack",
+    "remove_stack",
+]
+
+
+def open_cloud(config: Mapping[str, Mapping[str, Any]]) -> StackService:
+    """The stack service the engine config asks for (sections as dicts)."""
+    from murano_engine.clouds.heat import HeatStacks, heat_configured
+
+    heat = config.get("heat") or {}
+    if heat_configured(heat):
+        return HeatStacks.from_config(heat)
+    from murano_engine.clouds.local import LocalCloud
+
+    return LocalCloud.from_config(config.get("local_cloud") or {})
