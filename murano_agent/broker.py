@@ -1,0 +1,71 @@
+"""Broker connections for the agent: kombu settings from ``[rabbitmq]`` and back-off."""
+
+from __future__ import annotations
+
+import ssl
+
+import kombu
+
+from murano_agent.config import ConfigError, RabbitConfig
+
+#: Queue arguments Murano's engine declares agent queues with; ours must match them.
+QUEUE_ARGUMENTS = {"x-ha-policy": "all", "x-expires": 86_400_000}
+
+
+def _ssl_options(cfg: RabbitConfig) -> dict[str, object] | bool:
+    if not cfg.ssl:
+        return False
+    if cfg.insecure:
+        reqs = ssl.CERT_OPTIONAL if cfg.ca_certs else ssl.CERT_NONE
+    else:
+        reqs = ssl.CERT_REQUIRED
+    options: dict[str, object] = {"cert_reqs": reqs}
+    if cfg.ca_certs:
+        options["ca_certs"] = cfg.ca_certs
+    if cfg.ssl_version:
+        name = "PROTOCOL_" + cfg.ssl_version.upper().replace(".", "_")
+        if not hasattr(ssl, name):
+            raise ConfigError(f"[rabbitmq] ssl_version {cfg.ssl_version!r} is not known")
+        options["ssl_version"] = getattr(ssl, name)
+    return options
+
+
+def connect(cfg: RabbitConfig, name: str) -> kombu.Connection:
+    """A (not yet connected) kombu connection; ``name`` shows in the broker's listings."""
+    if cfg.url:
+        conn = kombu.Connection(cfg.url, heartbeat=cfg.heartbeat, connect_timeout=5)
+    else:
+        conn = kombu.Connection(
+            hostname=cfg.host,
+            port=cfg.port,
+            userid=cfg.login,
+            password=cfg.password,
+            virtual_host=cfg.virtual_host,
+            ssl=_ssl_options(cfg),
+            heartbeat=cfg.heartbeat,
+            connect_timeout=5,
+            transport="pyamqp",
+        )
+    if conn.transport_cls in ("amqp", "pyamqp", "amqps"):
+        conn.transport_options.update(
+            confirm_publish=True, client_properties={"connection_name": name}
+        )
+    else:
+        conn.transport_options.setdefault("polling_interval", 0.01)
+    return conn
+
+
+class Backoff:
+    """Growing delays between reconnection attempts: ``first``, x2 each time, up to ``most``."""
+
+    def __init__(self, first: float, most: float) -> None:
+        self._first = first
+        self._most = most
+        self._next = first
+
+    def next_delay(self) -> float:
+        delay, self._next = self._next, min(self._next * 2, self._most)
+        return delay
+
+    def reset(self) -> None:
+        self._next = self._first

@@ -1,0 +1,77 @@
+"""Running one external command with captured output and a time limit."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import IO
+
+
+@dataclasses.dataclass(frozen=True)
+class Completed:
+    """What a finished (or killed) command left: exit code, output, whether it timed out."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+
+
+def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    if sys.platform == "win32":
+        subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)], capture_output=True)
+    else:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait()
+
+
+def _read(stream: IO[bytes]) -> str:
+    stream.seek(0)
+    return stream.read().decode("utf-8", errors="replace")
+
+
+def run(
+    command: list[str] | str, cwd: Path, timeout: float, stdin_text: str | None = None
+) -> Completed:
+    """Run ``command`` (argv, or a shell line when a str) in ``cwd``.
+
+    Output goes to temporary files (no pipes to fill up, nothing to poll); after
+    ``timeout`` seconds the command and everything it started is killed.
+    """
+    group = (
+        {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+        if sys.platform == "win32"
+        else {"start_new_session": True}
+    )
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.TemporaryFile() as stdin,
+    ):
+        if stdin_text is not None:
+            stdin.write(stdin_text.encode("utf-8"))
+            stdin.seek(0)
+        proc = subprocess.Popen(
+            command,
+            cwd=cwd,
+            shell=isinstance(command, str),
+            stdin=stdin,
+            stdout=out,
+            stderr=err,
+            **group,
+        )
+        try:
+            code: int | None = proc.wait(timeout=max(timeout, 0.001))
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            _kill_tree(proc)
+            code, timed_out = None, True
+        return Completed(code, _read(out), _read(err), timed_out)

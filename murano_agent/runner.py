@@ -1,0 +1,173 @@
+"""Running one stored plan to its result message (never raises for a bad plan)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import re
+import shutil
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+from murano_agent import executors, files, plans, results
+from murano_agent.config import AgentConfig
+from murano_agent.plans import ERROR_INVALID, ERROR_UNEXPECTED, PlanError
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """A plan's result message and whether the plan asked for a reboot afterwards."""
+
+    result: dict[str, Any]
+    reboot: bool
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+class PlanRunner:
+    """Executes plans in per-plan folders under the configured work folder."""
+
+    def __init__(self, cfg: AgentConfig) -> None:
+        self._cfg = cfg
+        self._root = cfg.files_root
+        self._root.mkdir(parents=True, exist_ok=True)
+
+    def run(self, plan_id: str, body: bytes) -> Outcome:
+        """Run the plan in ``body``; any failure becomes an error result."""
+        deadline = time.monotonic() + self._cfg.plan_timeout
+
+        def remaining() -> float:
+            return max(0.0, deadline - time.monotonic())
+
+        folder = self._root / ("plan-" + re.sub(r"[^\w.-]", "_", plan_id))
+        try:
+            plan = plans.decode(body)
+            version = plans.format_version(plan)
+        except PlanError as exc:
+            return Outcome(results.v2_failure(plan_id, exc.code, exc.message, exc.info), False)
+        try:
+            if version[0] == 1:
+                return self._run_v1(plan, folder, remaining)
+            return self._run_v2(plan_id, plan, version, folder, remaining)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def failure(self, plan_id: str, body: bytes, message: str) -> dict[str, Any]:
+        """An error result for a plan not run, shaped for the plan's format."""
+        try:
+            v1 = plans.format_version(plans.decode(body))[0] == 1
+        except PlanError:
+            v1 = False
+        if v1:
+            return results.v1_failure("AgentError", message)
+        return results.v2_failure(plan_id, ERROR_UNEXPECTED, message)
+
+    def _run_v1(
+        self, plan: dict[str, Any], folder: Path, remaining: executors.Remaining
+    ) -> Outcome:
+        try:
+            plans.validate_v1(plan)
+            folder.mkdir(parents=True, exist_ok=True)
+            done = executors.run_v1(plan, folder, self._cfg.powershell, remaining)
+        except PlanError as exc:
+            return Outcome(results.v1_failure("AgentError", exc.message, exc.info), False)
+        failed = any(entry.get("IsException") for entry in done)
+        reboot = plan.get("RebootOnCompletion", 0)
+        return Outcome(results.v1_success(done), reboot > 1 or (reboot == 1 and not failed))
+
+    def _run_v2(
+        self,
+        plan_id: str,
+        plan: dict[str, Any],
+        version: tuple[int, int, int],
+        folder: Path,
+        remaining: executors.Remaining,
+    ) -> Outcome:
+        reboot = plan.get("Action") == "Reboot"
+        try:
+            plans.validate_v2(plan, version)
+            shutil.rmtree(folder, ignore_errors=True)
+            value = self._call_body(plan_id, plan, folder, remaining)
+        except PlanError as exc:
+            result = results.v2_failure(plan_id, exc.code, exc.message, _jsonable(exc.info))
+            return Outcome(result, reboot)
+        except Exception as exc:  # the plan's own Python code failed
+            LOG.info("plan %s: Body raised %r", plan_id, exc)
+            message = f"plan Body raised {type(exc).__name__}: {exc}"
+            return Outcome(results.v2_failure(plan_id, ERROR_UNEXPECTED, message), reboot)
+        return Outcome(results.v2_success(plan_id, _jsonable(value)), reboot)
+
+    def _scripts(
+        self, plan: dict[str, Any], folder: Path, remaining: executors.Remaining
+    ) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, script in plan["Scripts"].items():
+            if script["Type"] != "Application":
+                out[name] = executors.UnsupportedScript(name, script["Type"])
+                continue
+            out[name] = executors.ApplicationScript(
+                name,
+                _Preparer(plan["Files"], script, folder / name, remaining),
+                script.get("Options", {}),
+                remaining,
+                self._cfg.powershell,
+            )
+        return out
+
+    def _call_body(
+        self, plan_id: str, plan: dict[str, Any], folder: Path, remaining: executors.Remaining
+    ) -> Any:
+        body = textwrap.dedent(plan.get("Body") or "return None")
+        source = "def __plan_body__():\n" + textwrap.indent(body, "    ") + "\n"
+        try:
+            code = compile(source, f"<plan {plan_id} Body>", "exec")
+        except SyntaxError as exc:
+            raise PlanError(ERROR_INVALID, f"plan Body is not valid Python: {exc}") from None
+        namespace: dict[str, Any] = {
+            "args": executors.AttrDict(plan.get("Parameters") or {}),
+            **self._scripts(plan, folder, remaining),
+        }
+        exec(code, namespace)  # plans carry Python by protocol (signed when keyed)
+        try:
+            return namespace["__plan_body__"]()
+        except NameError as exc:
+            raise PlanError(
+                ERROR_INVALID, f"plan Body uses {exc.name!r}, which is not a script of this plan"
+            ) from None
+
+
+class _Preparer:
+    """Writes one script's files into its folder on first call; returns the entry point."""
+
+    def __init__(
+        self,
+        all_files: dict[str, Any],
+        script: dict[str, Any],
+        folder: Path,
+        remaining: executors.Remaining,
+    ) -> None:
+        self._files = all_files
+        self._script = script
+        self._folder = folder
+        self._remaining = remaining
+        self._entry: Path | None = None
+
+    def __call__(self) -> Path:
+        if self._entry is None:
+            self._folder.mkdir(parents=True, exist_ok=True)
+            entry_id = self._script["EntryPoint"]
+            written = {
+                file_id: files.put_file(
+                    file_id, self._files[file_id], self._folder, self._remaining()
+                )
+                for file_id in dict.fromkeys([entry_id, *plans.script_file_ids(self._script)])
+            }
+            self._entry = written[entry_id]
+        return self._entry

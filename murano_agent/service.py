@@ -1,0 +1,232 @@
+"""The agent service: consume plans, keep them on disk, run them, send results."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import uuid
+from pathlib import Path
+
+import kombu
+
+from murano_agent import broker, plans, process
+from murano_agent.config import AgentConfig, ConfigError
+from murano_agent.runner import PlanRunner
+from murano_agent.security import Rejected, SignatureVerifier, StampGuard
+from murano_agent.storage import PlanStore, StoredMessage
+
+LOG = logging.getLogger(__name__)
+
+#: A plan whose run was started this often without finishing is answered with an error.
+MAX_ATTEMPTS = 3
+#: Seconds one wait for broker traffic lasts (bounds how late ``stop`` is noticed).
+POLL_SECONDS = 0.5
+
+
+class AgentService:
+    """One guest agent. ``run()`` serves in the foreground; ``start()``/``stop()`` embed it.
+
+    Works with plain threads and under ``eventlet.monkey_patch()`` (no busy
+    loops; every wait has a timeout).
+    """
+
+    def __init__(self, config: AgentConfig) -> None:
+        rabbit = config.rabbitmq
+        if not rabbit.input_queue:
+            raise ConfigError(f"{config.source}: [rabbitmq] input_queue is not set")
+        if not rabbit.result_routing_key and not config.enable_dynamic_result_queue:
+            raise ConfigError(f"{config.source}: [rabbitmq] result_routing_key is not set")
+        self._cfg = config
+        self._store = PlanStore(Path(config.storage))
+        self._stamps = StampGuard(self._store.stamp_file)
+        self._verifier = (
+            SignatureVerifier(config.engine_key, rabbit.input_queue)
+            if config.engine_key.strip()
+            else None
+        )
+        self._runner = PlanRunner(config)
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._awaiting_reboot: set[str] = set()
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Serve in a background thread; returns at once."""
+        if self._thread and self._thread.is_alive():
+            return
+        self._stopping.clear()
+        self._thread = threading.Thread(
+            target=self.run, name=f"murano-agent {self._cfg.rabbitmq.input_queue}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop serving (after the plan in progress, if any) and close connections."""
+        self._stopping.set()
+        if self._thread and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def run(self) -> None:
+        """Serve until :meth:`stop`: reconnecting with back-off when the broker goes away."""
+        rabbit = self._cfg.rabbitmq
+        backoff = broker.Backoff(rabbit.reconnect_delay, rabbit.reconnect_max_delay)
+        LOG.info("agent serving queue %s", rabbit.input_queue)
+        while not self._stopping.is_set():
+            conn = broker.connect(rabbit, f"murano-agent {rabbit.input_queue}")
+            try:
+                conn.connect()
+                backoff.reset()
+                self._serve(conn)
+            except (*conn.connection_errors, *conn.channel_errors, OSError) as exc:
+                LOG.warning("broker connection lost or refused: %s", exc)
+            except Exception:
+                LOG.exception("unexpected agent failure; carrying on")
+            finally:
+                conn.release()
+            if self._stopping.is_set():
+                break
+            self._run_pending()  # what is already stored still gets done without a broker
+            delay = backoff.next_delay()
+            LOG.info("reconnecting in %.1f s", delay)
+            self._stopping.wait(delay)
+        LOG.info("agent stopped")
+
+    # -- serving -----------------------------------------------------------------------
+
+    def _serve(self, conn: kombu.Connection) -> None:
+        queue = kombu.Queue(
+            self._cfg.rabbitmq.input_queue,
+            exchange=kombu.Exchange("", type="direct", durable=True),
+            routing_key=self._cfg.rabbitmq.input_queue,
+            durable=True,
+            auto_delete=False,
+            queue_arguments=broker.QUEUE_ARGUMENTS,
+        )
+        producer = kombu.Producer(conn.channel())
+        consumer = kombu.Consumer(conn.channel(), queues=[queue], on_message=self._on_message)
+        consumer.qos(prefetch_count=1)
+        queue(consumer.channel).declare()
+        with consumer:
+            LOG.info("connected; consuming %s", queue.name)
+            while not self._stopping.is_set():
+                self._flush(producer)
+                pending = self._store.pending()
+                if pending:
+                    self._execute(pending[0])
+                    continue
+                try:
+                    conn.drain_events(timeout=POLL_SECONDS)
+                except TimeoutError:
+                    if self._cfg.rabbitmq.heartbeat:
+                        conn.heartbeat_check()
+
+    def _on_message(self, message: kombu.Message) -> None:
+        body = message.body if isinstance(message.body, bytes) else message.body.encode("utf-8")
+        properties = message.properties
+        amqp_id = properties.get("message_id")
+        try:
+            self._accept(body, amqp_id, properties.get("reply_to"), message.headers or {})
+        except Rejected as exc:
+            LOG.warning(
+                "rejected message %s on %s: %s", amqp_id, self._cfg.rabbitmq.input_queue, exc
+            )
+        message.ack()
+
+    def _accept(
+        self, body: bytes, amqp_id: str | None, reply_to: str | None, headers: dict
+    ) -> None:
+        """Check one message and keep it on disk (raises Rejected for refused ones)."""
+        if self._verifier is not None:
+            self._verifier.verify(body, headers.get("signature"))
+        try:
+            plan = plans.decode(body)
+        except plans.PlanError:
+            plan = {}  # stored anyway: running it produces the error result
+        plan_id = str(plan.get("ID") or amqp_id or uuid.uuid4().hex)
+        reply_to = plan.get("ReplyTo") or reply_to
+        if self._store.is_queued(plan_id):
+            LOG.info("plan %s is already queued; ignoring the repeated delivery", plan_id)
+            return
+        if self._store.stored_result(plan_id) is not None:
+            LOG.info("plan %s already ran; answering with its stored result", plan_id)
+            self._store.resend(plan_id, reply_to)
+            return
+        stamp = plan.get("Stamp")
+        self._stamps.check(stamp, required=self._verifier is not None)
+        self._store.receive(plan_id, body, reply_to)
+        self._stamps.accept(stamp)
+        LOG.info("plan %s received", plan_id)
+
+    def _flush(self, producer: kombu.Producer) -> None:
+        """Publish every stored result not yet sent, oldest first."""
+        rabbit = self._cfg.rabbitmq
+        for outgoing in self._store.outbox():
+            if outgoing.plan_id in self._awaiting_reboot:
+                continue
+            routing_key = rabbit.result_routing_key
+            if self._cfg.enable_dynamic_result_queue and outgoing.reply_to:
+                routing_key = outgoing.reply_to
+            producer.publish(
+                json.dumps(outgoing.result),
+                exchange=rabbit.result_exchange,
+                routing_key=routing_key,
+                message_id=outgoing.plan_id,
+                delivery_mode=2,
+            )
+            self._store.sent(outgoing)
+            LOG.info("result of plan %s sent to %s", outgoing.plan_id, routing_key)
+
+    # -- running -----------------------------------------------------------------------
+
+    def _run_pending(self) -> None:
+        try:
+            for message in self._store.pending():
+                if self._stopping.is_set():
+                    return
+                self._execute(message)
+        except Exception:
+            LOG.exception("cannot run stored plans")
+
+    def _execute(self, message: StoredMessage) -> None:
+        stored = self._store.stored_result(message.plan_id)
+        if stored is not None:  # finished just before a crash: only the bookkeeping is left
+            self._store.finish(message, stored)
+            return
+        attempts = self._store.start_attempt(message)
+        if attempts > MAX_ATTEMPTS:
+            LOG.error(
+                "plan %s was interrupted %d times; not running it again",
+                message.plan_id,
+                attempts - 1,
+            )
+            result = self._runner.failure(
+                message.plan_id,
+                message.body,
+                f"plan was interrupted {attempts - 1} times (agent crash or reboot while "
+                "running); it is not run again",
+            )
+            self._store.finish(message, result)
+            return
+        LOG.info("running plan %s (attempt %d)", message.plan_id, attempts)
+        outcome = self._runner.run(message.plan_id, message.body)
+        self._store.finish(message, outcome.result)
+        LOG.info("plan %s finished", message.plan_id)
+        if outcome.reboot:
+            self._reboot(message.plan_id)
+
+    def _reboot(self, plan_id: str) -> None:
+        """Reboot for ``plan_id``; its result is sent by the agent that starts afterwards."""
+        self._awaiting_reboot.add(plan_id)
+        LOG.warning("plan %s asks for a reboot: %s", plan_id, self._cfg.reboot_command)
+        done = process.run(self._cfg.reboot_command, Path(self._cfg.storage), 60.0)
+        if done.exit_code == 0 and self._stopping.wait(self._cfg.reboot_wait):
+            return
+        LOG.error(
+            "reboot for plan %s did not happen (exit code %s: %s); sending its result now",
+            plan_id,
+            done.exit_code,
+            done.stderr.strip(),
+        )
+        self._awaiting_reboot.discard(plan_id)
