@@ -1,4 +1,8 @@
-"""Broker connections for the agent: kombu settings from ``[rabbitmq]`` and back-off."""
+"""Broker connections: kombu settings, agent queue declarations, reconnection back-off.
+
+The engine side (``murano_engine.messaging``) uses the same helpers, so both ends
+declare queues identically.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import kombu
 
 from murano_agent.config import ConfigError, RabbitConfig
 
-#: Queue arguments Murano's engine declares agent queues with; ours must match them.
+#: Queue arguments Murano's engine declares agent queues with (24 h expiry).
 QUEUE_ARGUMENTS = {"x-ha-policy": "all", "x-expires": 86_400_000}
 
 
@@ -30,8 +34,20 @@ def _ssl_options(cfg: RabbitConfig) -> dict[str, object] | bool:
     return options
 
 
+def prepare(conn: kombu.Connection, name: str) -> kombu.Connection:
+    """Tune a new connection: publisher confirms and a ``name`` shown by the broker (AMQP),
+    or a short polling interval (in-process ``memory://``)."""
+    if conn.transport_cls in ("amqp", "pyamqp", "amqps"):
+        conn.transport_options.update(
+            confirm_publish=True, client_properties={"connection_name": name}
+        )
+    else:
+        conn.transport_options.setdefault("polling_interval", 0.01)
+    return conn
+
+
 def connect(cfg: RabbitConfig, name: str) -> kombu.Connection:
-    """A (not yet connected) kombu connection; ``name`` shows in the broker's listings."""
+    """A (not yet connected) kombu connection from ``[rabbitmq]`` settings."""
     if cfg.url:
         conn = kombu.Connection(cfg.url, heartbeat=cfg.heartbeat, connect_timeout=5)
     else:
@@ -46,13 +62,20 @@ def connect(cfg: RabbitConfig, name: str) -> kombu.Connection:
             connect_timeout=5,
             transport="pyamqp",
         )
-    if conn.transport_cls in ("amqp", "pyamqp", "amqps"):
-        conn.transport_options.update(
-            confirm_publish=True, client_properties={"connection_name": name}
-        )
-    else:
-        conn.transport_options.setdefault("polling_interval", 0.01)
-    return conn
+    return prepare(conn, name)
+
+
+def agent_queue(name: str) -> kombu.Queue:
+    """A durable queue on the default exchange, declared as Murano declares agent queues
+    (engine and agent use the same arguments, so either may declare it first)."""
+    return kombu.Queue(
+        name,
+        exchange=kombu.Exchange("", type="direct", durable=True),
+        routing_key=name,
+        durable=True,
+        auto_delete=False,
+        queue_arguments=QUEUE_ARGUMENTS,
+    )
 
 
 class Backoff:

@@ -96,14 +96,7 @@ class AgentService:
     # -- serving -----------------------------------------------------------------------
 
     def _serve(self, conn: kombu.Connection) -> None:
-        queue = kombu.Queue(
-            self._cfg.rabbitmq.input_queue,
-            exchange=kombu.Exchange("", type="direct", durable=True),
-            routing_key=self._cfg.rabbitmq.input_queue,
-            durable=True,
-            auto_delete=False,
-            queue_arguments=broker.QUEUE_ARGUMENTS,
-        )
+        queue = broker.agent_queue(self._cfg.rabbitmq.input_queue)
         producer = kombu.Producer(conn.channel())
         consumer = kombu.Consumer(conn.channel(), queues=[queue], on_message=self._on_message)
         consumer.qos(prefetch_count=1)
