@@ -1,0 +1,99 @@
+"""Plan signing: the engine's signatures, and a keyed agent refusing what it must refuse."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from agent_harness import publish_raw
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from murano_agent.security import Rejected, SignatureVerifier
+from murano_engine.messaging.signing import PlanSigner
+
+
+@pytest.fixture(scope="module")
+def private_pem() -> bytes:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+
+
+def test_signature_covers_queue_and_body(private_pem):
+    signer = PlanSigner(private_pem)
+    public = signer.public_key_pem()
+    assert public.startswith("-----BEGIN RSA PUBLIC KEY-----")
+    verifier = SignatureVerifier(public, "e1-h1")
+    body = '{"Body": "return 1"}'
+    signature = signer.sign("e1-h1", body)
+    verifier.verify(body.encode(), signature)
+    with pytest.raises(Rejected, match="tampered"):
+        verifier.verify(body.replace("1", "2").encode(), signature)
+    with pytest.raises(Rejected, match="tampered"):
+        verifier.verify(body.encode(), signer.sign("e1-h2", body))
+    with pytest.raises(Rejected, match="not signed"):
+        verifier.verify(body.encode(), None)
+
+
+def test_public_key_lines_carry_the_prefix(private_pem):
+    lines = PlanSigner(private_pem).public_key_pem("\t").splitlines()
+    assert len(lines) > 3 and all(line.startswith("\t") for line in lines)
+    assert lines[0] == "\t-----BEGIN RSA PUBLIC KEY-----"
+
+
+def test_bad_signing_key_is_refused_with_a_clear_message():
+    with pytest.raises(ValueError, match="not an unencrypted PEM private key"):
+        PlanSigner("not a key")
+
+
+def signed_raw(signer: PlanSigner, queue: str, plan: dict) -> tuple[str, bytes]:
+    body = json.dumps(plan)
+    return body, signer.sign(queue, body)
+
+
+def test_keyed_agent_runs_signed_plans_and_rejects_the_rest(
+    make_client, make_agent, private_pem, tmp_path
+):
+    engine = make_client(signing_key_pem=private_pem)
+    agent = make_agent(engine, extra="engine_key = " + engine.signing_key("\t"))
+    counter = tmp_path / "count"
+
+    def plan(marker: str) -> dict:
+        script = f"#!/bin/sh\necho {marker} >> {counter}\necho {marker}\n"
+        return engine.build_plan(
+            {
+                "FormatVersion": "2.0.0",
+                "Body": "return run().stdout",
+                "Scripts": {"run": {"Type": "Application", "EntryPoint": "run.sh"}},
+            },
+            lambda name: script.encode(),
+        )
+
+    first = plan("signed")
+    assert engine.call(agent.queue, first, 10) == "signed"
+
+    make_client().send(agent.queue, plan("unsigned"))  # an engine without the key
+    signer = PlanSigner(private_pem)
+    good = plan("tampered")
+    body, signature = signed_raw(signer, agent.queue, good)
+    publish_raw(agent.queue, body.replace("tampered", "tamperee"), "m-t", {"signature": signature})
+    body, signature = signed_raw(signer, "e-other-h-other", dict(good, ID=uuid.uuid4().hex))
+    publish_raw(agent.queue, body, "m-q", {"signature": signature})
+    body, signature = signed_raw(signer, agent.queue, dict(plan("stale"), Stamp=first["Stamp"]))
+    publish_raw(agent.queue, body, "m-s", {"signature": signature})
+    # the very message that already ran, once more: answered from storage, not run again
+    body, signature = signed_raw(signer, agent.queue, dict(first, Stamp=first["Stamp"] + 1))
+    publish_raw(agent.queue, body, first["ID"], {"signature": signature})
+
+    assert engine.call(agent.queue, plan("last"), 10) == "last"  # processed after all above
+    assert counter.read_text().split() == ["signed", "last"]
+    log = agent.log()
+    assert "message is not signed" in log
+    assert log.count("signature does not match the message") == 2
+    assert f"replayed or stale plan: Stamp {first['Stamp']} <=" in log
+    assert f"plan {first['ID']} already ran; answering with its stored result" in log
