@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -13,6 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from murano_engine import boundary
+from murano_engine.clouds.local import LocalCloud
 
 TOKEN = "stub-token"
 TENANT = "tenant-1"
@@ -307,3 +310,202 @@ def fake_heat():
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+class FakeAgent:
+    """Stands in for ``murano_agent.service.AgentService``: remembers its config."""
+
+    def __init__(self, config, registry: list, start_delay: float) -> None:
+        self.config = config
+        self.running = False
+        self._delay = start_delay
+        registry.append(self)
+
+    def start(self) -> None:
+        if self._delay:
+            time.sleep(self._delay)
+        self.running = True
+
+    def stop(self) -> None:
+        self.running = False
+
+
+class Agents(list):
+    """Every fake agent a cloud made, with a factory to hand to LocalCloud."""
+
+    start_delay = 0.0
+
+    def factory(self, config) -> FakeAgent:
+        return FakeAgent(config, self, self.start_delay)
+
+    def running(self) -> dict[str, FakeAgent]:
+        return {a.config.rabbitmq.input_queue: a for a in self if a.running}
+
+
+@pytest.fixture
+def agents() -> Agents:
+    return Agents()
+
+
+@pytest.fixture
+def make_cloud(tmp_path, agents):
+    """Open LocalClouds on one state folder (fake agents); all closed at the end."""
+    opened: list[LocalCloud] = []
+
+    def make(**options: Any) -> LocalCloud:
+        options.setdefault("agent_factory", agents.factory)
+        options.setdefault("poll_interval", 0.01)
+        cloud = LocalCloud(tmp_path / "state", **options)
+        opened.append(cloud)
+        return cloud
+
+    yield make
+    for cloud in opened:
+        cloud.close()
+
+
+@pytest.fixture
+def cloud(make_cloud) -> LocalCloud:
+    return make_cloud()
+
+
+AGENT_CONF = """[DEFAULT]
+debug = True
+storage = /var/murano/plans
+log_file = /var/log/murano-agent.log
+
+[rabbitmq]
+host = rabbit.example.org
+port = 5672
+login = guest
+password = guest
+virtual_host = /
+input_queue = {queue}
+result_routing_key = {results}
+"""
+
+
+def agent_conf(queue: str, results: str = "-execution-results-region") -> str:
+    return AGENT_CONF.format(queue=queue, results=results)
+
+
+def build_environment(
+    servers: tuple[str, ...] = ("vm1", "vm2"),
+    *,
+    image: str = "ubuntu-22.04",
+    ssh_port: int = 22,
+    results: str = "-execution-results-region",
+) -> dict[str, Any]:
+    """A region stack as the core library builds it: network, router, security
+    group, and per server a port, multipart user data carrying agent.conf
+    (alternately as a cloud-config write_files entry and as a MIME part), and
+    outputs."""
+    resources: dict[str, Any] = {
+        "network": {"type": "OS::Neutron::Net", "properties": {"name": "env-net"}},
+        "subnet": {
+            "type": "OS::Neutron::Subnet",
+            "properties": {
+                "network": {"get_resource": "network"},
+                "cidr": "10.0.5.0/24",
+                "dns_nameservers": ["8.8.8.8"],
+            },
+        },
+        "router": {
+            "type": "OS::Neutron::Router",
+            "properties": {"external_gateway_info": {"network": "public"}},
+        },
+        "ri": {
+            "type": "OS::Neutron::RouterInterface",
+            "properties": {
+                "router": {"get_resource": "router"},
+                "subnet": {"get_resource": "subnet"},
+            },
+        },
+        "default-sg": {
+            "type": "OS::Neutron::SecurityGroup",
+            "properties": {
+                "rules": [
+                    {"protocol": "icmp", "remote_ip_prefix": "0.0.0.0/0"},
+                    {
+                        "protocol": "tcp",
+                        "port_range_min": ssh_port,
+                        "port_range_max": ssh_port,
+                        "remote_ip_prefix": "0.0.0.0/0",
+                    },
+                ]
+            },
+        },
+    }
+    outputs: dict[str, Any] = {"network-id": {"value": {"get_resource": "network"}}}
+    for index, name in enumerate(servers):
+        conf = agent_conf(f"e1-h{name}", results)
+        if index % 2 == 0:
+            boot = {
+                "type": "OS::Heat::CloudConfig",
+                "properties": {
+                    "cloud_config": {
+                        "hostname": name,
+                        "write_files": [
+                            {
+                                "path": "/etc/murano/agent.conf",
+                                "encoding": "b64",
+                                "content": base64.b64encode(conf.encode()).decode(),
+                            }
+                        ],
+                    }
+                },
+            }
+            conf_part = {"config": {"get_resource": f"boot_config-{name}"}}
+        else:
+            boot = {"type": "OS::Heat::SoftwareConfig", "properties": {"config": conf}}
+            conf_part = {
+                "config": {"get_resource": f"boot_config-{name}"},
+                "filename": "agent.conf",
+                "subtype": "plain",
+            }
+        resources[f"boot_config-{name}"] = boot
+        resources[f"boot_script_{name}"] = {
+            "type": "OS::Heat::SoftwareConfig",
+            "properties": {"group": "ungrouped", "config": "#!/bin/sh\necho booted\n"},
+        }
+        resources[f"user_data-{name}"] = {
+            "type": "OS::Heat::MultipartMime",
+            "properties": {
+                "parts": [conf_part, {"config": {"get_resource": f"boot_script_{name}"}}]
+            },
+        }
+        resources[f"port-{name}"] = {
+            "type": "OS::Neutron::Port",
+            "properties": {
+                "network": {"get_resource": "network"},
+                "fixed_ips": [{"subnet": {"get_resource": "subnet"}}],
+                "security_groups": [{"get_resource": "default-sg"}],
+                "replacement_policy": "AUTO",
+            },
+        }
+        resources[name] = {
+            "type": "OS::Nova::Server",
+            "properties": {
+                "name": name,
+                "image": image,
+                "flavor": "m1.small",
+                "user_data": {"get_resource": f"user_data-{name}"},
+                "user_data_format": "RAW",
+                "networks": [{"port": {"get_resource": f"port-{name}"}}],
+            },
+            "depends_on": ["ri"],
+        }
+        outputs[f"{name}-id"] = {"value": {"get_resource": name}}
+        outputs[f"addresses-{name}"] = {"value": {"get_attr": [name, "addresses", "env-net"]}}
+        outputs[f"{name}-ip"] = {"value": {"get_attr": [name, "networks", "env-net", 0]}}
+    return {
+        "heat_template_version": "2013-05-23",
+        "description": "murano region stack",
+        "resources": resources,
+        "outputs": outputs,
+    }
+
+
+@pytest.fixture
+def environment():
+    return build_environment

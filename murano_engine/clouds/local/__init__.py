@@ -1,0 +1,22 @@
+"""The embedded local cloud: the default when no OpenStack is configured.
+
+It takes the HOT templates the core library emits and makes their resources on
+this machine: networks, subnets and ports get addresses allocated from the
+subnets' CIDRs (fiction, no interface is touched), volumes are folders, and a
+server is a sandbox folder running the real guest agent in-process, configured
+from the agent config found in its user data (the rule is in
+:mod:`murano_engine.clouds.local.userdata`: a MIME part named ``*agent.conf``,
+or a cloud-config ``write_files`` entry whose path ends with ``agent.conf``).
+A Linux image runs shell plans for real; a Windows image (name containing
+"win", or ``os_type: windows`` metadata) needs a PowerShell executable on the
+host and fails clearly without one.
+
+``[local_cloud]`` settings: ``state_dir`` (default
+``~/.local/state/murano-engine/local-cloud``), ``broker_url`` (the broker the
+agents use instead of the one their config names), ``powershell``,
+``floating_cidr``, ``parallel``, ``stack_timeout``, ``poll_interval``.
+"""
+
+from murano_engine.clouds.local.cloud import LocalCloud
+
+__all__ = ["LocalCloud"]

@@ -1,0 +1,309 @@
+"""The local cloud: Heat's stack API over resources made on this machine.
+
+Operations run on background threads, as Heat's engine does; the API calls
+check the template first (a bad one raises :class:`TemplateError` and changes
+nothing) and return with the stack ``*_IN_PROGRESS``. State is saved under
+``state_dir`` after every resource step; a new :class:`LocalCloud` on the same
+folder picks the stacks up again, restarts the servers' agents, and marks
+operations the previous process did not finish as FAILED.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from murano_engine.clouds.base import (
+    DEFAULT_STACK_TIMEOUT,
+    Stack,
+    StackConflict,
+    StackNotFound,
+    StackService,
+)
+from murano_engine.clouds.local.addresses import FLOATING_POOL, Addresses
+from murano_engine.clouds.local.guest import AgentFactory, Guests
+from murano_engine.clouds.local.operations import Operation, OperationFailed, outputs
+from murano_engine.clouds.local.resource import ResourceRecord
+from murano_engine.clouds.local.scheduler import DEFAULT_PARALLEL
+from murano_engine.clouds.local.stack import StackFiles, StackState, check_stack_name, plain
+from murano_engine.clouds.local.template import Template
+
+LOG = logging.getLogger(__name__)
+
+DEFAULT_STATE_DIR = "~/.local/state/murano-engine/local-cloud"
+INTERRUPTED = "interrupted: the local cloud stopped before the operation ended"
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LocalCloud(StackService):
+    """Stacks whose resources are folders, fictional addresses and in-process agents."""
+
+    def __init__(
+        self,
+        state_dir: str | Path = DEFAULT_STATE_DIR,
+        *,
+        broker_url: str | None = None,
+        powershell: str | None = None,
+        floating_cidr: str = "172.24.4.0/24",
+        agent_factory: AgentFactory | None = None,
+        parallel: int = DEFAULT_PARALLEL,
+        timeout: float = DEFAULT_STACK_TIMEOUT,
+        poll_interval: float = 0.05,
+    ) -> None:
+        super().__init__(timeout=timeout, poll_interval=poll_interval)
+        root = Path(state_dir).expanduser()
+        self.state_dir = root
+        self.lock = threading.RLock()
+        self.addresses = Addresses(floating_cidr)
+        self.guests = Guests(
+            root / "servers",
+            broker_url=broker_url,
+            powershell=powershell,
+            agent_factory=agent_factory,
+        )
+        self.volumes = root / "volumes"
+        self.volumes.mkdir(parents=True, exist_ok=True)
+        self._parallel = parallel
+        self._files = StackFiles(root / "stacks", self.lock)
+        self._stacks: dict[str, StackState] = {}
+        self._templates: dict[str, Template] = {}
+        self._workers: dict[str, threading.Thread] = {}
+        self._reload()
+
+    @classmethod
+    def from_config(cls, section: Mapping[str, Any]) -> LocalCloud:
+        """Build from the engine config's ``[local_cloud]`` section."""
+        return cls(
+            section.get("state_dir") or DEFAULT_STATE_DIR,
+            broker_url=section.get("broker_url") or None,
+            powershell=section.get("powershell") or None,
+            floating_cidr=section.get("floating_cidr") or "172.24.4.0/24",
+            parallel=int(section.get("parallel", DEFAULT_PARALLEL)),
+            timeout=float(section.get("stack_timeout", DEFAULT_STACK_TIMEOUT)),
+            poll_interval=float(section.get("poll_interval", 0.05)),
+        )
+
+    # --- Services (what resource types use) ------------------------------------
+    def new_id(self) -> str:
+        return str(uuid.uuid4())
+
+    def records(self, *types: str) -> list[ResourceRecord]:
+        with self.lock:
+            return [
+                record
+                for stack in self._stacks.values()
+                for record in stack.records()
+                if record.exists and record.type in types
+            ]
+
+    def find(self, physical_id: str, *types: str) -> ResourceRecord | None:
+        candidates = self.records(*types)
+        for record in candidates:
+            if record.id == physical_id:
+                return record
+        for record in candidates:
+            if record.data.get("name") == physical_id:
+                return record
+        return None
+
+    # --- StackService -----------------------------------------------------------
+    def get(self, name: str) -> Stack | None:
+        with self.lock:
+            stack = self._stacks.get(name)
+            if stack is None:
+                return None
+            template = self._templates[name]
+            values = outputs(self, stack, template)
+            return Stack(
+                name=stack.name,
+                id=stack.id,
+                status=stack.status,
+                status_reason=stack.reason,
+                outputs=values,
+                parameters=dict(template.parameters),
+                template=plain(stack.template),
+                created=stack.created,
+                updated=stack.updated,
+            )
+
+    def peek(self, name: str) -> Stack | None:
+        with self.lock:
+            stack = self._stacks.get(name)
+            if stack is None:
+                return None
+            return Stack(
+                name=stack.name,
+                id=stack.id,
+                status=stack.status,
+                status_reason=stack.reason,
+                created=stack.created,
+                updated=stack.updated,
+            )
+
+    def create(
+        self,
+        name: str,
+        template: dict[str, Any],
+        parameters: dict[str, Any] | None = None,
+        files: dict[str, str] | None = None,
+        environment: dict[str, Any] | None = None,
+    ) -> None:
+        check_stack_name(name)
+        checked = Template(plain(template), parameters, files, environment)
+        with self.lock:
+            if name in self._stacks:
+                raise StackConflict(f"The Stack ({name}) already exists.")
+            stack = StackState(
+                name=name,
+                id=self.new_id(),
+                status="CREATE_IN_PROGRESS",
+                reason="Stack CREATE started",
+                created=_now(),
+            )
+            self._accept(stack, checked, parameters, files, environment)
+            self._stacks[name] = stack
+        self._start(stack, "CREATE")
+
+    def update(
+        self,
+        name: str,
+        template: dict[str, Any],
+        parameters: dict[str, Any] | None = None,
+        files: dict[str, str] | None = None,
+        environment: dict[str, Any] | None = None,
+    ) -> None:
+        checked = Template(plain(template), parameters, files, environment)
+        with self.lock:
+            stack = self._busy_check(name)
+            self._accept(stack, checked, parameters, files, environment)
+            stack.status, stack.reason = "UPDATE_IN_PROGRESS", "Stack UPDATE started"
+            stack.updated = _now()
+        self._start(stack, "UPDATE")
+
+    def delete(self, name: str) -> None:
+        with self.lock:
+            stack = self._busy_check(name)
+            stack.status, stack.reason = "DELETE_IN_PROGRESS", "Stack DELETE started"
+            stack.updated = _now()
+        self._start(stack, "DELETE")
+
+    def close(self) -> None:
+        """Let running operations finish, then stop every agent (sandboxes stay)."""
+        while True:
+            with self.lock:
+                workers = list(self._workers.values())
+            if not workers:
+                break
+            for worker in workers:
+                worker.join()
+        self.guests.stop_all()
+
+    # --- internals ---------------------------------------------------------------
+    def _busy_check(self, name: str) -> StackState:
+        stack = self._stacks.get(name)
+        if stack is None:
+            raise StackNotFound(f"The Stack ({name}) could not be found.")
+        if stack.in_progress:
+            raise StackConflict(f"Stack {name} is {stack.status}; try again when it settles")
+        return stack
+
+    def _accept(
+        self,
+        stack: StackState,
+        template: Template,
+        parameters: dict[str, Any] | None,
+        files: dict[str, str] | None,
+        environment: dict[str, Any] | None,
+    ) -> None:
+        stack.template = template.raw
+        stack.parameters = plain(parameters or {})
+        stack.files = dict(files or {})
+        stack.environment = plain(environment or {})
+        self._templates[stack.name] = template
+
+    def _start(self, stack: StackState, action: str) -> None:
+        self._save(stack)
+        worker = threading.Thread(
+            target=self._run, args=(stack, action), name=f"local-cloud {action} {stack.name}"
+        )
+        with self.lock:
+            self._workers[stack.name] = worker
+        worker.start()
+
+    def _run(self, stack: StackState, action: str) -> None:
+        operation = Operation(
+            self,
+            stack,
+            self._templates[stack.name],
+            lambda: self._save(stack),
+            parallel=self._parallel,
+        )
+        try:
+            if action == "DELETE":
+                with self.lock:
+                    for name in list(stack.resources):
+                        stack.set_aside(name)
+                operation.take_down(stack.replaced)
+            else:
+                operation.converge(action)
+        except OperationFailed as exc:
+            self._finish(stack, f"{action}_FAILED", str(exc))
+        except Exception as exc:
+            LOG.exception("Local cloud %s of stack %s broke", action, stack.name)
+            self._finish(stack, f"{action}_FAILED", f"{type(exc).__name__}: {exc}")
+        else:
+            self._finish(stack, f"{action}_COMPLETE", f"Stack {action} completed successfully")
+
+    def _finish(self, stack: StackState, status: str, reason: str) -> None:
+        with self.lock:
+            stack.status, stack.reason = status, reason
+            self._workers.pop(stack.name, None)
+            if status == "DELETE_COMPLETE":
+                del self._stacks[stack.name]
+                del self._templates[stack.name]
+                self._files.remove(stack.name)
+                return
+        self._save(stack)
+
+    def _save(self, stack: StackState) -> None:
+        self._files.save(stack)
+
+    def _reload(self) -> None:
+        """Take up the stacks saved by an earlier run."""
+        for stack in self._files.load_all():
+            self._stacks[stack.name] = stack
+            self._templates[stack.name] = Template(
+                stack.template, stack.parameters, stack.files, stack.environment
+            )
+            if stack.in_progress:
+                stack.status = stack.status.replace("IN_PROGRESS", "FAILED")
+                stack.reason = INTERRUPTED
+            for record in stack.records():
+                if record.status.endswith("_IN_PROGRESS"):
+                    record.status = record.status.replace("IN_PROGRESS", "FAILED")
+                    record.reason = INTERRUPTED
+                self._reserve_addresses(record)
+            self._save(stack)
+        for server in self.records("OS::Nova::Server"):
+            if server.data.get("agent"):
+                self.guests.resume(server.id)
+
+    def _reserve_addresses(self, record: ResourceRecord) -> None:
+        if not record.exists:
+            return
+        ports = [record.data] if record.type == "OS::Neutron::Port" else []
+        if record.type == "OS::Nova::Server":
+            ports = [nic["implicit"] for nic in record.data.get("nics", []) if "implicit" in nic]
+        for port in ports:
+            for item in port["fixed_ips"]:
+                self.addresses.reserve(item["subnet_id"], item["ip_address"])
+        if record.type == "OS::Neutron::FloatingIP":
+            self.addresses.reserve(FLOATING_POOL, record.data["floating_ip_address"])

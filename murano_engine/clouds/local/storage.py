@@ -1,0 +1,126 @@
+"""Cinder resource types: a volume is a folder; attaching links it into the server's sandbox."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import PurePosixPath
+from typing import Any
+
+from murano_engine.clouds.local.resource import (
+    Context,
+    ResourceFailure,
+    ResourceRecord,
+    ResourceType,
+)
+
+VOLUME = "OS::Cinder::Volume"
+ATTACHMENT = "OS::Cinder::VolumeAttachment"
+_SERVER = "OS::Nova::Server"
+
+
+def _attachments(ctx: Context, volume_id: str) -> list[ResourceRecord]:
+    return [a for a in ctx.services.records(ATTACHMENT) if a.data["volume_id"] == volume_id]
+
+
+class Volume(ResourceType):
+    name = VOLUME
+    properties = frozenset(
+        {
+            "size",
+            "name",
+            "description",
+            "image",
+            "volume_type",
+            "availability_zone",
+            "metadata",
+            "source_volid",
+            "snapshot_id",
+            "backup_id",
+            "scheduler_hints",
+            "multiattach",
+            "read_only",
+        }
+    )
+    required = (("size",),)
+    attributes = frozenset(
+        {"size", "status", "name", "display_name", "attachments", "bootable", "metadata"}
+    )
+    updatable = frozenset({"size", "name", "description", "metadata", "read_only"})
+
+    def create(self, ctx: Context, props: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        volume_id = ctx.services.new_id()
+        data = self._data(ctx, props, None)
+        data["image"] = props.get("image")
+        (ctx.services.volumes / volume_id).mkdir(parents=True)
+        return volume_id, data
+
+    def update(self, ctx: Context, record: ResourceRecord, props: dict[str, Any]) -> dict[str, Any]:
+        data = self._data(ctx, props, record)
+        if data["size"] < record.data["size"]:
+            raise ResourceFailure(
+                f"volume size cannot shrink from {record.data['size']} to {data['size']} GB"
+            )
+        return {**record.data, **data}
+
+    @staticmethod
+    def _data(ctx: Context, props: dict[str, Any], record: ResourceRecord | None) -> dict[str, Any]:
+        try:
+            size = int(props["size"])
+        except (TypeError, ValueError):
+            raise ResourceFailure(f"size {props['size']!r} is not a whole number of GB") from None
+        if size < 1:
+            raise ResourceFailure(f"size must be at least 1 GB, not {size}")
+        name = props.get("name") or (record.data["name"] if record else ctx.default_name())
+        return {"size": size, "name": name, "metadata": props.get("metadata") or {}}
+
+    def delete(self, ctx: Context, record: ResourceRecord) -> None:
+        if _attachments(ctx, record.id):
+            raise ResourceFailure(f"volume {record.id} is still attached")
+        shutil.rmtree(ctx.services.volumes / record.id, ignore_errors=True)
+
+    def attribute(self, ctx: Context, record: ResourceRecord, name: str) -> Any:
+        attached = _attachments(ctx, record.id)
+        if name == "status":
+            return "in-use" if attached else "available"
+        if name == "attachments":
+            return [
+                {"server_id": a.data["server_id"], "device": a.data["mountpoint"]} for a in attached
+            ]
+        if name == "display_name":
+            return record.data["name"]
+        if name == "bootable":
+            return bool(record.data.get("image"))
+        return record.data.get(name)
+
+
+class VolumeAttachment(ResourceType):
+    name = ATTACHMENT
+    properties = frozenset({"instance_uuid", "volume_id", "mountpoint"})
+    required = (("instance_uuid",), ("volume_id",))
+
+    def create(self, ctx: Context, props: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        with ctx.services.lock:
+            server = ctx.require(props["instance_uuid"], "server", _SERVER)
+            volume = ctx.require(props["volume_id"], "volume", VOLUME)
+            if _attachments(ctx, volume.id) and not volume.properties.get("multiattach"):
+                raise ResourceFailure(f"volume {volume.id} is already attached")
+            mountpoint = props.get("mountpoint") or ""
+            link_name = PurePosixPath(mountpoint).name or volume.id
+            link = ctx.services.guests.sandbox(server.id) / "volumes" / link_name
+            if link.exists() or link.is_symlink():
+                raise ResourceFailure(f"server {server.id} already has a disk at {mountpoint!r}")
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(ctx.services.volumes / volume.id, target_is_directory=True)
+        return ctx.services.new_id(), {
+            "server_id": server.id,
+            "volume_id": volume.id,
+            "mountpoint": mountpoint,
+            "link": str(link),
+        }
+
+    def delete(self, ctx: Context, record: ResourceRecord) -> None:
+        link = ctx.services.guests.sandbox(record.data["server_id"]) / "volumes"
+        (link / PurePosixPath(record.data["link"]).name).unlink(missing_ok=True)
+
+
+TYPES: tuple[type[ResourceType], ...] = (Volume, VolumeAttachment)
