@@ -110,7 +110,9 @@ class AgentClient:
 
     def _publish_once(self, queue: str, body: str, message_id: str, headers: dict) -> None:
         if self._conn is None:
-            self._conn = broker.prepare(kombu.Connection(self._url, connect_timeout=5), "engine")
+            self._conn = broker.prepare(
+                kombu.Connection(self._url, connect_timeout=5), f"engine {self.result_queue}"
+            )
             self._declared.clear()
         conn = self._conn
         try:
