@@ -1,0 +1,171 @@
+"""Agent parts on their own: configuration, plan checks, storage, PowerShell literals."""
+
+from __future__ import annotations
+
+import pytest
+
+from murano_agent import plans
+from murano_agent.config import ConfigError, load_config
+from murano_agent.executors import ps_literal
+from murano_agent.plans import PlanError
+from murano_agent.security import Rejected, StampGuard
+from murano_agent.storage import PlanStore
+
+MURANO_AGENT_CONF = """[DEFAULT]
+debug=True
+verbose=True
+log_file = /var/log/murano-agent.log
+storage=/var/murano/plans
+engine_key = \t-----BEGIN RSA PUBLIC KEY-----
+\tMIIBCgKCAQEAtest
+\t-----END RSA PUBLIC KEY-----
+
+[rabbitmq]
+input_queue=e123-h456
+result_routing_key=-execution-results--abc
+host=10.0.0.5
+port=5671
+ssl=true
+insecure=false
+ca_certs='/etc/murano/certs/ca_certs'
+login=murano
+password=p%ss
+virtual_host=/
+"""
+
+
+def test_reads_the_config_murano_renders_into_instances(tmp_path):
+    path = tmp_path / "agent.conf"
+    path.write_text(MURANO_AGENT_CONF)
+    cfg = load_config(path)
+    assert cfg.debug is True and cfg.storage == "/var/murano/plans"
+    assert cfg.engine_key.splitlines() == [
+        "-----BEGIN RSA PUBLIC KEY-----",
+        "MIIBCgKCAQEAtest",
+        "-----END RSA PUBLIC KEY-----",
+    ]
+    rabbit = cfg.rabbitmq
+    assert (rabbit.host, rabbit.port, rabbit.ssl, rabbit.password) == (
+        "10.0.0.5",
+        5671,
+        True,
+        "p%ss",
+    )
+    assert rabbit.ca_certs == "/etc/murano/certs/ca_certs" and rabbit.input_queue == "e123-h456"
+    assert str(cfg.files_root) == "/var/murano/plans/files"
+
+
+def test_text_and_overrides(tmp_path):
+    cfg = load_config(MURANO_AGENT_CONF, {"storage": tmp_path, "rabbitmq.url": "memory://"})
+    assert cfg.storage == str(tmp_path) and cfg.rabbitmq.url == "memory://"
+
+
+def test_bad_config_names_the_option(tmp_path):
+    with pytest.raises(ConfigError, match=r"\[rabbitmq\]: option 'port' = 'many'"):
+        load_config("[rabbitmq]\nport = many\n")
+    with pytest.raises(ConfigError, match="cannot read agent config"):
+        load_config(tmp_path / "missing.conf")
+    with pytest.raises(ConfigError, match="unknown section 'nosuch'"):
+        load_config("[DEFAULT]\n", {"nosuch.x": 1})
+
+
+@pytest.mark.parametrize(
+    ("version", "code"), [("0.0.0", 9), ("1000.0.0", 9), ("2.3.0", 9), ("x", 9)]
+)
+def test_unsupported_format_versions(version, code):
+    with pytest.raises(PlanError) as caught:
+        plans.format_version({"FormatVersion": version})
+    assert caught.value.code == code
+
+
+def test_supported_format_versions():
+    assert plans.format_version({}) == (1, 0, 0)
+    assert plans.format_version({"FormatVersion": "2.2.0"}) == (2, 2, 0)
+
+
+def v2(version: str, **script) -> dict:
+    script = {"Type": "Application", "EntryPoint": "f", **script}
+    files = {
+        "f": {"Name": "a.sh", "BodyType": "Text", "Body": ""},
+        "u": {"Name": "u", "Type": "Downloadable", "URL": "http://x/u"},
+    }
+    return {"FormatVersion": version, "Scripts": {"s": script}, "Files": files}
+
+
+@pytest.mark.parametrize(
+    ("plan", "message"),
+    [
+        (v2("2.0.0"), "downloadable files need FormatVersion 2.1.0"),
+        ({"FormatVersion": "2.1.0", "Scripts": {}}, "Files must be an object"),
+        (
+            v2("2.1.0", Type="Chef", EntryPoint="c::r", Options={"useBerkshelf": True}),
+            "Berkshelf options need",
+        ),
+        (v2("2.1.0", Type="Chef", EntryPoint="norecipe"), "must be module::recipe"),
+        (v2("2.1.0", Type="Shell"), "Type 'Shell' is not one of"),
+        (v2("2.1.0", Files=["zz"]), "file 'zz' is not in Files"),
+    ],
+)
+def test_v2_structure_errors(plan, message):
+    with pytest.raises(PlanError, match=message) as caught:
+        plans.validate_v2(plan, plans.format_version(plan))
+    assert caught.value.code == 2
+
+
+def test_v2_structures_that_pass():
+    plans.validate_v2(v2("2.1.0", Files=["u", {"alias": "f"}]), (2, 1, 0))
+    chef = v2("2.2.0", Type="Chef", EntryPoint="c::r", Options={"useBerkshelf": True})
+    plans.validate_v2(chef, (2, 2, 0))
+
+
+@pytest.mark.parametrize(
+    "name", ["../x", "/etc/passwd", "C:\\Windows\\x", "a/../../b", "a\\..\\..\\b", ""]
+)
+def test_file_names_may_not_leave_the_work_folder(name):
+    with pytest.raises(PlanError):
+        plans.safe_relative_path(name, "Files.x")
+
+
+def test_v1_command_names_cannot_inject_code():
+    with pytest.raises(PlanError, match="is not a command name"):
+        plans.validate_v1({"Commands": [{"Name": "A; Remove-Item C:\\"}]})
+    with pytest.raises(PlanError, match="is not a name"):
+        plans.validate_v1({"Commands": [{"Name": "A", "Arguments": {"x y": 1}}]})
+
+
+def test_powershell_literals():
+    value = {"Name": "it's", "List": [1, 2.5, True, None], "Nested": {"k": False}}
+    assert ps_literal(value) == (
+        "@{'Name' = 'it''s'; 'List' = @(1, 2.5, $true, $null); 'Nested' = @{'k' = $false}}"
+    )
+
+
+def test_store_survives_reopening_and_remembers_results(tmp_path):
+    store = PlanStore(tmp_path)
+    store.receive("p1", b'{"a": 1}', "reply")
+    store.receive("p2", b"raw", None)
+    again = PlanStore(tmp_path)  # as after a crash
+    pending = again.pending()
+    assert [(m.plan_id, m.body, m.reply_to) for m in pending] == [
+        ("p1", b'{"a": 1}', "reply"),
+        ("p2", b"raw", None),
+    ]
+    assert again.is_queued("p1") and again.start_attempt(pending[0]) == 1
+    assert again.start_attempt(pending[0]) == 2
+    again.finish(pending[0], {"r": 1})
+    assert not again.is_queued("p1") and again.stored_result("p1") == {"r": 1}
+    [outgoing] = PlanStore(tmp_path).outbox()
+    assert (outgoing.plan_id, outgoing.result, outgoing.reply_to) == ("p1", {"r": 1}, "reply")
+    again.sent(outgoing)
+    assert again.outbox() == [] and [m.plan_id for m in again.pending()] == ["p2"]
+
+
+def test_stamp_guard_persists_and_requires_growth(tmp_path):
+    guard = StampGuard(tmp_path / "stamp")
+    guard.check(5, required=True)
+    guard.accept(5)
+    with pytest.raises(Rejected, match="Stamp 5 <= last accepted 5"):
+        StampGuard(tmp_path / "stamp").check(5, required=False)
+    with pytest.raises(Rejected, match="no Stamp"):
+        guard.check(None, required=True)
+    guard.check(None, required=False)
