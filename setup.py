@@ -19,6 +19,7 @@ setup(
         "jsonschema>=4.0",
         "cryptography>=41",
         "semantic_version>=2.10",
+        "jsonpatch>=1.33",
     ],
     extras_require={
         "test": ["pytest>=8", "ruff>=0.5"],

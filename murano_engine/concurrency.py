@@ -7,12 +7,17 @@ green-thread library can be replaced in one place.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import eventlet
+with warnings.catch_warnings():
+    # eventlet announces its maintenance mode on import; it is contained here.
+    warnings.simplefilter("ignore")
+    import eventlet
 import eventlet.event
 import eventlet.greenpool
+import eventlet.patcher
 import eventlet.semaphore
 
 _patched = False
@@ -94,3 +99,31 @@ def _capture(func: Callable[[], Any]) -> tuple[bool, Any]:
         return True, func()
     except BaseException as exc:  # noqa: BLE001 - re-raised by run_all
         return False, exc
+
+
+def run_in_big_thread(func: Callable[[], Any], stack_mb: int = 512) -> Any:
+    """Run ``func`` in a real OS thread with a large stack and wait for it.
+
+    Deep MuranoPL recursion needs more C stack than the main thread has;
+    green threads started inside run on this thread's stack.
+    """
+    threading = eventlet.patcher.original("threading")
+    outcome: list[tuple[bool, Any]] = []
+
+    def target() -> None:
+        try:
+            outcome.append((True, func()))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+            outcome.append((False, exc))
+
+    previous = threading.stack_size(stack_mb * 1024 * 1024)
+    try:
+        thread = threading.Thread(target=target, name="murano-engine")
+        thread.start()
+    finally:
+        threading.stack_size(previous)
+    thread.join()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value

@@ -1,0 +1,143 @@
+"""``murano-engine``: run MuranoPL methods and check packages from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+RECURSION_LIMIT = 100_000
+
+
+def run_guarded(body: Callable[[], int], debug: bool = False) -> int:
+    """Run a command body on a deep stack; turn errors into one clear message."""
+    from murano_engine import concurrency
+    sys.setrecursionlimit(RECURSION_LIMIT)
+    try:
+        return concurrency.run_in_big_thread(body)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - every error ends in one clear message
+        print(describe_error(exc), file=sys.stderr)
+        if debug:
+            traceback.print_exception(exc)
+        return 1
+
+
+def describe_error(exc: BaseException) -> str:
+    """One error message with the MuranoPL stack when code was running."""
+    from murano_engine.dsl import errors
+    if isinstance(exc, errors.LoadError):
+        return f"error: {exc}"
+    message = getattr(exc, "message", None) or str(exc)
+    text = f"error: {errors.python_name(exc)}: {message}"
+    stack = errors.stack_of(exc)
+    if stack:
+        text += "\nMuranoPL stack (most recent call last):\n" + errors.format_stack(stack)
+    return text
+
+
+def _parse_arg(text: str) -> tuple[str, Any]:
+    name, sep, raw = text.partition("=")
+    if not sep or not name:
+        raise SystemExit(f"error: --arg takes NAME=JSON, got {text!r}")
+    try:
+        return name, json.loads(raw)
+    except json.JSONDecodeError:
+        return name, raw
+
+
+def _run(options: argparse.Namespace) -> int:
+    from murano_engine.dsl import errors, model, serializer
+    from murano_engine.dsl.executor import Executor
+    from murano_engine.dsl.packages import PackageLoader
+
+    loader = PackageLoader(options.load_packages_from)
+    for problem in loader.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    class_name, _, method_name = options.target.rpartition(".")
+    if not class_name:
+        raise SystemExit("error: the target is CLASS.METHOD, e.g. com.example.App.deploy")
+    cls = loader.find_class(class_name)
+    executor = Executor(loader)
+    kwargs = dict(_parse_arg(a) for a in options.arg)
+    method = cls.find_method(method_name)
+    if method is None:
+        raise errors.NoMethodFound(f"method {method_name!r} is not found in {cls.name}")
+    if options.model:
+        data = json.loads(Path(options.model).read_text())
+        model.load_model(executor, data)
+        receiver = next((o for o in executor.objects.values()
+                         if o.murano_class.is_compatible(cls)), None)
+        if receiver is None:
+            raise errors.NoObjectFoundError(f"the model has no object of class {cls.name}")
+    elif method.is_static:
+        receiver = cls.ref
+    else:
+        receiver = executor.new_object(cls)
+    result = executor.invoke(method, receiver, [], kwargs, None)
+    print(json.dumps(serializer.serialize_value(result), indent=2, sort_keys=True))
+    return 0
+
+
+def _validate(options: argparse.Namespace) -> int:
+    from murano_engine.dsl.validation import validate_package
+    problems = validate_package(Path(options.path))
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{len(problems)} problem(s) found", file=sys.stderr)
+        return 1
+    print(f"{options.path}: OK")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="murano-engine",
+                                     description="Run MuranoPL packages.")
+    parser.add_argument("--debug", action="store_true", help="show Python tracebacks too")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run one method and print its result as JSON")
+    run.add_argument("-l", "--load-packages-from", nargs="+", action="extend", default=[],
+                     metavar="DIR", help="folders holding packages")
+    run.add_argument("target", nargs="?", help="CLASS.METHOD")
+    run.add_argument("--model", help="object model (JSON) to load first")
+    run.add_argument("--arg", action="append", default=[], metavar="NAME=JSON",
+                     help="a keyword argument of the method")
+    run.set_defaults(handler=_run)
+
+    validate = commands.add_parser("validate", help="check a package and list every problem")
+    validate.add_argument("path", help="package folder or zip")
+    validate.set_defaults(handler=_validate)
+    return parser
+
+
+def split_load_dirs(load_dirs: list[str], positional: list[str]) -> list[str]:
+    """Move words that ``-l DIR...`` swallowed but are no folders back to the positionals.
+
+    ``-l`` takes several folders, so ``-l DIR CLASS.METHOD`` would otherwise
+    read the target as a folder.
+    """
+    while load_dirs and not Path(load_dirs[-1]).is_dir():
+        positional.insert(0, load_dirs.pop())
+    return positional
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = build_parser().parse_args(argv)
+    if options.command == "run":
+        rest = split_load_dirs(options.load_packages_from,
+                               [options.target] if options.target else [])
+        if len(rest) != 1:
+            raise SystemExit("error: run takes exactly one CLASS.METHOD")
+        options.target = rest[0]
+    return run_guarded(lambda: options.handler(options), debug=options.debug)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,407 @@
+"""MuranoPL types: classes, their properties, methods and arguments.
+
+A :class:`MuranoClass` is built from one YAML document of a class file. It is
+immutable once built and shared by every executor that uses its package;
+per-run state (static property values, locks) lives in the executor.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from murano_engine.dsl import errors
+from murano_engine.dsl.errors import LoadError, Position
+from murano_engine.dsl.yaml_loader import position_of
+
+if TYPE_CHECKING:
+    from murano_engine.dsl.packages import Package
+
+PROPERTY_USAGES = frozenset({"In", "Out", "InOut", "Const", "Runtime", "Static", "Config"})
+WRITABLE_USAGES = frozenset({"Out", "InOut", "Runtime", "Static", "Config"})
+MODEL_USAGES = frozenset({"In", "Out", "InOut", "Const"})
+METHOD_USAGES = frozenset({"Runtime", "Static", "Extension", "Action"})
+ARGUMENT_USAGES = ("Standard", "VarArgs", "KwArgs")
+_PREFIX = re.compile(r"^[A-Za-z_]\w*$")
+_SPECIAL_METHODS = {"initialize": ".init", "destroy": ".destroy"}
+
+
+class NamespaceResolver:
+    """Turns ``ns:Name``, ``:Name`` and ``Name`` into full class names."""
+
+    def __init__(self, namespaces: dict[str, Any] | None, position: Position | None) -> None:
+        self.namespaces: dict[str, str] = {"=": "", "": ""}
+        for prefix, namespace in (namespaces or {}).items():
+            if not isinstance(prefix, str) or (prefix != "=" and not _PREFIX.match(prefix)):
+                raise LoadError(f"invalid namespace prefix {prefix!r}", position)
+            self.namespaces[prefix] = namespace or ""
+        self.position = position
+
+    def resolve(self, name: str) -> str:
+        if ":" in name:
+            prefix, _, short = name.partition(":")
+            prefix = prefix or "="
+        elif "." in name:
+            return name
+        else:
+            prefix, short = "=", name
+        try:
+            namespace = self.namespaces[prefix]
+        except KeyError:
+            raise errors.NoClassFound(
+                f"unknown namespace prefix {prefix!r} in {name!r}") from None
+        return f"{namespace}.{short}" if namespace else short
+
+
+class Declaration:
+    """What properties and arguments share: a contract and an optional Default."""
+
+    __slots__ = ("name", "contract", "default", "has_default", "usage", "meta", "position",
+                 "_compiled_contract", "_compiled_default")
+
+    def __init__(self, name: str, decl: dict, usage: str, position: Position | None) -> None:
+        self.name = name
+        self.contract = decl["Contract"]
+        self.has_default = "Default" in decl
+        self.default = decl.get("Default")
+        self.usage = usage
+        self.meta = decl.get("Meta")
+        self.position = position
+        self._compiled_contract: Any = None
+        self._compiled_default: Any = None
+
+    def compiled_contract(self) -> Any:
+        if self._compiled_contract is None:
+            from murano_engine.dsl.contracts import Contract
+            self._compiled_contract = Contract(self.contract, self.position)
+        return self._compiled_contract
+
+    def compiled_default(self) -> Any:
+        """The Default as a closure over an evaluation context."""
+        if self._compiled_default is None:
+            from murano_engine.dsl.instructions import compile_data
+            self._compiled_default = compile_data(self.default)
+        return self._compiled_default
+
+
+def _checked_declaration(kind: str, name: str, decl: Any, usages: Any,
+                         default_usage: str, position: Position | None) -> str:
+    position = position_of(decl) or position
+    if not isinstance(decl, dict):
+        raise LoadError(f"{kind} {name!r} must be a mapping", position)
+    if "Contract" not in decl:
+        raise LoadError(f"{kind} {name!r} has no Contract", position)
+    usage = decl.get("Usage", default_usage)
+    if usage not in usages:
+        raise LoadError(f"{kind} {name!r}: unknown Usage {usage!r}", position)
+    return usage
+
+
+class PropertySpec(Declaration):
+    """A declared property."""
+
+    __slots__ = ("declaring_class",)
+
+    def __init__(self, name: str, decl: Any, declaring_class: MuranoClass) -> None:
+        usage = _checked_declaration("property", name, decl, PROPERTY_USAGES, "In",
+                                     declaring_class.position)
+        super().__init__(name, decl, usage, position_of(decl) or declaring_class.position)
+        self.declaring_class = declaring_class
+
+
+class ArgumentSpec(Declaration):
+    """A declared method argument."""
+
+    __slots__ = ()
+
+    def __init__(self, name: str, decl: Any, position: Position | None) -> None:
+        usage = _checked_declaration("argument", name, decl, ARGUMENT_USAGES, "Standard",
+                                     position)
+        super().__init__(name, decl, usage, position_of(decl) or position)
+
+
+class MethodSpec:
+    """A declared method: MuranoPL body or a native Python function."""
+
+    __slots__ = ("name", "declaring_class", "arguments", "usage", "scope", "meta",
+                 "position", "body", "native", "_block", "synchronize")
+
+    def __init__(self, name: str, declaring_class: MuranoClass, *, arguments: list[ArgumentSpec],
+                 usage: str = "Runtime", scope: str = "Session", meta: Any = None,
+                 position: Position | None = None, body: Any = None,
+                 native: Callable[..., Any] | None = None) -> None:
+        self.name = name
+        self.declaring_class = declaring_class
+        self.arguments = arguments
+        self.usage = usage
+        self.scope = scope
+        self.meta = meta
+        self.position = position
+        self.body = body
+        self.native = native
+        self._block: Any = None
+        self.synchronize: Any = None
+
+    @classmethod
+    def from_yaml(cls, name: str, decl: Any, declaring_class: MuranoClass) -> MethodSpec:
+        position = position_of(decl) or declaring_class.position
+        if decl is None:
+            decl = {}
+        if not isinstance(decl, dict):
+            raise LoadError(f"method {name!r} must be a mapping", position)
+        usage = decl.get("Usage", "Runtime")
+        if usage not in METHOD_USAGES:
+            raise LoadError(f"method {name!r}: unknown Usage {usage!r}", position)
+        scope = decl.get("Scope", "Session")
+        if scope not in ("Session", "Public"):
+            raise LoadError(f"method {name!r}: unknown Scope {scope!r}", position)
+        if usage == "Action" and "Scope" in decl and scope == "Session":
+            raise LoadError(f"method {name!r}: Usage Action cannot have Scope Session",
+                            position)
+        arguments = _parse_arguments(name, decl.get("Arguments"), position)
+        if usage == "Extension" and not arguments:
+            raise LoadError(f"extension method {name!r} needs at least one argument", position)
+        return cls(name, declaring_class, arguments=arguments, usage=usage, scope=scope,
+                   meta=decl.get("Meta"), position=position, body=decl.get("Body"))
+
+    @property
+    def is_static(self) -> bool:
+        return self.usage in ("Static", "Extension")
+
+    @property
+    def is_public(self) -> bool:
+        return self.scope == "Public" or self.usage == "Action"
+
+    def block(self) -> Any:
+        """The compiled body (compiled on first call)."""
+        if self._block is None:
+            from murano_engine.dsl.instructions import compile_body
+            self._block = compile_body(self.body, self.position)
+        return self._block
+
+    def __repr__(self) -> str:
+        return f"<method {self.declaring_class.name}.{self.name}>"
+
+
+def _parse_arguments(method: str, decl: Any, position: Position | None) -> list[ArgumentSpec]:
+    if decl is None:
+        return []
+    items: list[tuple[str, Any]]
+    if isinstance(decl, dict):
+        items = list(decl.items())
+    elif isinstance(decl, list):
+        items = []
+        for entry in decl:
+            if not isinstance(entry, dict) or len(entry) != 1:
+                raise LoadError(f"method {method!r}: each argument must be a one-key mapping",
+                                position_of(entry) or position)
+            items.extend(entry.items())
+    else:
+        raise LoadError(f"method {method!r}: Arguments must be a list or a mapping", position)
+    arguments = [ArgumentSpec(str(name), value, position) for name, value in items]
+    order = [ARGUMENT_USAGES.index(a.usage) for a in arguments]
+    if order != sorted(order) or order.count(1) > 1 or order.count(2) > 1:
+        raise LoadError(f"method {method!r}: Standard arguments must come first, then at "
+                        f"most one VarArgs, then at most one KwArgs", position)
+    return arguments
+
+
+class MuranoClass:
+    """A MuranoPL type."""
+
+    def __init__(self, name: str, package: Package, namespaces: NamespaceResolver,
+                 position: Position | None, usage: str = "Class") -> None:
+        self.name = name
+        self.package = package
+        self.namespaces = namespaces
+        self.position = position
+        self.usage = usage
+        self.parents: list[MuranoClass] = []
+        self.properties: dict[str, PropertySpec] = {}
+        self.methods: dict[str, MethodSpec] = {}
+        self.meta: Any = None
+        self.import_names: list[Any] = []
+        self.meta_options: dict[str, Any] = {}
+        self.native: type | None = None
+        self._method_cache: dict[str, MethodSpec | None] = {}
+        self._type_cache: dict[str, MuranoClass] = {}
+        self._ancestors: frozenset[MuranoClass] | None = None
+        self._init_order: list[MuranoClass] | None = None
+        self._all_properties: dict[str, list[PropertySpec]] | None = None
+        self._imports: list[MuranoClass] | None = None
+        from murano_engine.dsl.objects import TypeRef
+        self.ref = TypeRef(self)
+
+    # -- identity ----------------------------------------------------------------
+    @property
+    def version(self) -> Any:
+        return self.package.version
+
+    def __repr__(self) -> str:
+        return f"<class {self.name}/{self.package.version}@{self.package.name}>"
+
+    # -- hierarchy ---------------------------------------------------------------
+    def ancestors(self) -> frozenset[MuranoClass]:
+        """This class and every class it inherits from."""
+        if self._ancestors is None:
+            found = {self}
+            for parent in self.parents:
+                found |= parent.ancestors()
+            self._ancestors = frozenset(found)
+        return self._ancestors
+
+    def is_compatible(self, other: MuranoClass) -> bool:
+        """Whether this class is ``other`` or inherits from it."""
+        return other in self.ancestors() or any(
+            a.name == other.name for a in self.ancestors())
+
+    def init_order(self) -> list[MuranoClass]:
+        """Every class of the hierarchy, ancestors before descendants, each once."""
+        if self._init_order is None:
+            order: list[MuranoClass] = []
+            seen: set[MuranoClass] = set()
+
+            def visit(cls: MuranoClass) -> None:
+                if cls in seen:
+                    return
+                seen.add(cls)
+                for parent in cls.parents:
+                    visit(parent)
+                order.append(cls)
+
+            visit(self)
+            self._init_order = order
+        return self._init_order
+
+    def all_properties(self) -> dict[str, list[PropertySpec]]:
+        """Property name -> its declarations, most derived first."""
+        if self._all_properties is None:
+            result: dict[str, list[PropertySpec]] = {}
+            for cls in reversed(self.init_order()):
+                for name, spec in cls.properties.items():
+                    result.setdefault(name, []).append(spec)
+            self._all_properties = result
+        return self._all_properties
+
+    def find_property(self, name: str) -> PropertySpec | None:
+        specs = self.all_properties().get(name)
+        return specs[0] if specs else None
+
+    # -- methods -----------------------------------------------------------------
+    def find_method(self, name: str) -> MethodSpec | None:
+        """Murano's resolution: the override that beats every other candidate."""
+        try:
+            return self._method_cache[name]
+        except KeyError:
+            pass
+        candidates = self._method_candidates(name)
+        chosen: MethodSpec | None = None
+        if len(candidates) == 1:
+            chosen = next(iter(candidates))
+        elif candidates:
+            winners = [m for m in candidates
+                       if all(o is m or o.declaring_class in m.declaring_class.ancestors()
+                              for o in candidates)]
+            if len(winners) != 1:
+                names = ", ".join(sorted(m.declaring_class.name for m in candidates))
+                raise errors.AmbiguousMethodName(
+                    f"method {name!r} of {self.name} is declared by unrelated classes: {names}")
+            chosen = winners[0]
+        self._method_cache[name] = chosen
+        return chosen
+
+    def _method_candidates(self, name: str) -> set[MethodSpec]:
+        if name in self.methods:
+            return {self.methods[name]}
+        found: set[MethodSpec] = set()
+        for parent in self.parents:
+            found |= parent._method_candidates(name)
+        return found
+
+    def public_methods(self) -> dict[str, MethodSpec]:
+        """Every method callable as an action, inherited ones included."""
+        names = {n for cls in self.ancestors() for n in cls.methods}
+        out: dict[str, MethodSpec] = {}
+        for name in sorted(names):
+            method = self.find_method(name)
+            if method is not None and method.is_public and not name.startswith("."):
+                out[name] = method
+        return out
+
+    def extension_method(self, name: str) -> MethodSpec | None:
+        method = self.methods.get(name)
+        if method is not None and method.usage == "Extension":
+            return method
+        return None
+
+    def imports(self) -> list[MuranoClass]:
+        if self._imports is None:
+            resolved = []
+            for item in self.import_names:
+                resolved.append(item if isinstance(item, MuranoClass)
+                                else self.resolve_type(str(item)))
+            self._imports = resolved
+        return self._imports
+
+    # -- names -------------------------------------------------------------------
+    def resolve_type(self, name: str) -> MuranoClass:
+        """Find a class by a name written in this class (namespaces applied)."""
+        try:
+            return self._type_cache[name]
+        except KeyError:
+            pass
+        cls = self.package.find_class(self.namespaces.resolve(name))
+        self._type_cache[name] = cls
+        return cls
+
+    def resolve_name(self, name: str) -> str:
+        return self.namespaces.resolve(name)
+
+
+def build_class(name: str, doc: dict, package: Package, namespaces: NamespaceResolver,
+                resolve_parent: Callable[[str, Position | None], MuranoClass]) -> MuranoClass:
+    """Build a class from its YAML document (parents resolved by the caller)."""
+    position = position_of(doc)
+    usage = doc.get("Usage", "Class")
+    if usage not in ("Class", "Meta"):
+        raise LoadError(f"class {name}: unknown Usage {usage!r}", position)
+    for key in ("Properties", "Methods", "Workflow"):
+        if doc.get(key) is not None and not isinstance(doc[key], dict):
+            raise LoadError(f"class {name}: {key} must be a mapping", position)
+    cls = MuranoClass(name, package, namespaces, position, usage)
+    extends = doc.get("Extends")
+    parent_names: list[Any]
+    if extends is None:
+        parent_names = [] if name == "io.murano.Object" else ["io.murano.Object"]
+    elif isinstance(extends, list):
+        parent_names = extends
+    else:
+        parent_names = [extends]
+    for parent_name in parent_names:
+        parent = resolve_parent(namespaces.resolve(str(parent_name)), position)
+        if parent.usage == "Meta" and usage == "Class":
+            raise errors.InvalidInheritanceError(
+                f"class {name} cannot extend meta class {parent.name}")
+        cls.parents.append(parent)
+    for prop_name, decl in (doc.get("Properties") or {}).items():
+        cls.properties[str(prop_name)] = PropertySpec(str(prop_name), decl, cls)
+    methods = doc.get("Methods")
+    if methods is None:
+        methods = doc.get("Workflow")
+    for method_name, decl in (methods or {}).items():
+        method_name = _SPECIAL_METHODS.get(str(method_name), str(method_name))
+        cls.methods[method_name] = MethodSpec.from_yaml(method_name, decl, cls)
+    cls.meta = doc.get("Meta")
+    imports = doc.get("Import")
+    if imports is not None:
+        cls.import_names = imports if isinstance(imports, list) else [imports]
+    if usage == "Meta":
+        cls.meta_options = {
+            "Cardinality": doc.get("Cardinality", "One"),
+            "Applies": doc.get("Applies", "All"),
+            "Inherited": doc.get("Inherited", False),
+        }
+        if not isinstance(cls.meta_options["Inherited"], bool):
+            raise LoadError(f"meta class {name}: Inherited must be true or false", position)
+    return cls

@@ -1,0 +1,422 @@
+"""Compiling yaql syntax trees into Python closures.
+
+yaql's own evaluator resolves every operator and function through overload
+matching, which costs tens of microseconds a node. MuranoPL spends most of its
+time in a few shapes - variables, ``$.property``, ``$obj.method(...)``,
+arithmetic, comparisons, indexing - so those compile to direct closures here.
+Everything else (the yaql standard library: ``len``, ``select``, ``join`` ...)
+still runs through yaql's runner, with the arguments wrapped as
+:class:`Compiled` nodes so lambdas evaluate through the fast path again.
+
+A closure takes one argument, the evaluation context, and returns the value.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from yaql.language import contexts as yaql_contexts
+from yaql.language import expressions as ast
+from yaql.language import utils as yaql_utils
+
+from murano_engine.dsl import errors
+
+Evaluator = Callable[[Any], Any]
+NO_VALUE = yaql_utils.NO_VALUE
+
+NORMAL = 0
+CONTRACT = 1
+
+_NUMBERS = frozenset({int, float})
+_SEQUENCES = (tuple, list)
+
+
+class Compiled(ast.Expression):
+    """A compiled node that yaql's runner can still evaluate lazily."""
+
+    __slots__ = ("fn", "node")
+
+    def __init__(self, fn: Evaluator, node: ast.Expression) -> None:
+        self.fn = fn
+        self.node = node
+        self.uses_receiver = getattr(node, "uses_receiver", False)
+
+    def __call__(self, receiver: Any, context: Any, engine: Any) -> Any:
+        if receiver is NO_VALUE:
+            return self.fn(context)
+        node = self.node
+        if isinstance(node, ast.KeywordConstant):
+            return runtime.get_member(receiver, node.value, context)
+        if type(node) is ast.Function:
+            args, kwargs = _compile_arguments(node.args)
+            return runtime.call_member(receiver, node.name, args, kwargs, context,
+                                       _yaql_args(node.args, args, kwargs))
+        return self.fn(context)
+
+    def __str__(self) -> str:
+        return str(self.node)
+
+
+class Runtime:
+    """What compiled code needs from the interpreter; set by the executor.
+
+    Kept as one replaceable object so this module does not import the object
+    model (which imports expressions, which imports this).
+    """
+
+    engine: Any = None  # the yaql engine, for calls yaql's runner resolves
+
+    def get_member(self, receiver: Any, name: str, ctx: Any) -> Any:
+        raise NotImplementedError
+
+    def call_member(self, receiver: Any, name: str, args: list[Evaluator],
+                    kwargs: dict[str, Evaluator], ctx: Any, yaql_args: tuple) -> Any:
+        """``receiver.name(...)``; arguments are evaluated only if the callee is eager."""
+        raise NotImplementedError
+
+    def call_function(self, name: str, args: list[Evaluator], kwargs: dict[str, Evaluator],
+                      ctx: Any, yaql_args: tuple) -> Any:
+        raise NotImplementedError
+
+    def type_reference(self, prefix: str, name: str, ctx: Any) -> Any:
+        raise NotImplementedError
+
+    def is_instance(self, value: Any, type_ref: Any, ctx: Any) -> bool:
+        raise NotImplementedError
+
+    def contract_function(self, name: str) -> Callable[..., Any] | None:
+        raise NotImplementedError
+
+    def murano_function(self, name: str, method: bool) -> Any:
+        raise NotImplementedError
+
+
+runtime: Runtime = Runtime()
+
+
+def compile_expression(node: ast.Expression, mode: int = NORMAL) -> Evaluator:
+    """Compile a parsed yaql expression (a ``Statement`` or any node)."""
+    if isinstance(node, ast.Statement):
+        node = node.expression
+    return _compile(node, mode)
+
+
+def _compile(node: ast.Expression, mode: int = NORMAL) -> Evaluator:
+    kind = type(node)
+    if kind is ast.Constant or kind is ast.KeywordConstant:
+        value = node.value
+        return lambda ctx: value
+    if kind is ast.GetContextValue:
+        return _compile_variable(node.path.value)
+    if kind is ast.Wrap:
+        return _compile(node.expr, mode)
+    if kind is ast.BinaryOperator:
+        return _compile_binary(node, mode)
+    if kind is ast.UnaryOperator:
+        return _compile_unary(node, mode)
+    if kind is ast.IndexExpression:
+        return _compile_index(node, mode)
+    if kind is ast.ListExpression:
+        items = [_compile(a, mode) for a in node.args]
+        return lambda ctx: tuple(f(ctx) for f in items)
+    if kind is ast.MapExpression:
+        return _compile_map(node, mode)
+    if kind is ast.Function:
+        return _compile_function(node)
+    if kind is ast.MappingRuleExpression:
+        source, destination = _compile(node.source), _compile(node.destination)
+        return lambda ctx: yaql_utils.MappingRule(source(ctx), destination(ctx))
+    return _yaql_fallback(node)
+
+
+def _yaql_fallback(node: ast.Expression) -> Evaluator:
+    def evaluate(ctx: Any) -> Any:
+        return node(NO_VALUE, ctx, runtime.engine)
+    return evaluate
+
+
+# -- variables -----------------------------------------------------------------
+
+def _variable_key(name: str) -> str:
+    if not name.startswith("$"):
+        name = "$" + name
+    return "$1" if name == "$" else name
+
+
+def _compile_variable(name: str) -> Evaluator:
+    key = _variable_key(name)
+    context_type = yaql_contexts.Context
+
+    def lookup(ctx: Any) -> Any:
+        c = ctx
+        while c is not None:
+            if isinstance(c, context_type):
+                data = c._data
+                if key in data:
+                    return data[key]
+                c = c._parent_context
+            else:
+                return c.get_data(key)
+        return None
+
+    return lookup
+
+
+# -- operators -----------------------------------------------------------------
+
+_ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul,
+    ">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operator.le,
+    "mod": operator.mod,
+}
+_STRING_OPS = frozenset({"+", ">", "<", ">=", "<="})
+
+
+def _compile_binary(node: ast.BinaryOperator, mode: int) -> Evaluator:
+    op = node.operator
+    left_node, right_node = node.args
+    if op in (".", "?."):
+        return _compile_dot(left_node, right_node, op == "?.", mode)
+    if op == ":":
+        prefix, name = _keyword(left_node), _keyword(right_node)
+        if prefix is not None and name is not None:
+            return lambda ctx: runtime.type_reference(prefix, name, ctx)
+        return _yaql_fallback(node)
+    left = _compile(left_node, mode)
+    right = _compile(right_node, mode)
+    if op == "and":
+        def both(ctx: Any) -> Any:
+            a = left(ctx)
+            return right(ctx) if a else a
+        return both
+    if op == "or":
+        def either(ctx: Any) -> Any:
+            a = left(ctx)
+            return a if a else right(ctx)
+        return either
+    if op == "is":
+        return lambda ctx: runtime.is_instance(left(ctx), right(ctx), ctx)
+    if op == "=":
+        return lambda ctx: left(ctx) == right(ctx)
+    if op == "!=":
+        return lambda ctx: left(ctx) != right(ctx)
+    name = node.name
+
+    def fallback(ctx: Any, a: Any, b: Any) -> Any:
+        return ctx(name, runtime.engine, NO_VALUE, ctx)(a, b)
+
+    if op in _ARITHMETIC:
+        func = _ARITHMETIC[op]
+        strings = op in _STRING_OPS
+
+        def arithmetic(ctx: Any) -> Any:
+            a = left(ctx)
+            b = right(ctx)
+            ta, tb = type(a), type(b)
+            if (ta in _NUMBERS and tb in _NUMBERS) or (strings and ta is str and tb is str):
+                return func(a, b)
+            return fallback(ctx, a, b)
+
+        return arithmetic
+    if op == "/":
+        def divide(ctx: Any) -> Any:
+            a = left(ctx)
+            b = right(ctx)
+            if type(a) is int and type(b) is int:
+                return a // b
+            if type(a) in _NUMBERS and type(b) in _NUMBERS:
+                return a / b
+            return fallback(ctx, a, b)
+        return divide
+    if op == "in":
+        def contains(ctx: Any) -> Any:
+            a = left(ctx)
+            b = right(ctx)
+            if isinstance(b, (tuple, list, frozenset, set, Mapping)):
+                return a in b
+            return fallback(ctx, a, b)
+        return contains
+    if op in ("=~", "!~"):
+        return lambda ctx: fallback(ctx, left(ctx), right(ctx))
+    # Operators with lazy operands (``->``) or unknown ones: yaql decides.
+    return _generic_operator(name, [left_node, right_node])
+
+
+def _compile_unary(node: ast.UnaryOperator, mode: int) -> Evaluator:
+    op = node.operator
+    (arg_node,) = node.args
+    if op == ":":
+        name = _keyword(arg_node)
+        if name is not None:
+            return lambda ctx: runtime.type_reference("=", name, ctx)
+        return _yaql_fallback(node)
+    arg = _compile(arg_node, mode)
+    if op == "not":
+        return lambda ctx: not arg(ctx)
+    name = node.name
+    if op == "-":
+        def negate(ctx: Any) -> Any:
+            value = arg(ctx)
+            if type(value) in _NUMBERS:
+                return -value
+            return ctx(name, runtime.engine, NO_VALUE, ctx)(value)
+        return negate
+    if op == "+":
+        def plus(ctx: Any) -> Any:
+            value = arg(ctx)
+            if type(value) in _NUMBERS:
+                return value
+            return ctx(name, runtime.engine, NO_VALUE, ctx)(value)
+        return plus
+    return _generic_operator(name, [arg_node])
+
+
+def _generic_operator(name: str, arg_nodes: list[ast.Expression]) -> Evaluator:
+    args = tuple(_wrap(a) for a in arg_nodes)
+
+    def evaluate(ctx: Any) -> Any:
+        return ctx(name, runtime.engine, NO_VALUE, ctx)(*args)
+
+    return evaluate
+
+
+def _keyword(node: ast.Expression) -> str | None:
+    if isinstance(node, ast.KeywordConstant):
+        return node.value
+    return None
+
+
+# -- member access and calls ---------------------------------------------------
+
+def _compile_dot(left_node: ast.Expression, right_node: ast.Expression,
+                 null_safe: bool, mode: int) -> Evaluator:
+    left = _compile(left_node, mode)
+    if isinstance(right_node, ast.KeywordConstant):
+        name = right_node.value
+
+        def member(ctx: Any) -> Any:
+            receiver = left(ctx)
+            if receiver is None and null_safe:
+                return None
+            return runtime.get_member(receiver, name, ctx)
+
+        return member
+    if type(right_node) is ast.Function:
+        name = right_node.name
+        args, kwargs = _compile_arguments(right_node.args)
+        yaql_args = _yaql_args(right_node.args, args, kwargs)
+        if mode == CONTRACT:
+            contract = runtime.contract_function(name)
+            if contract is not None:
+                def check(ctx: Any) -> Any:
+                    return contract(ctx, left(ctx), args, kwargs)
+                return check
+
+        def call(ctx: Any) -> Any:
+            receiver = left(ctx)
+            if receiver is None and null_safe:
+                return None
+            return runtime.call_member(receiver, name, args, kwargs, ctx, yaql_args)
+
+        return call
+    op_name = "#operator_?." if null_safe else "#operator_."
+    right = _wrap(right_node)
+
+    def other(ctx: Any) -> Any:
+        return ctx(op_name, runtime.engine, NO_VALUE, ctx)(left(ctx), right)
+
+    return other
+
+
+def _compile_arguments(nodes: tuple) -> tuple[list[Evaluator], dict[str, Evaluator]]:
+    args: list[Evaluator] = []
+    kwargs: dict[str, Evaluator] = {}
+    for node in nodes:
+        if isinstance(node, ast.MappingRuleExpression) \
+                and isinstance(node.source, ast.KeywordConstant):
+            kwargs[node.source.value] = _compile(node.destination)
+        else:
+            if kwargs:
+                raise errors.DslSyntaxError(
+                    f"positional argument after a keyword argument in {node}")
+            args.append(_compile(node))
+    return args, kwargs
+
+
+def _yaql_args(nodes: tuple, args: list[Evaluator], kwargs: dict[str, Evaluator]) -> tuple:
+    """The call's arguments as yaql nodes, for calls yaql's runner resolves."""
+    out: list[Any] = []
+    positional = iter(args)
+    for node in nodes:
+        if isinstance(node, ast.MappingRuleExpression) \
+                and isinstance(node.source, ast.KeywordConstant):
+            out.append(ast.MappingRuleExpression(
+                node.source, Compiled(kwargs[node.source.value], node.destination)))
+        else:
+            out.append(Compiled(next(positional), node))
+    return tuple(out)
+
+
+def _compile_function(node: ast.Function) -> Evaluator:
+    name = node.name
+    args, kwargs = _compile_arguments(node.args)
+    yaql_args = _yaql_args(node.args, args, kwargs)
+    spec = runtime.murano_function(name, method=False)
+    if spec is not None and not spec.raw:
+        func = spec.func
+
+        def call_murano(ctx: Any) -> Any:
+            return func(ctx, *[a(ctx) for a in args],
+                        **({k: v(ctx) for k, v in kwargs.items()} if kwargs else {}))
+
+        return call_murano
+
+    def call(ctx: Any) -> Any:
+        return runtime.call_function(name, args, kwargs, ctx, yaql_args)
+
+    return call
+
+
+def _wrap(node: ast.Expression) -> Compiled:
+    return Compiled(_compile(node), node)
+
+
+# -- indexing and literals -----------------------------------------------------
+
+def _compile_index(node: ast.IndexExpression, mode: int) -> Evaluator:
+    value_node, *index_nodes = node.args
+    value = _compile(value_node, mode)
+    if len(index_nodes) != 1:
+        wrapped = tuple(_wrap(n) for n in index_nodes)
+
+        def multi(ctx: Any) -> Any:
+            return ctx("#indexer", runtime.engine, NO_VALUE, ctx)(value(ctx), *wrapped)
+
+        return multi
+    index = _compile(index_nodes[0], mode)
+
+    def subscript(ctx: Any) -> Any:
+        container = value(ctx)
+        key = index(ctx)
+        if isinstance(container, Mapping):
+            return container[key]
+        if isinstance(container, (tuple, list, str)) and type(key) is int:
+            return container[key]
+        return ctx("#indexer", runtime.engine, NO_VALUE, ctx)(container, key)
+
+    return subscript
+
+
+def _compile_map(node: ast.MapExpression, mode: int) -> Evaluator:
+    pairs: list[tuple[Evaluator, Evaluator]] = []
+    for rule in node.args:
+        if not isinstance(rule, ast.MappingRuleExpression):
+            return _yaql_fallback(node)
+        pairs.append((_compile(rule.source, mode), _compile(rule.destination, mode)))
+
+    def build(ctx: Any) -> Any:
+        return yaql_utils.FrozenDict({k(ctx): v(ctx) for k, v in pairs})
+
+    return build

@@ -1,0 +1,304 @@
+"""Contracts: the declarations that check and transform property and argument values.
+
+A contract is a yaql expression (``$.string().notNull()``), a list
+(``[$.int(), 1, 3]``), a dict (``{key: $.string()}``) or a constant. Applying
+one returns the transformed value (coerced scalars, objects made from dicts)
+or raises :class:`ContractViolationException` naming the value's path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from yaql.language.utils import FrozenDict
+
+from murano_engine.dsl import errors
+from murano_engine.dsl.errors import LoadError, Position
+from murano_engine.dsl.expressions import DslContext, Expression
+from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef, real_object
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+class ContractScope:
+    """Where a contract is applied: who owns the value and how to name it."""
+
+    __slots__ = ("frame", "this", "owner", "path", "dry_run")
+
+    def __init__(self, frame: Any, this: Any, owner: MuranoObject | None, path: str,
+                 dry_run: bool = False) -> None:
+        self.frame = frame
+        self.this = this
+        self.owner = owner
+        self.path = path
+        self.dry_run = dry_run
+
+    def at(self, suffix: str) -> ContractScope:
+        return ContractScope(self.frame, self.this, self.owner, self.path + suffix, self.dry_run)
+
+    def violation(self, message: str) -> errors.DslError:
+        return errors.ContractViolationException(f"[{self.path}] {message}")
+
+
+class Contract:
+    """A compiled contract."""
+
+    __slots__ = ("spec", "position", "_apply")
+
+    def __init__(self, spec: Any, position: Position | None) -> None:
+        self.spec = spec
+        self.position = position
+        self._apply = _compile(spec, position)
+
+    def apply(self, value: Any, scope: ContractScope) -> Any:
+        return self._apply(value, scope)
+
+
+def _compile(spec: Any, position: Position | None) -> Any:
+    if isinstance(spec, Expression):
+        return _expression_contract(spec)
+    if isinstance(spec, list):
+        return _list_contract(spec, position)
+    if isinstance(spec, dict):
+        return _dict_contract(spec, position)
+    if isinstance(spec, _SCALARS):
+        return _constant_contract(spec)
+    raise LoadError(f"invalid contract {spec!r}", position)
+
+
+def _expression_contract(expr: Expression) -> Any:
+    def apply(value: Any, scope: ContractScope) -> Any:
+        ctx = DslContext(scope.frame.context, scope.frame)
+        ctx["$"] = value
+        ctx["$this"] = scope.this
+        ctx["?contract"] = scope
+        return expr.evaluate_contract(ctx)
+    return apply
+
+
+def _constant_contract(expected: Any) -> Any:
+    def apply(value: Any, scope: ContractScope) -> Any:
+        if value != expected or type(value) is not type(expected) and not (
+                isinstance(value, (int, float)) and isinstance(expected, (int, float))):
+            raise scope.violation(f"value {value!r} is not {expected!r}")
+        return value
+    return apply
+
+
+def _list_contract(spec: list, position: Position | None) -> Any:
+    items = list(spec)
+    bounds: list[int] = []
+    while items and type(items[-1]) is int and len(bounds) < 2:
+        bounds.insert(0, items.pop())
+    if not items and bounds:
+        raise LoadError("a list contract needs an item contract before its bounds", position)
+    minimum = bounds[0] if bounds else 0
+    maximum = bounds[1] if len(bounds) > 1 else None
+    item_contracts = [_compile(i, position) for i in items]
+
+    def apply(value: Any, scope: ContractScope) -> Any:
+        if value is None:
+            value = ()
+        elif isinstance(value, (str, Mapping, MuranoObject, ObjectView)) \
+                or not isinstance(value, (list, tuple, set, frozenset)) and \
+                not hasattr(value, "__iter__"):
+            value = (value,)
+        value = tuple(value)
+        if len(value) < minimum:
+            raise scope.violation(f"list must have at least {minimum} items, got {len(value)}")
+        if maximum is not None and len(value) > maximum:
+            raise scope.violation(f"list must have at most {maximum} items, got {len(value)}")
+        if not item_contracts:
+            return value
+        out = []
+        for index, item in enumerate(value):
+            contract = item_contracts[min(index, len(item_contracts) - 1)]
+            out.append(contract(item, scope.at(f"[{index}]")))
+        return tuple(out)
+
+    return apply
+
+
+def _dict_contract(spec: dict, position: Position | None) -> Any:
+    fixed: dict[Any, Any] = {}
+    key_contract = None
+    value_contract = None
+    for key, item in spec.items():
+        if isinstance(key, Expression):
+            if key_contract is not None:
+                raise LoadError("a dict contract may have only one expression key", position)
+            key_contract = _expression_contract(key)
+            value_contract = _compile(item, position)
+        else:
+            fixed[key] = _compile(item, position)
+
+    def apply(value: Any, scope: ContractScope) -> Any:
+        if value is None:
+            value = {}
+        if not isinstance(value, Mapping):
+            raise scope.violation(f"value {value!r} is not a dict")
+        if not fixed and key_contract is None:
+            return value
+        out: dict[Any, Any] = {}
+        for key, contract in fixed.items():
+            out[key] = contract(value.get(key), scope.at(f"[{key}]"))
+        if key_contract is not None:
+            for key, item in value.items():
+                if key in fixed:
+                    continue
+                new_key = key_contract(key, scope.at(f"[{key}]"))
+                out[new_key] = value_contract(item, scope.at(f"[{key}]"))
+        return FrozenDict(out)
+
+    return apply
+
+
+# -- contract functions (methods on ``$`` inside a contract expression) ---------
+
+def _scope(ctx: Any) -> ContractScope:
+    return ctx.get_data("?contract")
+
+
+def contract_string(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return str(value)
+    obj = real_object(value)
+    if obj is not None:
+        return obj.id
+    raise _scope(ctx).violation(f"value {value!r} is not a string")
+
+
+def contract_int(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise _scope(ctx).violation(f"value {value!r} is not an integer") from None
+
+
+def contract_bool(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
+    if value is None:
+        return None
+    return bool(value)
+
+
+def contract_not_null(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
+    if value is None:
+        raise _scope(ctx).violation("null value violates notNull()")
+    return value
+
+
+def contract_check(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
+    predicate = args[0] if args else kwargs.get("predicate")
+    message = args[1] if len(args) > 1 else kwargs.get("msg")
+    child = DslContext(ctx)
+    child["$"] = value
+    if predicate is None or not predicate(child):
+        text = message(ctx) if message is not None else None
+        raise _scope(ctx).violation(text or f"value {value!r} doesn't match predicate")
+    return value
+
+
+def _class_arguments(ctx: Any, args: list, kwargs: dict) -> tuple[Any, Any]:
+    values = [a(ctx) for a in args] + [None, None]
+    type_ref = kwargs["type"](ctx) if "type" in kwargs else values[0]
+    default_ref = kwargs["defaultType"](ctx) if "defaultType" in kwargs else values[1]
+    return type_ref, default_ref
+
+
+def _to_class(ctx: Any, ref: Any) -> Any:
+    if ref is None:
+        return None
+    if isinstance(ref, TypeRef):
+        return ref.murano_class
+    scope = _scope(ctx)
+    return scope.frame.murano_class.resolve_type(str(ref))
+
+
+def contract_class(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
+    type_ref, default_ref = _class_arguments(ctx, args, kwargs)
+    scope = _scope(ctx)
+    cls = _to_class(ctx, type_ref)
+    if value is None:
+        return None
+    executor = scope.frame.executor
+    obj = real_object(value)
+    if obj is None:
+        if isinstance(value, Mapping):
+            default_cls = _to_class(ctx, default_ref) or cls
+            obj = executor.object_from_contract(value, default_cls, scope.owner, scope.dry_run)
+        elif isinstance(value, str):
+            obj = executor.object_by_id(value)
+            if obj is None:
+                raise errors.NoObjectFoundError(f"[{scope.path}] object {value!r} not found")
+        else:
+            raise scope.violation(f"value {value!r} cannot be represented as class {cls.name}")
+    if obj is None:
+        return None
+    if not obj.murano_class.is_compatible(cls):
+        raise scope.violation(f"object of class {obj.murano_class.name} is not an "
+                              f"instance of {cls.name}")
+    return value if isinstance(value, (MuranoObject, ObjectView)) else obj
+
+
+def contract_template(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
+    type_ref, default_ref = _class_arguments(ctx, args, kwargs)
+    scope = _scope(ctx)
+    cls = _to_class(ctx, type_ref)
+    excluded = kwargs["excludeProperties"](ctx) if "excludeProperties" in kwargs else ()
+    if value is None:
+        return None
+    executor = scope.frame.executor
+    obj = real_object(value)
+    if obj is not None:
+        return executor.dump_template(obj, excluded)
+    if not isinstance(value, Mapping):
+        raise scope.violation(f"value {value!r} cannot be a template of {cls.name}")
+    default_cls = _to_class(ctx, default_ref) or cls
+    return executor.check_template(value, default_cls, cls, excluded, scope)
+
+
+def contract_owned(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
+    obj = real_object(value)
+    if obj is None:
+        return value
+    this = real_object(_scope(ctx).this)
+    if not _owned_by(obj, this):
+        raise _scope(ctx).violation(f"object {obj.id} is not owned by {this!r}")
+    return value
+
+
+def contract_not_owned(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
+    obj = real_object(value)
+    if obj is None:
+        return value
+    this = real_object(_scope(ctx).this)
+    if _owned_by(obj, this):
+        raise _scope(ctx).violation(f"object {obj.id} must not be owned by {this!r}")
+    return value
+
+
+def _owned_by(obj: MuranoObject, owner: MuranoObject | None) -> bool:
+    current = obj.owner
+    while current is not None:
+        if current is owner:
+            return True
+        current = current.owner
+    return False
+
+
+CONTRACT_FUNCTIONS = {
+    "string": contract_string,
+    "int": contract_int,
+    "bool": contract_bool,
+    "notNull": contract_not_null,
+    "check": contract_check,
+    "class": contract_class,
+    "template": contract_template,
+    "owned": contract_owned,
+    "notOwned": contract_not_owned,
+}

@@ -1,0 +1,165 @@
+"""Errors of the interpreter, and the MuranoPL stack trace they carry.
+
+Two families:
+
+* :class:`LoadError` - a package or class file is wrong (bad YAML, unknown
+  namespace prefix, malformed manifest ...). It names the file and line.
+* :class:`DslError` subclasses and :class:`MuranoPlException` - raised while
+  MuranoPL runs. MuranoPL code can catch them by name; each carries the
+  MuranoPL stack (package, class, method, file:line:column).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where something was written: file, 1-based line and column."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass(frozen=True)
+class StackFrame:
+    """One frame of a MuranoPL stack trace."""
+
+    package: str
+    class_name: str
+    method: str
+    position: Position | None
+    instruction: str = ""
+
+    def __str__(self) -> str:
+        where = str(self.position) if self.position else "<native>"
+        line = f"  {self.package} {self.class_name}.{self.method} at {where}"
+        if self.instruction:
+            line += f"\n      {self.instruction}"
+        return line
+
+
+def format_stack(frames: list[StackFrame]) -> str:
+    """Render frames outermost first, like Python's tracebacks."""
+    return "\n".join(str(f) for f in frames)
+
+
+class LoadError(Exception):
+    """A package, manifest, class file or expression could not be loaded."""
+
+    def __init__(self, message: str, position: Position | None = None,
+                 file: str | None = None) -> None:
+        self.message = message
+        self.position = position
+        self.file = file or (position.file if position else None)
+        where = str(position) if position else (file or "")
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class LoadErrors(LoadError):
+    """Several load problems found in one pass (``murano-engine validate``)."""
+
+    def __init__(self, problems: list[LoadError]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class DslError(Exception):
+    """Base of the errors the interpreter raises while running MuranoPL.
+
+    ``murano_name`` is the qualified name MuranoPL code catches, the same one
+    Murano uses, so that ``Catch: With: 'murano.dsl.exceptions.X'`` keeps
+    working.
+    """
+
+    murano_name = "murano.dsl.exceptions.DslError"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.murano_stack: list[StackFrame] | None = None
+
+
+def _dsl_error(name: str, base: type[DslError] = DslError) -> type[DslError]:
+    return type(name, (base,), {"murano_name": f"murano.dsl.exceptions.{name}",
+                                "__doc__": f"MuranoPL ``{name}``."})
+
+
+ContractViolationException = _dsl_error("ContractViolationException")
+NoClassFound = _dsl_error("NoClassFound")
+NoPackageFound = _dsl_error("NoPackageFound")
+NoMethodFound = _dsl_error("NoMethodFound")
+NoMatchingMethodException = _dsl_error("NoMatchingMethodException")
+AmbiguousMethodName = _dsl_error("AmbiguousMethodName")
+NoPropertyFound = _dsl_error("NoPropertyFound")
+PropertyReadError = _dsl_error("PropertyReadError")
+PropertyWriteError = _dsl_error("PropertyWriteError")
+NoWriteAccessError = _dsl_error("NoWriteAccessError", PropertyWriteError)
+UninitializedPropertyAccessError = _dsl_error("UninitializedPropertyAccessError")
+ObjectDestroyedError = _dsl_error("ObjectDestroyedError")
+NoObjectFoundError = _dsl_error("NoObjectFoundError")
+CircularExpressionDependenciesError = _dsl_error("CircularExpressionDependenciesError")
+InvalidLhsTargetError = _dsl_error("InvalidLhsTargetError")
+DslInvalidOperationError = _dsl_error("DslInvalidOperationError")
+DslSyntaxError = _dsl_error("DslSyntaxError")
+MethodNotExposed = _dsl_error("MethodNotExposed")
+InvalidInheritanceError = _dsl_error("InvalidInheritanceError")
+CallDepthExceededError = _dsl_error("CallDepthExceededError")
+LoopLimitExceededError = _dsl_error("LoopLimitExceededError")
+PolicyViolationException = _dsl_error("PolicyViolationException")
+
+
+class MuranoPlException(Exception):
+    """An exception thrown by MuranoPL (``Throw``) or a wrapped Python error."""
+
+    def __init__(self, names: list[str], message: str | None,
+                 stack: list[StackFrame] | None = None, extra: Any = None,
+                 cause: MuranoPlException | None = None,
+                 native: BaseException | None = None) -> None:
+        self.names = list(names)
+        self.message = message
+        self.murano_stack = stack or []
+        self.extra = extra if extra is not None else {}
+        self.cause = cause
+        self.native = native
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        return f"[{', '.join(self.names)}]: {self.message}"
+
+    @classmethod
+    def wrap(cls, exc: BaseException, stack: list[StackFrame]) -> MuranoPlException:
+        """Represent a Python-side error so MuranoPL can catch it by name."""
+        if isinstance(exc, MuranoPlException):
+            return exc
+        return cls([python_name(exc)], _message_of(exc), stack, native=exc)
+
+
+def _message_of(exc: BaseException) -> str:
+    if isinstance(exc, DslError):
+        return exc.message
+    if isinstance(exc, KeyError) and len(exc.args) == 1:
+        return repr(exc.args[0])
+    return str(exc)
+
+
+def python_name(exc: BaseException) -> str:
+    """The name MuranoPL knows a Python error by: bare for builtins, else qualified."""
+    murano_name = getattr(exc, "murano_name", None)
+    if murano_name:
+        return murano_name
+    cls = type(exc)
+    if cls.__module__ == "builtins":
+        return cls.__name__
+    return f"{cls.__module__}.{cls.__name__}"
+
+
+def stack_of(exc: BaseException) -> list[StackFrame]:
+    """The MuranoPL stack recorded on an exception, if any."""
+    return getattr(exc, "murano_stack", None) or []

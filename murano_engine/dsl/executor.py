@@ -1,0 +1,552 @@
+"""The executor: objects, method calls, properties and frames of one run.
+
+An :class:`Executor` owns everything per run: the object store, static
+property values, method locks and the active frames. Classes are shared
+between executors; nothing here is global.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from yaql.language.utils import FrozenDict
+
+from murano_engine import boundary, concurrency
+from murano_engine.dsl import errors, values
+from murano_engine.dsl.classes import WRITABLE_USAGES, MethodSpec, MuranoClass, PropertySpec
+from murano_engine.dsl.contracts import ContractScope
+from murano_engine.dsl.errors import MuranoPlException, StackFrame
+from murano_engine.dsl.expressions import DslContext
+from murano_engine.dsl.instructions import BREAK, CONTINUE
+from murano_engine.dsl.objects import MuranoObject, real_object
+from murano_engine.dsl.packages import PackageLoader
+
+LOG = logging.getLogger(__name__)
+MAX_CALL_DEPTH = 2000
+SYNCHRONIZE = "io.murano.metadata.engine.Synchronize"
+
+
+class Frame:
+    """One running method (or an object-level evaluation such as a Default)."""
+
+    __slots__ = ("executor", "method", "this", "murano_class", "caller", "position",
+                 "context", "depth", "init_writes")
+
+    def __init__(self, executor: Executor, method: MethodSpec | None, this: Any,
+                 murano_class: MuranoClass, caller: Frame | None,
+                 init_writes: bool = False) -> None:
+        self.executor = executor
+        self.method = method
+        self.this = this
+        self.murano_class = murano_class
+        self.caller = caller
+        self.position = method.position if method is not None else murano_class.position
+        self.depth = caller.depth + 1 if caller is not None else 1
+        self.init_writes = init_writes or (caller.init_writes if caller is not None else False)
+        root = executor.root_context(murano_class.package)
+        self.context = DslContext(root, self)
+
+    def stack(self) -> list[StackFrame]:
+        """The MuranoPL stack, outermost call first."""
+        frames = []
+        frame: Frame | None = self
+        while frame is not None:
+            if frame.method is not None:
+                cls = frame.method.declaring_class
+                frames.append(StackFrame(cls.package.name, cls.name, frame.method.name,
+                                         frame.position))
+            frame = frame.caller
+        frames.reverse()
+        return frames
+
+
+class _Lock:
+    __slots__ = ("owner", "count", "waiters")
+
+    def __init__(self, owner: Any) -> None:
+        self.owner = owner
+        self.count = 1
+        self.waiters: list[tuple[Any, concurrency.Event]] = []
+
+
+class Executor:
+    """Runs MuranoPL: creates objects, calls methods, enforces the rules."""
+
+    def __init__(self, loader: PackageLoader, services: Mapping[str, Any] | None = None) -> None:
+        self.loader = loader
+        self.services = dict(services or {})
+        self.objects: dict[str, MuranoObject] = {}
+        self.statics: dict[tuple[MuranoClass, str], Any] = {}
+        self.roots: list[MuranoObject] = []
+        self.active_frames: set[Frame] = set()
+        self._locks: dict[Any, _Lock] = {}
+        self._class_frames: dict[MuranoClass, Frame] = {}
+        self._pending_init: list[tuple[MuranoObject, Mapping | None]] | None = None
+        self.mocks: dict[tuple[str, str], Any] = {}
+        self.doomed: set[int] = set()
+
+    # -- contexts ------------------------------------------------------------
+    def root_context(self, package: Any) -> Any:
+        from murano_engine.dsl import functions
+        return functions.root_context(package.legacy)
+
+    def class_frame(self, cls: MuranoClass) -> Frame:
+        """A frame for evaluating class-level code (static defaults, contracts)."""
+        frame = self._class_frames.get(cls)
+        if frame is None:
+            frame = self._class_frames[cls] = Frame(self, None, cls.ref, cls, None)
+        return frame
+
+    # -- calling -------------------------------------------------------------
+    def call(self, receiver: Any, name: str, args: list | tuple = (),
+             kwargs: Mapping[str, Any] | None = None, caller: Frame | None = None,
+             public_only: bool = False) -> Any:
+        """Call a method by name from Python (CLI, API, natives)."""
+        cls = receiver.murano_class
+        method = cls.find_method(name)
+        if method is None:
+            raise errors.NoMethodFound(f"method {name!r} is not found in {cls.name}")
+        if public_only and not method.is_public:
+            raise errors.MethodNotExposed(f"method {name!r} of {cls.name} is not an action")
+        return self.invoke(method, receiver, list(args), dict(kwargs or {}), caller)
+
+    def invoke(self, method: MethodSpec, receiver: Any, args: list, kwargs: dict,
+               caller: Frame | None, mocked: bool = True) -> Any:
+        obj = real_object(receiver)
+        if obj is not None and obj.destroyed:
+            raise errors.ObjectDestroyedError(
+                f"cannot call {method.name} of destroyed object {obj.id}")
+        if self.mocks and mocked:
+            mock = self.mocks.get((method.declaring_class.name, method.name))
+            if mock is None and obj is not None:
+                mock = self.mocks.get((obj.murano_class.name, method.name))
+            if mock is not None:
+                return mock(self, method, receiver, args, kwargs, caller)
+        if method.is_static:
+            this: Any = method.declaring_class.ref
+        else:
+            if obj is None:
+                raise errors.NoMethodFound(
+                    f"method {method.name} of {method.declaring_class.name} is not static")
+            this = obj
+        frame = Frame(self, method, this, method.declaring_class, caller)
+        if frame.depth > MAX_CALL_DEPTH:
+            raise errors.CallDepthExceededError(
+                f"MuranoPL call depth exceeded {MAX_CALL_DEPTH} (runaway recursion?)")
+        lock_key = self._lock_key(method, this, args, kwargs)
+        self.active_frames.add(frame)
+        if lock_key is not None:
+            self._acquire(lock_key)
+        try:
+            if method.native is not None:
+                from murano_engine.dsl.natives import NativeCall
+                return values.freeze(method.native(
+                    NativeCall(self, frame, receiver), *args, **kwargs))
+            self.bind_arguments(method, frame, args, kwargs)
+            signal = method.block()(frame.context)
+        except Exception as exc:
+            if not errors.stack_of(exc):
+                try:
+                    exc.murano_stack = frame.stack()  # type: ignore[attr-defined]
+                except AttributeError:
+                    pass
+            raise
+        finally:
+            if lock_key is not None:
+                self._release(lock_key)
+            self.active_frames.discard(frame)
+        if signal is None:
+            return None
+        if signal is BREAK or signal is CONTINUE:
+            raise errors.DslInvalidOperationError(
+                "Break and Continue cannot be used on method level")
+        return signal.value
+
+    def bind_arguments(self, method: MethodSpec, frame: Frame, args: list,
+                        kwargs: dict) -> None:
+        data = frame.context._data
+        this = frame.this
+        data["$1"] = this
+        data["$this"] = this
+        where = f"{method.declaring_class.name}::{method.name}"
+        position = 0
+        remaining = dict(kwargs) if kwargs else {}
+        for spec in method.arguments:
+            if spec.usage == "Standard":
+                if position < len(args):
+                    if spec.name in remaining:
+                        raise errors.NoMatchingMethodException(
+                            f"{where}: argument {spec.name!r} given twice")
+                    value = args[position]
+                    position += 1
+                elif spec.name in remaining:
+                    value = remaining.pop(spec.name)
+                elif spec.has_default:
+                    value = _default_of(spec)(frame.context)
+                else:
+                    value = None
+                data["$" + spec.name] = self._check_argument(spec, value, frame, where)
+            elif spec.usage == "VarArgs":
+                if spec.name in remaining:
+                    raise errors.NoMatchingMethodException(
+                        f"{where}: VarArgs argument {spec.name!r} cannot be given by name")
+                data["$" + spec.name] = tuple(
+                    self._check_argument(spec, v, frame, where) for v in args[position:])
+                position = len(args)
+            else:
+                data["$" + spec.name] = FrozenDict({
+                    k: self._check_argument(spec, v, frame, where) for k, v in remaining.items()})
+                remaining = {}
+        if position < len(args):
+            raise errors.NoMatchingMethodException(
+                f"{where}: takes {position} positional arguments but {len(args)} were given")
+        if remaining:
+            raise errors.NoMatchingMethodException(
+                f"{where}: unexpected keyword arguments {sorted(remaining)}")
+
+    def _check_argument(self, spec: Any, value: Any, frame: Frame, where: str) -> Any:
+        scope = ContractScope(frame, frame.this, None, f"{where}({spec.name})")
+        return spec.compiled_contract().apply(values.freeze(value), scope)
+
+    # -- locks -----------------------------------------------------------------
+    def _lock_key(self, method: MethodSpec, this: Any, args: list, kwargs: dict) -> Any:
+        sync = method.synchronize
+        if sync is None:
+            sync = method.synchronize = _synchronize_options(method)
+        on_this, on_args = sync
+        if on_args:
+            names = [a.name for a in method.arguments]
+            picked = []
+            for name in on_args:
+                index = names.index(name) if name in names else -1
+                value = args[index] if 0 <= index < len(args) else kwargs.get(name)
+                picked.append(_identity(value))
+            return (method, this if on_this else None, tuple(picked))
+        if not on_this:
+            return None
+        return (this, method.name)
+
+    def _acquire(self, key: Any) -> None:
+        me = concurrency.current()
+        lock = self._locks.get(key)
+        if lock is None:
+            self._locks[key] = _Lock(me)
+            return
+        if lock.owner is me:
+            lock.count += 1
+            return
+        event = concurrency.Event()
+        lock.waiters.append((me, event))
+        event.wait()
+
+    def _release(self, key: Any) -> None:
+        lock = self._locks[key]
+        lock.count -= 1
+        if lock.count:
+            return
+        if lock.waiters:
+            owner, event = lock.waiters.pop(0)
+            lock.owner = owner
+            lock.count = 1
+            event.send()
+        else:
+            del self._locks[key]
+
+    # -- properties ------------------------------------------------------------
+    def get_property(self, receiver: Any, name: str, frame: Frame | None,
+                     lenient: bool = False) -> Any:
+        obj = real_object(receiver)
+        if obj is None:
+            raise errors.NoPropertyFound(f"cannot read property {name!r} of {receiver!r}")
+        specs = obj.murano_class.all_properties().get(name)
+        if specs is None:
+            caller_cls = frame.murano_class if frame is not None else None
+            key = (caller_cls, name)
+            if key in obj.private:
+                return obj.private[key]
+            if lenient:
+                return None
+            raise errors.PropertyReadError(
+                f"property {name!r} of {obj.murano_class.name} cannot be read")
+        spec = specs[0]
+        if spec.usage == "Static":
+            return self.get_static(spec.declaring_class, name, frame)
+        try:
+            return obj.props[name]
+        except KeyError:
+            if lenient:
+                return None
+            raise errors.UninitializedPropertyAccessError(
+                f"access to uninitialized property {name!r} of {obj.murano_class.name} "
+                f"is forbidden") from None
+
+    def set_property(self, receiver: Any, name: str, value: Any, frame: Frame | None,
+                     dry_run: bool = False) -> None:
+        obj = real_object(receiver)
+        if obj is None:
+            raise errors.PropertyWriteError(f"cannot write property {name!r} of {receiver!r}")
+        specs = obj.murano_class.all_properties().get(name)
+        caller_cls = frame.murano_class if frame is not None else None
+        if specs is None:
+            if caller_cls is None or not obj.murano_class.is_compatible(caller_cls):
+                raise errors.PropertyWriteError(
+                    f"property {name!r} of {obj.murano_class.name} cannot be written")
+            obj.private[(caller_cls, name)] = values.freeze(value)
+            return
+        spec = specs[0]
+        if spec.usage == "Static":
+            self.set_static(spec.declaring_class, name, value, frame)
+            return
+        if not (frame is None or frame.init_writes or (
+                spec.usage in WRITABLE_USAGES and obj.murano_class.is_compatible(caller_cls))):
+            raise errors.NoWriteAccessError(
+                f"property {name!r} of {obj.murano_class.name} ({spec.usage}) cannot be "
+                f"written from {caller_cls.name if caller_cls else 'outside'}")
+        obj.props[name] = self._check_property(obj, specs, value, frame, dry_run)
+
+    def _check_property(self, obj: MuranoObject, specs: list[PropertySpec], value: Any,
+                        frame: Frame | None, dry_run: bool = False) -> Any:
+        value = values.freeze(value)
+        result = value
+        for index, spec in enumerate(specs):
+            cls_frame = self.class_frame(spec.declaring_class)
+            scope = ContractScope(cls_frame, obj, obj, f"{spec.declaring_class.name}.{spec.name}",
+                                  dry_run)
+            checked = spec.compiled_contract().apply(result if index else value, scope)
+            if index == 0:
+                result = checked
+        return result
+
+    def get_static(self, cls: MuranoClass, name: str, frame: Frame | None) -> Any:
+        spec = cls.find_property(name)
+        if spec is None or spec.usage != "Static":
+            raise errors.NoPropertyFound(f"{cls.name} has no static property {name!r}")
+        key = (spec.declaring_class, name)
+        try:
+            return self.statics[key]
+        except KeyError:
+            pass
+        owner = spec.declaring_class
+        frame_ = self.class_frame(owner)
+        value = _default_of(spec)(self._object_context(owner.ref, frame_)) \
+            if spec.has_default else None
+        scope = ContractScope(frame_, owner.ref, None, f"{owner.name}.{name}")
+        value = spec.compiled_contract().apply(values.freeze(value), scope)
+        self.statics[key] = value
+        return value
+
+    def set_static(self, cls: MuranoClass, name: str, value: Any, frame: Frame | None) -> None:
+        spec = cls.find_property(name)
+        if spec is None or spec.usage != "Static":
+            raise errors.NoPropertyFound(f"{cls.name} has no static property {name!r}")
+        owner = spec.declaring_class
+        scope = ContractScope(self.class_frame(owner), owner.ref, None, f"{owner.name}.{name}")
+        self.statics[(owner, name)] = spec.compiled_contract().apply(values.freeze(value), scope)
+
+    def _object_context(self, this: Any, frame: Frame) -> DslContext:
+        ctx = DslContext(frame.context, frame)
+        ctx["$"] = this
+        ctx["$this"] = this
+        return ctx
+
+    # -- objects ---------------------------------------------------------------
+    def new_object(self, cls: MuranoClass, owner: MuranoObject | None = None,
+                   props: Mapping[str, Any] | None = None, object_id: str | None = None,
+                   name: str | None = None, caller: Frame | None = None,
+                   native_args: Mapping[str, Any] | None = None,
+                   dry_run: bool = False) -> MuranoObject:
+        """Create and initialize an object (``new()``, ``class()`` contracts)."""
+        obj = self.shell(cls, owner, object_id, name, register=not dry_run)
+        self.initialize(obj, props, caller, native_args, dry_run)
+        return obj
+
+    def shell(self, cls: MuranoClass, owner: MuranoObject | None, object_id: str | None,
+               name: str | None, register: bool = True) -> MuranoObject:
+        obj = MuranoObject(cls, object_id or boundary.outside().new_id(), owner, self, name)
+        if register:
+            self.objects[obj.id] = obj
+        return obj
+
+    def new_id(self) -> str:
+        return boundary.outside().new_id()
+
+    def pending_init_begin(self) -> None:
+        """Defer ``.init`` calls until a whole model is loaded."""
+        self._pending_init = []
+
+    def pending_init_end(self) -> list[tuple[MuranoObject, Mapping | None]]:
+        pending, self._pending_init = self._pending_init or [], None
+        return pending
+
+    def initialize(self, obj: MuranoObject, props: Mapping[str, Any] | None,
+                   caller: Frame | None, native_args: Mapping[str, Any] | None = None,
+                   dry_run: bool = False, skip: set[str] | frozenset = frozenset()) -> None:
+        """Set properties (Defaults, contracts), build the native part, run ``.init``."""
+        props = props or {}
+        self._init_properties(obj, props, caller, dry_run, skip)
+        if dry_run:
+            return
+        if self._pending_init is not None:
+            self._pending_init.append((obj, props))
+            return
+        self.finish_init(obj, props, caller, native_args)
+
+    def finish_init(self, obj: MuranoObject, props: Mapping[str, Any] | None,
+                    caller: Frame | None = None,
+                    native_args: Mapping[str, Any] | None = None) -> None:
+        if obj.initialized:
+            return
+        obj.initialized = True
+        for cls in obj.murano_class.init_order():
+            if cls.native is not None and obj.native is None:
+                from murano_engine.dsl.natives import construct_native
+                construct_native(self, obj, cls, native_args or {}, caller)
+        for cls in obj.murano_class.init_order():
+            init = cls.methods.get(".init")
+            if init is None:
+                continue
+            kwargs = {a.name: props[a.name] for a in init.arguments if a.name in (props or {})}
+            init_frame = Frame(self, None, obj, cls, caller, init_writes=True)
+            self.invoke(init, obj, [], kwargs, init_frame)
+
+    def _init_properties(self, obj: MuranoObject, props: Mapping[str, Any],
+                         caller: Frame | None, dry_run: bool, skip: set[str] | frozenset) -> None:
+        pending: list[tuple[str, list[PropertySpec]]] = []
+        for name, specs in obj.murano_class.all_properties().items():
+            usage = specs[0].usage
+            if usage in ("Static", "Config") or name in skip:
+                continue
+            if usage == "Runtime" and not any(s.has_default for s in specs):
+                continue
+            pending.append((name, specs))
+        while pending:
+            deferred = []
+            last_error: Exception | None = None
+            for name, specs in pending:
+                spec = specs[0]
+                frame = Frame(self, None, obj, spec.declaring_class, caller, init_writes=True)
+                try:
+                    if spec.usage != "Runtime" and name in props:
+                        value = props[name]
+                    else:
+                        default_spec = next((s for s in specs if s.has_default), None)
+                        value = (_default_of(default_spec)(self._object_context(obj, frame))
+                                 if default_spec is not None else None)
+                    obj.props[name] = self._check_property(obj, specs, value, frame, dry_run)
+                except errors.UninitializedPropertyAccessError as exc:
+                    deferred.append((name, specs))
+                    last_error = exc
+                except errors.ContractViolationException:
+                    if spec.usage == "Runtime":
+                        continue
+                    raise
+            if len(deferred) == len(pending):
+                raise errors.CircularExpressionDependenciesError(
+                    f"{obj.murano_class.name}: properties {[n for n, _ in deferred]} depend on "
+                    f"each other ({last_error})")
+            pending = deferred
+
+    def object_by_id(self, object_id: str) -> MuranoObject | None:
+        return self.objects.get(object_id)
+
+    def object_from_contract(self, value: Mapping, default_cls: MuranoClass,
+                             owner: MuranoObject | None, dry_run: bool = False) -> MuranoObject:
+        """The object a ``class()`` contract makes of a dict."""
+        from murano_engine.dsl import model
+        spec = model.parse_object(value, self, default_cls)
+        if spec.object_id and spec.object_id in self.objects:
+            return self.objects[spec.object_id]
+        obj = self.shell(spec.cls, owner, spec.object_id, spec.name, register=not dry_run)
+        model.apply_header(obj, spec)
+        self.initialize(obj, spec.props, None, dry_run=dry_run)
+        return obj
+
+    def check_template(self, value: Mapping, default_cls: MuranoClass, cls: MuranoClass,
+                       excluded: Any, scope: ContractScope) -> Any:
+        from murano_engine.dsl import model
+        return model.check_template(self, value, default_cls, cls, excluded, scope)
+
+    def dump_template(self, obj: MuranoObject, excluded: Any) -> Any:
+        from murano_engine.dsl import serializer
+        dumped = serializer.dump_object(obj, mixed=True)
+        for path in excluded or ():
+            dumped.pop(path, None)
+        return values.freeze(dumped)
+
+    # -- exceptions ------------------------------------------------------------
+    def to_murano_exception(self, exc: BaseException, frame: Frame) -> MuranoPlException:
+        if isinstance(exc, MuranoPlException):
+            return exc
+        return MuranoPlException.wrap(exc, errors.stack_of(exc) or frame.stack())
+
+    def exception_object(self, exc: MuranoPlException) -> MuranoObject:
+        """The ``io.murano.Exception`` object a ``Catch ... As`` binds."""
+        cls = self.loader.find_class("io.murano.Exception")
+        trace_cls = self.loader.find_class("io.murano.StackTrace")
+        trace = self.new_object(trace_cls, props={"frames": [
+            {"instruction": f.instruction, "location": str(f.position) if f.position else None,
+             "methodName": f.method, "typeName": f.class_name, "packageName": f.package}
+            for f in exc.murano_stack]})
+        obj = self.new_object(cls, props={
+            "name": exc.names[0] if exc.names else None,
+            "names": exc.names,
+            "message": exc.message,
+            "stackTrace": trace,
+            "extra": exc.extra,
+        })
+        obj.native = exc
+        return obj
+
+    def exception_of(self, value: Any) -> MuranoPlException | None:
+        obj = real_object(value)
+        if obj is not None and isinstance(obj.native, MuranoPlException):
+            return obj.native
+        return None
+
+
+def _default_of(spec: Any) -> Any:
+    return spec.compiled_default()
+
+
+def _identity(value: Any) -> Any:
+    obj = real_object(value)
+    if obj is not None:
+        return ("object", id(obj))
+    try:
+        hash(value)
+    except TypeError:
+        return ("value", repr(value))
+    return value
+
+
+def _synchronize_options(method: MethodSpec) -> tuple[bool, tuple[str, ...]]:
+    """(lock on the receiver, argument names to lock on) from the Synchronize meta."""
+    for entry in _meta_entries(method.meta):
+        type_name, props = entry
+        try:
+            full = method.declaring_class.resolve_name(type_name)
+        except errors.NoClassFound:
+            continue
+        if full == SYNCHRONIZE:
+            on_args = props.get("onArgs") or ()
+            if isinstance(on_args, str):
+                on_args = (on_args,)
+            return bool(props.get("onThis", True)), tuple(str(a) for a in on_args)
+    return True, ()
+
+
+def _meta_entries(meta: Any) -> list[tuple[str, Mapping]]:
+    if meta is None:
+        return []
+    items = meta if isinstance(meta, list) else [meta]
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            out.append((item, {}))
+        elif isinstance(item, Mapping):
+            for key, props in item.items():
+                out.append((str(key), props if isinstance(props, Mapping) else {}))
+    return out
+

@@ -1,0 +1,106 @@
+"""yaql with Murano's additions: the parser, contexts and compiled expressions.
+
+Murano's operators are ``is`` (instance-of, at the precedence of ``>``),
+binary ``ns:Name`` and prefix ``:Name`` (type references). Expressions are
+parsed once when a class file is read and compiled to closures on first use.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from yaql.language import contexts as yaql_contexts
+from yaql.language import exceptions as yaql_exceptions
+from yaql.language import factory as yaql_factory
+
+from murano_engine.dsl import compiler, values
+from murano_engine.dsl.errors import LoadError, Position
+
+
+@functools.cache
+def engine() -> Any:
+    """The yaql engine (parser plus options) shared by every format."""
+    factory = yaql_factory.YaqlFactory()
+    factory.insert_operator(">", True, "is",
+                            yaql_factory.OperatorType.BINARY_LEFT_ASSOCIATIVE, False)
+    factory.insert_operator(None, False, ":",
+                            yaql_factory.OperatorType.BINARY_LEFT_ASSOCIATIVE, True)
+    factory.insert_operator(None, False, ":",
+                            yaql_factory.OperatorType.PREFIX_UNARY, False)
+    built = factory.create(options={
+        "yaql.limitIterators": values.ITERATOR_LIMIT,
+        "yaql.memoryQuota": values.MEMORY_QUOTA,
+        "yaql.convertInputData": False,
+        "yaql.convertOutputData": False,
+    })
+    return built
+
+
+class Expression:
+    """A yaql expression written in a class file."""
+
+    __slots__ = ("source", "position", "node", "_fn", "_contract_fn")
+
+    def __init__(self, source: str, position: Position | None, node: Any) -> None:
+        self.source = source
+        self.position = position
+        self.node = node
+        self._fn: compiler.Evaluator | None = None
+        self._contract_fn: compiler.Evaluator | None = None
+
+    def evaluate(self, ctx: Any) -> Any:
+        fn = self._fn
+        if fn is None:
+            fn = self._fn = compiler.compile_expression(self.node)
+        return fn(ctx)
+
+    def evaluate_contract(self, ctx: Any) -> Any:
+        """Evaluate as a contract: ``$.string()``, ``$.class(T)`` ... are checks."""
+        fn = self._contract_fn
+        if fn is None:
+            fn = self._contract_fn = compiler.compile_expression(self.node, compiler.CONTRACT)
+        return fn(ctx)
+
+    def __repr__(self) -> str:
+        return f"Expression({self.source!r})"
+
+    def __str__(self) -> str:
+        return self.source
+
+
+def parse(text: str, position: Position | None = None) -> Expression:
+    """Parse ``text`` as yaql; a syntax error names the position."""
+    try:
+        node = engine()(text)
+    except (yaql_exceptions.YaqlException, KeyError, IndexError) as exc:
+        raise LoadError(f"invalid expression {text!r}: {exc}", position) from None
+    return Expression(text, position, node)
+
+
+def try_parse(text: str, position: Position) -> Expression | None:
+    """An expression for ``text``, or ``None`` when it is not valid yaql."""
+    try:
+        return Expression(text, position, engine()(text))
+    except (yaql_exceptions.YaqlException, KeyError, IndexError):
+        return None
+
+
+class DslContext(yaql_contexts.Context):
+    """A yaql context that knows the MuranoPL frame it evaluates in."""
+
+    def __init__(self, parent: Any = None, frame: Any = None) -> None:
+        super().__init__(parent)
+        self.frame = frame if frame is not None else getattr(parent, "frame", None)
+
+    def create_child_context(self) -> DslContext:
+        return DslContext(self)
+
+
+def frame_of(ctx: Any) -> Any:
+    """The MuranoPL frame of any context, including yaql-made ones."""
+    frame = getattr(ctx, "frame", None)
+    while frame is None and ctx is not None:
+        ctx = ctx.parent
+        frame = getattr(ctx, "frame", None)
+    return frame

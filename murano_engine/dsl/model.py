@@ -1,0 +1,201 @@
+"""The object model: reading object dicts and loading a whole model.
+
+An object dict has a ``?`` header (``id``, ``type``, ``name``, ``metadata``,
+designer keys starting with ``_``) plus property values, or, inside MuranoPL,
+the inline form ``{ns:Type: {props}, id: .., name: ..}``. Dicts nested in
+properties are objects owned by the enclosing one; strings holding another
+object's id are references.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from yaql.language.utils import FrozenDict
+
+from murano_engine.dsl import errors, values
+from murano_engine.dsl.classes import MuranoClass
+from murano_engine.dsl.objects import MuranoObject, TypeRef
+
+if TYPE_CHECKING:
+    from murano_engine.dsl.contracts import ContractScope
+    from murano_engine.dsl.executor import Executor
+
+
+@dataclass
+class ObjectSpec:
+    """What an object dict says about the object to build."""
+
+    cls: MuranoClass
+    object_id: str | None
+    name: str | None
+    props: Mapping[str, Any]
+    metadata: Any = None
+    designer: dict[str, Any] = field(default_factory=dict)
+    destroyed: bool = False
+    dependencies: Any = None
+
+
+def is_object_dict(value: Any) -> bool:
+    if not isinstance(value, Mapping):
+        return False
+    header = value.get("?")
+    if isinstance(header, Mapping) and "type" in header:
+        return True
+    return any(isinstance(k, TypeRef) for k in value)
+
+
+def parse_object(value: Mapping, executor: Executor,
+                 default_cls: MuranoClass | None = None) -> ObjectSpec:
+    header = value.get("?")
+    if isinstance(header, Mapping):
+        type_value = header.get("type")
+        cls = resolve_type(executor, type_value, header.get("package"),
+                           header.get("classVersion")) if type_value else default_cls
+        if cls is None:
+            raise errors.NoClassFound(f"object {header.get('id')!r} has no type")
+        props = {k: v for k, v in value.items() if isinstance(k, str) and k != "?"}
+        return ObjectSpec(cls, header.get("id"), header.get("name"), props,
+                          header.get("metadata"),
+                          {k: v for k, v in header.items() if isinstance(k, str)
+                           and k.startswith("_")},
+                          bool(header.get("destroyed")), header.get("dependencies"))
+    for key, props in value.items():
+        if isinstance(key, TypeRef):
+            extra = {k: v for k, v in value.items() if k is not key}
+            return ObjectSpec(key.murano_class, extra.get("id"), extra.get("name"),
+                              props or {}, extra.get("metadata"))
+    if default_cls is None:
+        raise errors.NoClassFound("object dict names no type")
+    return ObjectSpec(default_cls, None, None,
+                      {k: v for k, v in value.items() if isinstance(k, str)})
+
+
+def resolve_type(executor: Executor, type_value: Any, package: Any = None,
+                 version: Any = None) -> MuranoClass:
+    """A class from a model ``type``: a TypeRef or ``name[/version][@package]``."""
+    if isinstance(type_value, TypeRef):
+        return type_value.murano_class
+    text = str(type_value)
+    if "@" in text:
+        text, _, package = text.partition("@")
+    if "/" in text:
+        text, _, version = text.partition("/")
+    loader = executor.loader
+    if package:
+        found = loader.find_package(str(package), version or "*")
+        if text in found.class_files:
+            return found.load_class(text)
+    return loader.find_class(text)
+
+
+def apply_header(obj: MuranoObject, spec: ObjectSpec) -> None:
+    obj.metadata = spec.metadata
+    obj.designer = dict(spec.designer)
+    obj.destroyed = spec.destroyed
+
+
+def load_model(executor: Executor, model: Mapping) -> MuranoObject | None:
+    """Load ``Objects``, ``ObjectsCopy`` and ``Attributes``; returns the root object.
+
+    Every object gets its id first (so references resolve in any order), then
+    properties are set, then every ``.init`` runs. Objects only in
+    ``ObjectsCopy`` were removed by the user: the garbage collection that
+    follows destroys them.
+    """
+    objects = model.get("Objects")
+    copy = model.get("ObjectsCopy")
+    created: list[tuple[MuranoObject, ObjectSpec]] = []
+    executor.pending_init_begin()
+    try:
+        root = _create_shells(executor, objects, None, created) if objects else None
+        if copy:
+            _create_shells(executor, copy, None, created)
+        for obj, spec in created:
+            if not obj.initialized:
+                executor.initialize(obj, spec.props, None)
+    finally:
+        pending = executor.pending_init_end()
+    for attribute in model.get("Attributes") or ():
+        object_id, owner_class, name, value = attribute
+        obj = executor.objects.get(object_id)
+        if obj is not None:
+            obj.attributes[(owner_class, name)] = values.freeze(value)
+    for obj, props in pending:
+        executor.finish_init(obj, props)
+    if root is not None:
+        executor.roots = [root]
+    return root
+
+
+def _create_shells(executor: Executor, value: Any, owner: MuranoObject | None,
+                   created: list[tuple[MuranoObject, ObjectSpec]]) -> MuranoObject | None:
+    if isinstance(value, Mapping):
+        if is_object_dict(value):
+            spec = parse_object(value, executor)
+            existing = executor.objects.get(spec.object_id) if spec.object_id else None
+            if existing is None:
+                obj = executor.shell(spec.cls, owner, spec.object_id, spec.name)
+                apply_header(obj, spec)
+                created.append((obj, spec))
+            else:
+                obj = existing
+            for item in spec.props.values():
+                _create_shells(executor, item, obj, created)
+            return obj
+        for item in value.values():
+            _create_shells(executor, item, owner, created)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _create_shells(executor, item, owner, created)
+    return None
+
+
+def copy_with_new_ids(executor: Executor, value: Mapping) -> Any:
+    """A model dict with fresh ids, references inside it kept consistent."""
+    mapping: dict[str, str] = {}
+
+    def collect(item: Any) -> None:
+        if isinstance(item, Mapping):
+            header = item.get("?")
+            if isinstance(header, Mapping) and header.get("id"):
+                mapping[str(header["id"])] = executor.new_id()
+            elif any(isinstance(k, TypeRef) for k in item) and item.get("id"):
+                mapping[str(item["id"])] = executor.new_id()
+            for v in item.values():
+                collect(v)
+        elif isinstance(item, (list, tuple)):
+            for v in item:
+                collect(v)
+
+    def rewrite(item: Any) -> Any:
+        if isinstance(item, str):
+            return mapping.get(item, item)
+        if isinstance(item, Mapping):
+            return FrozenDict({k: rewrite(v) for k, v in item.items()})
+        if isinstance(item, (list, tuple)):
+            return tuple(rewrite(v) for v in item)
+        return item
+
+    collect(value)
+    return rewrite(value)
+
+
+def check_template(executor: Executor, value: Mapping, default_cls: MuranoClass,
+                   cls: MuranoClass, excluded: Any, scope: ContractScope) -> Any:
+    """Validate a ``template()`` dict by a dry-run build; return it in Mixed form."""
+    spec = parse_object(value, executor, default_cls)
+    if not spec.cls.is_compatible(cls):
+        raise scope.violation(f"template of {spec.cls.name} is not a {cls.name}")
+    skip = {str(p) for p in (excluded or ())}
+    props = {k: v for k, v in spec.props.items() if k not in skip}
+    obj = executor.shell(spec.cls, scope.owner, None, spec.name, register=False)
+    executor.initialize(obj, props, None, dry_run=True, skip=skip)
+    header: dict[str, Any] = {"type": spec.cls.ref}
+    if spec.object_id:
+        header["id"] = spec.object_id
+    if spec.name:
+        header["name"] = spec.name
+    return FrozenDict({"?": FrozenDict(header), **props})

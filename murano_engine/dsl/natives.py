@@ -1,0 +1,120 @@
+"""Classes whose methods are written in Python (the core library's system classes).
+
+A Python class registered with :func:`native_class` adds its methods to the
+MuranoPL class of the same name. Methods marked :func:`method` or
+:func:`static` receive a :class:`NativeCall` and then the call's arguments.
+A registered class that defines ``__init__(self, call, **kwargs)`` is
+instantiated for each object; its keyword arguments come from ``new()``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from murano_engine.dsl.classes import MethodSpec, MuranoClass
+from murano_engine.dsl.objects import MuranoObject, real_object
+
+if TYPE_CHECKING:
+    from murano_engine.dsl.executor import Executor, Frame
+
+_REGISTRY: dict[str, type] = {}
+_loaded = False
+
+
+class NativeCall:
+    """What a native method gets besides its arguments."""
+
+    __slots__ = ("executor", "frame", "receiver")
+
+    def __init__(self, executor: Executor, frame: Frame, receiver: Any) -> None:
+        self.executor = executor
+        self.frame = frame
+        self.receiver = receiver
+
+    @property
+    def this(self) -> MuranoObject | None:
+        return real_object(self.receiver)
+
+    @property
+    def native(self) -> Any:
+        obj = self.this
+        return obj.native if obj is not None else None
+
+    @property
+    def caller(self) -> Frame | None:
+        """The frame of the MuranoPL code that made the call."""
+        return self.frame.caller
+
+    def caller_class(self) -> MuranoClass | None:
+        caller = self.frame.caller
+        return caller.murano_class if caller is not None else None
+
+
+def native_class(name: str) -> Callable[[type], type]:
+    def register(py_class: type) -> type:
+        _REGISTRY[name] = py_class
+        return py_class
+    return register
+
+
+def method(func: Callable[..., Any]) -> Callable[..., Any]:
+    func.murano_usage = "Runtime"  # type: ignore[attr-defined]
+    return staticmethod(func)  # type: ignore[return-value]
+
+
+def static(func: Callable[..., Any]) -> Callable[..., Any]:
+    func.murano_usage = "Static"  # type: ignore[attr-defined]
+    return staticmethod(func)  # type: ignore[return-value]
+
+
+def public(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a native method as an action (``Scope: Public``)."""
+    inner = func.__func__ if isinstance(func, staticmethod) else func
+    inner.murano_scope = "Public"  # type: ignore[attr-defined]
+    return func
+
+
+def attach_native(cls: MuranoClass) -> None:
+    """Give a freshly built class the Python methods registered under its name."""
+    _load_system_classes()
+    py_class = _REGISTRY.get(cls.name)
+    if py_class is None:
+        return
+    cls.native = py_class if "__init__" in py_class.__dict__ else None
+    for attr, value in py_class.__dict__.items():
+        func = value.__func__ if isinstance(value, staticmethod) else None
+        usage = getattr(func, "murano_usage", None)
+        if func is None or usage is None:
+            continue
+        name = attr.rstrip("_")
+        declared = cls.methods.get(name)
+        if declared is not None and declared.body:
+            continue
+        cls.methods[name] = MethodSpec(
+            name, cls, arguments=declared.arguments if declared else [], usage=usage,
+            scope=getattr(func, "murano_scope", declared.scope if declared else "Session"),
+            position=declared.position if declared else cls.position, native=func)
+
+
+def construct_native(executor: Executor, obj: MuranoObject, cls: MuranoClass,
+                     arguments: dict[str, Any], caller: Frame | None) -> None:
+    """Build the Python half of an object, taking what its ``__init__`` accepts."""
+    py_class = cls.native
+    assert py_class is not None
+    from murano_engine.dsl.executor import Frame
+    frame = Frame(executor, None, obj, cls, caller)
+    parameters = inspect.signature(py_class.__init__).parameters
+    accepts_all = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+    kwargs = {k: v for k, v in arguments.items()
+              if isinstance(k, str) and (accepts_all or k in parameters) and k not in ("self",
+                                                                                       "call")}
+    obj.native = py_class(NativeCall(executor, frame, obj), **kwargs)
+
+
+def _load_system_classes() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        import murano_engine.system  # noqa: F401 - registers the system classes

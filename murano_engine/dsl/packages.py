@@ -1,0 +1,403 @@
+"""Packages: manifests, folder and zip sources, versions and class lookup.
+
+A package is a folder (or a zip of one) with ``manifest.yaml``, ``Classes/``,
+``Resources/`` and ``UI/``. The :class:`PackageLoader` indexes every package
+found in its search folders; classes are read lazily, each class file parsed
+once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import semantic_version
+
+from murano_engine.dsl import errors
+from murano_engine.dsl.classes import MuranoClass, NamespaceResolver, build_class
+from murano_engine.dsl.errors import LoadError, Position
+from murano_engine.dsl.expressions import try_parse
+from murano_engine.dsl.yaml_loader import SourceMap, load_documents, load_plain, position_of
+
+CORE_PACKAGE = "io.murano"
+META_DIR = Path(__file__).resolve().parents[2] / "meta"
+FORMATS = {(1, 0), (1, 1), (1, 2), (1, 3), (1, 4)}
+_FULL_NAME = re.compile(r"^\w+(\.\w+)*$")
+_TYPES = ("Application", "Library")
+
+
+# -- sources -------------------------------------------------------------------
+
+class PackageSource:
+    """Read access to a package's files, wherever they are."""
+
+    def __init__(self, location: Path) -> None:
+        self.location = location
+
+    def read(self, relpath: str) -> bytes:
+        raise NotImplementedError
+
+    def exists(self, relpath: str) -> bool:
+        raise NotImplementedError
+
+    def names(self) -> list[str]:
+        raise NotImplementedError
+
+    def display(self, relpath: str) -> str:
+        return str(self.location / relpath)
+
+
+class FolderSource(PackageSource):
+    def read(self, relpath: str) -> bytes:
+        return (self.location / _safe_relpath(relpath, self.location)).read_bytes()
+
+    def exists(self, relpath: str) -> bool:
+        return (self.location / relpath).is_file()
+
+    def names(self) -> list[str]:
+        return sorted(str(p.relative_to(self.location)).replace(os.sep, "/")
+                      for p in self.location.rglob("*") if p.is_file())
+
+
+class ZipSource(PackageSource):
+    def __init__(self, location: Path) -> None:
+        super().__init__(location)
+        try:
+            self._zip = zipfile.ZipFile(location)
+            self._names = set(self._zip.namelist())
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise LoadError(f"broken package zip: {exc}", file=str(location)) from None
+        self._prefix = _zip_root(self._names)
+
+    def read(self, relpath: str) -> bytes:
+        _safe_relpath(relpath, self.location)
+        try:
+            return self._zip.read(self._prefix + relpath)
+        except (KeyError, zipfile.BadZipFile, OSError) as exc:
+            raise FileNotFoundError(f"{self.display(relpath)}: {exc}") from None
+
+    def exists(self, relpath: str) -> bool:
+        return self._prefix + relpath in self._names
+
+    def names(self) -> list[str]:
+        n = len(self._prefix)
+        return sorted(name[n:] for name in self._names
+                      if name.startswith(self._prefix) and not name.endswith("/"))
+
+    def display(self, relpath: str) -> str:
+        return f"{self.location}!{relpath}"
+
+
+def _zip_root(names: set[str]) -> str:
+    if "manifest.yaml" in names:
+        return ""
+    roots = {n.split("/", 1)[0] + "/" for n in names if "/" in n}
+    for root in roots:
+        if root + "manifest.yaml" in names:
+            return root
+    return ""
+
+
+def _safe_relpath(relpath: str, location: Path) -> str:
+    parts = Path(relpath).parts
+    if Path(relpath).is_absolute() or ".." in parts:
+        raise LoadError(f"path {relpath!r} leaves the package", file=str(location))
+    return relpath
+
+
+def open_source(path: Path) -> PackageSource:
+    if path.is_dir():
+        return FolderSource(path)
+    return ZipSource(path)
+
+
+# -- versions --------------------------------------------------------------------
+
+def parse_version(text: Any) -> semantic_version.Version:
+    return semantic_version.Version.coerce(str(text if text is not None else "0.0.0"))
+
+
+def version_matches(version: semantic_version.Version, spec: Any) -> bool:
+    """Murano's version specs: ``''`` means 0.x, ``1`` means 1.x, ``*`` means any."""
+    text = re.sub(r"\s+", "", str(spec if spec is not None else ""))
+    if text in ("*", "any"):
+        return True
+    if not text:
+        text = "0"
+    return all(_clause_matches(version, clause) for clause in text.split(","))
+
+
+def _clause_matches(version: semantic_version.Version, clause: str) -> bool:
+    match = re.match(r"^(==|>=|<=|>|<|!=|=)?(.+)$", clause)
+    if match is None:
+        raise LoadError(f"invalid version spec {clause!r}")
+    op, text = match.group(1) or "", match.group(2)
+    parts = text.split(".")
+    try:
+        numbers = [int(p) for p in parts[:3]] if len(parts) < 3 else None
+        full = semantic_version.Version.coerce(text)
+    except ValueError:
+        raise LoadError(f"invalid version spec {clause!r}") from None
+    key = (version.major, version.minor, version.patch)
+    if numbers is None:
+        target = (full.major, full.minor, full.patch)
+        return {"": key == target, "=": key == target, "==": key == target,
+                "!=": key != target, ">": key > target, ">=": key >= target,
+                "<": key < target, "<=": key <= target}[op]
+    depth = len(numbers)
+    head = tuple(key[:depth])
+    prefix = tuple(numbers)
+    return {"": head == prefix, "=": head == prefix, "==": head == prefix,
+            "!=": head != prefix, ">": head > prefix, ">=": head >= prefix,
+            "<": head < prefix, "<=": head <= prefix}[op]
+
+
+# -- packages --------------------------------------------------------------------
+
+class Package:
+    """One package: its manifest and its lazily loaded classes."""
+
+    def __init__(self, source: PackageSource, manifest: dict, loader: PackageLoader) -> None:
+        self.source = source
+        self.loader = loader
+        self.manifest = manifest
+        manifest_file = source.display("manifest.yaml")
+        self.format = _parse_format(manifest.get("Format"), manifest_file)
+        self.name = str(manifest["FullName"])
+        self.display_name = manifest.get("Name") or self.name
+        self.type = manifest.get("Type", "Application")
+        self.version = parse_version(manifest.get("Version"))
+        self.description = manifest.get("Description")
+        self.author = manifest.get("Author")
+        self.tags = manifest.get("Tags") or []
+        self.ui = manifest.get("UI", "ui.yaml")
+        self.logo = manifest.get("Logo", "logo.png")
+        self.meta = manifest.get("Meta")
+        self.class_files: dict[str, str] = {str(k): str(v)
+                                            for k, v in (manifest.get("Classes") or {}).items()}
+        self.requirements: dict[str, Any] = {str(k): v
+                                             for k, v in (manifest.get("Require") or {}).items()}
+        if self.name != CORE_PACKAGE:
+            self.requirements.setdefault(CORE_PACKAGE, "0")
+        self.global_fallback = self.format == (1, 0) and not manifest.get("Require")
+        self._classes: dict[str, MuranoClass] = {}
+        self._loading: set[str] = set()
+        self._documents: dict[str, list[Any]] = {}
+
+    def __repr__(self) -> str:
+        return f"<package {self.name}/{self.version}>"
+
+    @property
+    def legacy(self) -> bool:
+        """Formats 1.0 and 1.1 evaluate with yaql's legacy context."""
+        return self.format <= (1, 1)
+
+    def read_resource(self, name: str) -> bytes:
+        return self.source.read(f"Resources/{name}")
+
+    # -- classes -----------------------------------------------------------
+    def find_class(self, name: str, searched: list[str] | None = None) -> MuranoClass:
+        """A class visible from this package: its own, then its requirements'."""
+        if name in self.class_files:
+            return self.load_class(name)
+        seen = searched if searched is not None else []
+        seen.append(f"{self.name}/{self.version}")
+        for requirement, spec in self.requirements.items():
+            package = self.loader.find_package(requirement, spec, required_by=self)
+            if name in package.class_files:
+                return package.load_class(name)
+        if self.global_fallback:
+            package = self.loader.package_with_class(name)
+            if package is not None:
+                return package.load_class(name)
+        if name.startswith("io.murano.extensions."):
+            return self.find_class(name[len("io.murano.extensions."):], seen)
+        seen.extend(f"{r}" for r in self.requirements)
+        raise errors.NoClassFound(f"class {name} is not found in {', '.join(seen)}")
+
+    def load_class(self, name: str) -> MuranoClass:
+        cls = self._classes.get(name)
+        if cls is not None:
+            return cls
+        if name in self._loading:
+            raise LoadError(f"inheritance cycle through class {name}",
+                            file=self.source.display(f"Classes/{self.class_files[name]}"))
+        self._loading.add(name)
+        try:
+            doc, resolver = self._class_document(name)
+            cls = build_class(name, doc, self, resolver, self._resolve_parent)
+            from murano_engine.dsl.natives import attach_native
+            attach_native(cls)
+        finally:
+            self._loading.discard(name)
+        self._classes[name] = cls
+        return cls
+
+    def _resolve_parent(self, name: str, position: Position | None) -> MuranoClass:
+        try:
+            return self.find_class(name)
+        except errors.NoClassFound as exc:
+            raise LoadError(str(exc), position) from None
+
+    def _class_document(self, name: str) -> tuple[dict, NamespaceResolver]:
+        relpath = "Classes/" + self.class_files[name]
+        documents = self._parse(relpath)
+        unnamed: list[tuple[dict, NamespaceResolver]] = []
+        for doc, resolver in documents:
+            declared = doc.get("Name")
+            if declared is None:
+                unnamed.append((doc, resolver))
+            elif resolver.resolve(str(declared)) == name:
+                return doc, resolver
+        if len(unnamed) == 1:
+            return unnamed[0]
+        if len(unnamed) > 1:
+            raise LoadError("more than one class without a Name in one file",
+                            file=self.source.display(relpath))
+        raise LoadError(f"class {name} is not defined in this file",
+                        file=self.source.display(relpath))
+
+    def _parse(self, relpath: str) -> list[Any]:
+        cached = self._documents.get(relpath)
+        if cached is not None:
+            return cached
+        display = self.source.display(relpath)
+        try:
+            text = self.source.read(relpath)
+        except (OSError, FileNotFoundError) as exc:
+            raise LoadError(f"cannot read class file: {exc}", file=display) from None
+        documents = []
+        namespaces: Any = None
+        for doc in load_documents(text, display, try_parse):
+            if doc is None:
+                continue
+            if not isinstance(doc, dict):
+                raise LoadError("a class document must be a mapping", file=display)
+            if "Namespaces" in doc:
+                namespaces = NamespaceResolver(doc.get("Namespaces"), position_of(doc))
+                if set(doc) == {"Namespaces"}:
+                    continue
+            resolver = namespaces or NamespaceResolver(None, position_of(doc))
+            documents.append((doc, resolver))
+        self._documents[relpath] = documents
+        return documents
+
+    def classes(self) -> list[MuranoClass]:
+        return [self.load_class(name) for name in self.class_files]
+
+
+def _parse_format(value: Any, where: str) -> tuple[int, int]:
+    text = str(value if value is not None else "MuranoPL/1.0")
+    if "/" in text:
+        kind, _, text = text.partition("/")
+        if kind != "MuranoPL":
+            raise LoadError(f"unsupported package format {value!r}", file=where)
+    try:
+        major, minor = (int(p) for p in text.split(".")[:2])
+    except ValueError:
+        raise LoadError(f"invalid Format {value!r}", file=where) from None
+    if (major, minor) not in FORMATS:
+        raise LoadError(f"unsupported MuranoPL format {major}.{minor} (1.0 to 1.4 are)",
+                        file=where)
+    return major, minor
+
+
+def read_manifest(source: PackageSource) -> dict:
+    """Read and check a manifest; every problem names the manifest file."""
+    where = source.display("manifest.yaml")
+    if not source.exists("manifest.yaml"):
+        raise LoadError("no manifest.yaml", file=str(source.location))
+    manifest = load_plain(source.read("manifest.yaml"), where)
+    if not isinstance(manifest, dict):
+        raise LoadError("manifest must be a mapping", file=where)
+    problems = []
+    full_name = manifest.get("FullName")
+    if not full_name:
+        problems.append("FullName is required")
+    elif not isinstance(full_name, str) or not _FULL_NAME.match(full_name):
+        problems.append(f"FullName {full_name!r} must be dotted words")
+    if manifest.get("Type", "Application") not in _TYPES:
+        problems.append(f"Type must be Application or Library, not {manifest.get('Type')!r}")
+    for key in ("Classes", "Require"):
+        if manifest.get(key) is not None and not isinstance(manifest[key], dict):
+            problems.append(f"{key} must be a mapping")
+    if manifest.get("Tags") is not None and not isinstance(manifest["Tags"], list):
+        problems.append("Tags must be a list")
+    if problems:
+        raise errors.LoadErrors([LoadError(p, _key_position(manifest, p), file=where)
+                                 for p in problems])
+    _parse_format(manifest.get("Format"), where)
+    return manifest
+
+
+def _key_position(manifest: Any, problem: str) -> Position | None:
+    if isinstance(manifest, SourceMap):
+        return manifest.position
+    return None
+
+
+class PackageLoader:
+    """Finds packages in search folders (the core library always included)."""
+
+    def __init__(self, search_dirs: Iterable[str | Path] = ()) -> None:
+        self.search_dirs = [Path(d) for d in search_dirs]
+        if META_DIR not in self.search_dirs:
+            self.search_dirs.append(META_DIR)
+        self.packages: dict[str, list[Package]] = {}
+        self.problems: list[LoadError] = []
+        for directory in self.search_dirs:
+            self._scan(directory)
+
+    def _scan(self, directory: Path) -> None:
+        if not directory.is_dir():
+            raise LoadError("package folder does not exist", file=str(directory))
+        candidates = [directory] if (directory / "manifest.yaml").is_file() else sorted(
+            p for p in directory.iterdir()
+            if (p.is_dir() and (p / "manifest.yaml").is_file()) or p.suffix == ".zip")
+        for path in candidates:
+            try:
+                self.add(path)
+            except LoadError as exc:
+                self.problems.append(exc)
+
+    def add(self, path: Path) -> Package:
+        source = open_source(path)
+        package = Package(source, read_manifest(source), self)
+        versions = self.packages.setdefault(package.name, [])
+        if any(p.version == package.version for p in versions):
+            return next(p for p in versions if p.version == package.version)
+        versions.append(package)
+        versions.sort(key=lambda p: p.version, reverse=True)
+        return package
+
+    def find_package(self, name: str, spec: Any = "*",
+                     required_by: Package | None = None) -> Package:
+        for package in self.packages.get(name, []):
+            if version_matches(package.version, spec):
+                return package
+        known = ", ".join(f"{p.version}" for p in self.packages.get(name, [])) or "none"
+        who = f" (required by {required_by.name})" if required_by else ""
+        raise errors.NoPackageFound(
+            f"package {name} matching version {spec or '0'!r} not found{who}; "
+            f"versions present: {known}")
+
+    def package_with_class(self, class_name: str) -> Package | None:
+        for versions in self.packages.values():
+            for package in versions:
+                if class_name in package.class_files:
+                    return package
+        return None
+
+    def find_class(self, name: str) -> MuranoClass:
+        """A class by full name from any package (for model loading)."""
+        package = self.package_with_class(name)
+        if package is None:
+            raise errors.NoClassFound(f"class {name} is not found in any package")
+        return package.load_class(name)
+
+    def core(self) -> Package:
+        return self.find_package(CORE_PACKAGE)

@@ -1,0 +1,87 @@
+"""``murano-engine validate``: every problem of a package, each with its place."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from murano_engine.dsl import compiler, errors
+from murano_engine.dsl.errors import LoadError
+from murano_engine.dsl.expressions import Expression, parse
+from murano_engine.dsl.packages import Package, PackageLoader
+
+
+def validate_package(path: Path, search_dirs: Iterable[Path] = ()) -> list[str]:
+    """Check the manifest, every class, every method body and every expression."""
+    loader = PackageLoader(search_dirs)
+    try:
+        package = loader.add(path)
+    except errors.LoadErrors as exc:
+        return [str(p) for p in exc.problems]
+    except LoadError as exc:
+        return [str(exc)]
+    problems: list[str] = []
+    for name, relpath in sorted(package.class_files.items()):
+        where = package.source.display(f"Classes/{relpath}")
+        if not package.source.exists(f"Classes/{relpath}"):
+            problems.append(f"{where}: class file of {name} is missing")
+            continue
+        problems.extend(_check_class(package, name, where))
+    return problems
+
+
+def _check_class(package: Package, name: str, where: str) -> list[str]:
+    problems = []
+    try:
+        cls = package.load_class(name)
+    except (LoadError, errors.DslError) as exc:
+        return [_located(exc, where)]
+    for decl in list(cls.properties.values()) + [
+            a for m in cls.methods.values() for a in m.arguments]:
+        for check in (decl.compiled_contract, decl.compiled_default):
+            try:
+                check()
+            except (LoadError, errors.DslError) as exc:
+                problems.append(_located(exc, where))
+    for method in cls.methods.values():
+        if method.native is None:
+            try:
+                method.block()
+            except (LoadError, errors.DslError) as exc:
+                problems.append(_located(exc, where))
+    for relpath in {f"Classes/{package.class_files[name]}"}:
+        for doc, _ in package._parse(relpath):
+            problems.extend(_check_expressions(doc, where))
+    return problems
+
+
+def _check_expressions(doc: Any, where: str) -> Iterator[str]:
+    for value in _walk(doc):
+        if isinstance(value, Expression):
+            try:
+                compiler.compile_expression(value.node)
+            except (LoadError, errors.DslError) as exc:
+                yield f"{value.position}: {exc}"
+        elif isinstance(value, str) and value.lstrip().startswith("$"):
+            try:
+                parse(value)
+            except LoadError as exc:
+                yield f"{where}: {exc.message}"
+
+
+def _walk(value: Any) -> Iterator[Any]:
+    yield value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(key)
+            yield from _walk(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _walk(item)
+
+
+def _located(exc: Exception, where: str) -> str:
+    if isinstance(exc, LoadError) and exc.position is not None:
+        return str(exc)
+    return f"{where}: {exc}"

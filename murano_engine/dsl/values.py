@@ -1,0 +1,72 @@
+"""Frozen values: every MuranoPL value has copy semantics.
+
+Lists become tuples and dicts become :class:`FrozenDict`, so a value handed
+from one variable to another can never be changed behind the first one's back.
+Collections are capped at the iterator limit while they are frozen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from yaql.language import exceptions as yaql_exceptions
+from yaql.language.utils import FrozenDict, MappingRule
+
+ITERATOR_LIMIT = 2000
+MEMORY_QUOTA = 512 * 1024
+
+_SCALARS = frozenset({str, int, float, bool, type(None), bytes})
+
+
+def freeze(value: Any, limit: int = ITERATOR_LIMIT) -> Any:
+    """A deep immutable copy of ``value`` (objects are kept as references)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is tuple:
+        if len(value) > limit:
+            raise yaql_exceptions.CollectionTooLargeException(limit)
+        if all(type(v) in _SCALARS for v in value):
+            return value
+        return tuple(freeze(v, limit) for v in value)
+    if kind is FrozenDict or isinstance(value, Mapping):
+        if len(value) > limit:
+            raise yaql_exceptions.CollectionTooLargeException(limit)
+        return FrozenDict({freeze(k, limit): freeze(v, limit) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        if len(value) > limit:
+            raise yaql_exceptions.CollectionTooLargeException(limit)
+        return tuple(freeze(v, limit) for v in value)
+    if isinstance(value, (set, frozenset)):
+        if len(value) > limit:
+            raise yaql_exceptions.CollectionTooLargeException(limit)
+        return frozenset(freeze(v, limit) for v in value)
+    if isinstance(value, MappingRule):
+        return value
+    if isinstance(value, Iterable) and not hasattr(value, "murano_class") \
+            and not isinstance(value, str):
+        items = []
+        for i, item in enumerate(value):
+            if i >= limit:
+                raise yaql_exceptions.CollectionTooLargeException(limit)
+            items.append(freeze(item, limit))
+        return tuple(items)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Plain mutable data (lists and dicts) for serialization and natives."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if isinstance(value, Mapping):
+        return {thaw(k): thaw(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list, set, frozenset)):
+        return [thaw(v) for v in value]
+    return value
+
+
+def truth(value: Any) -> bool:
+    """MuranoPL truthiness: Python's (null, 0, '', empty collections are false)."""
+    return bool(value)

@@ -1,0 +1,60 @@
+"""io.murano.system.Logger: MuranoPL logging through Python's logging."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from murano_engine.dsl.natives import NativeCall, method, native_class
+
+
+def _format(message: Any, args: tuple, kwargs: dict) -> str:
+    from murano_engine.dsl.functions import _FORMATTER
+    try:
+        return _FORMATTER.vformat(str(message), args, kwargs)
+    except (ValueError, KeyError, IndexError):
+        return str(message)
+
+
+@native_class("io.murano.system.Logger")
+class Logger:
+    def __init__(self, call: NativeCall, loggerName: str | None = None) -> None:  # noqa: N803
+        self.log = logging.getLogger(f"murano.app.{loggerName or 'default'}")
+
+    @staticmethod
+    def _emit(call: NativeCall, level: int, message: Any, args: tuple, kwargs: dict) -> None:
+        log = call.native.log
+        if log.isEnabledFor(level):
+            log.log(level, _format(message, args, kwargs))
+
+    @method
+    def trace(call: NativeCall, message: Any, *args: Any, **kwargs: Any) -> None:
+        Logger._emit(call, 5, message, args, kwargs)
+
+    @method
+    def debug(call: NativeCall, message: Any, *args: Any, **kwargs: Any) -> None:
+        Logger._emit(call, logging.DEBUG, message, args, kwargs)
+
+    @method
+    def info(call: NativeCall, message: Any, *args: Any, **kwargs: Any) -> None:
+        Logger._emit(call, logging.INFO, message, args, kwargs)
+
+    @method
+    def warning(call: NativeCall, message: Any, *args: Any, **kwargs: Any) -> None:
+        Logger._emit(call, logging.WARNING, message, args, kwargs)
+
+    @method
+    def error(call: NativeCall, message: Any, *args: Any, **kwargs: Any) -> None:
+        Logger._emit(call, logging.ERROR, message, args, kwargs)
+
+    @method
+    def critical(call: NativeCall, message: Any, *args: Any, **kwargs: Any) -> None:
+        Logger._emit(call, logging.CRITICAL, message, args, kwargs)
+
+    @method
+    def exception(call: NativeCall, exc: Any, message: Any, *args: Any, **kwargs: Any) -> None:
+        text = _format(message, args, kwargs)
+        detail = ""
+        if exc is not None and hasattr(exc, "murano_class"):
+            detail = f": [{exc.props.get('name')}] {exc.props.get('message')}"
+        call.native.log.error("%s%s", text, detail)
