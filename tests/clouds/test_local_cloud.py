@@ -118,7 +118,7 @@ def test_delete_leaves_nothing_behind(cloud, agents, environment):
     assert cloud.get("env") is None
     assert not agents.running() and len(agents) == 2
     assert sandboxes(cloud) == set()
-    assert not (cloud.state_dir / "stacks" / "env.json").exists()
+    assert not (cloud.state_dir / "stacks" / "env").exists()
     # the addresses are free again
     again = push_stack(cloud, "env", environment())
     assert {again["vm1-ip"], again["vm2-ip"]} == {outputs["vm1-ip"], outputs["vm2-ip"]}
@@ -135,7 +135,7 @@ def test_state_survives_a_restart(make_cloud, agents, environment):
     first = push_stack(cloud, "env", environment())
     cloud.close()
     assert not agents.running()
-    saved = json.loads((cloud.state_dir / "stacks" / "env.json").read_text())
+    saved = json.loads((cloud.state_dir / "stacks" / "env" / "stack.json").read_text())
     assert saved["status"] == "CREATE_COMPLETE"
 
     reopened = make_cloud()

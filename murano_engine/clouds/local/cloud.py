@@ -30,7 +30,13 @@ from murano_engine.clouds.local.guest import AgentFactory, Guests
 from murano_engine.clouds.local.operations import Operation, OperationFailed, outputs
 from murano_engine.clouds.local.resource import ResourceRecord
 from murano_engine.clouds.local.scheduler import DEFAULT_PARALLEL
-from murano_engine.clouds.local.stack import StackFiles, StackState, check_stack_name, plain
+from murano_engine.clouds.local.stack import (
+    SECTIONS,
+    StackFiles,
+    StackState,
+    check_stack_name,
+    plain,
+)
 from murano_engine.clouds.local.template import Template
 
 LOG = logging.getLogger(__name__)
@@ -230,7 +236,7 @@ class LocalCloud(StackService):
         self._templates[stack.name] = template
 
     def _start(self, stack: StackState, action: str) -> None:
-        self._save(stack)
+        self._files.save_stack(stack)
         worker = threading.Thread(
             target=self._run, args=(stack, action), name=f"local-cloud {action} {stack.name}"
         )
@@ -240,18 +246,11 @@ class LocalCloud(StackService):
 
     def _run(self, stack: StackState, action: str) -> None:
         operation = Operation(
-            self,
-            stack,
-            self._templates[stack.name],
-            lambda: self._save(stack),
-            parallel=self._parallel,
+            self, stack, self._templates[stack.name], self._files, parallel=self._parallel
         )
         try:
             if action == "DELETE":
-                with self.lock:
-                    for name in list(stack.resources):
-                        stack.set_aside(name)
-                operation.take_down(stack.replaced)
+                operation.delete()
             else:
                 operation.converge(action)
         except OperationFailed as exc:
@@ -271,10 +270,7 @@ class LocalCloud(StackService):
                 del self._templates[stack.name]
                 self._files.remove(stack.name)
                 return
-        self._save(stack)
-
-    def _save(self, stack: StackState) -> None:
-        self._files.save(stack)
+        self._files.save_stack(stack)
 
     def _reload(self) -> None:
         """Take up the stacks saved by an earlier run."""
@@ -286,12 +282,14 @@ class LocalCloud(StackService):
             if stack.in_progress:
                 stack.status = stack.status.replace("IN_PROGRESS", "FAILED")
                 stack.reason = INTERRUPTED
-            for record in stack.records():
-                if record.status.endswith("_IN_PROGRESS"):
-                    record.status = record.status.replace("IN_PROGRESS", "FAILED")
-                    record.reason = INTERRUPTED
-                self._reserve_addresses(record)
-            self._save(stack)
+            for section in SECTIONS:
+                for key, record in getattr(stack, section).items():
+                    if record.status.endswith("_IN_PROGRESS"):
+                        record.status = record.status.replace("IN_PROGRESS", "FAILED")
+                        record.reason = INTERRUPTED
+                        self._files.save_record(stack, section, key)
+                    self._reserve_addresses(record)
+            self._files.save_stack(stack)
         for server in self.records("OS::Nova::Server"):
             if server.data.get("agent"):
                 self.guests.resume(server.id)

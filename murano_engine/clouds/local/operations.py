@@ -11,7 +11,6 @@ longer has are deleted last, dependents before what they depend on.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from murano_engine.clouds.base import CloudError
@@ -24,7 +23,7 @@ from murano_engine.clouds.local.resource import (
     Services,
 )
 from murano_engine.clouds.local.scheduler import reverse, run_ordered
-from murano_engine.clouds.local.stack import StackState
+from murano_engine.clouds.local.stack import StackFiles, StackState
 from murano_engine.clouds.local.template import Definition, Template
 
 LOG = logging.getLogger(__name__)
@@ -90,21 +89,21 @@ def outputs(services: Services, stack: StackState, template: Template) -> dict[s
 
 
 class Operation:
-    """One create, update or delete of a stack, run to its end by :meth:`run`."""
+    """One create, update or delete of a stack; each resource step saves its record."""
 
     def __init__(
         self,
         services: Services,
         stack: StackState,
         template: Template,
-        save: Callable[[], None],
+        files: StackFiles,
         *,
         parallel: int,
     ) -> None:
         self.services = services
         self.stack = stack
         self.template = template
-        self._save = save
+        self._files = files
         self._parallel = parallel
         self._scope = StackScope(services, stack, template)
 
@@ -114,18 +113,24 @@ class Operation:
         failures = run_ordered(
             definitions,
             {name: d.requires for name, d in definitions.items()},
-            lambda name: self._converge_one(definitions[name], action),
+            lambda name: self._converge_one(definitions[name]),
             limit=self._parallel,
         )
         if failures:
             self._raise(action, failures)
-        with self.services.lock:
-            for name in [n for n in self.stack.resources if n not in definitions]:
-                self.stack.set_aside(name)
-        self.take_down(self.stack.replaced, action)
+        for name in [n for n in self.stack.resources if n not in definitions]:
+            self._set_aside(name)
+        self._take_down(action)
 
-    def take_down(self, records: dict[str, ResourceRecord], action: str = "DELETE") -> None:
-        """Delete ``records`` (keyed as the stack keeps them), dependents first."""
+    def delete(self) -> None:
+        """Delete every resource of the stack, dependents first."""
+        for name in list(self.stack.resources):
+            self._set_aside(name)
+        self._take_down("DELETE")
+
+    def _take_down(self, action: str) -> None:
+        """Delete the records set aside in ``stack.replaced``, dependents first."""
+        records = dict(self.stack.replaced)
         by_name: dict[str, set[str]] = {}
         for key, record in records.items():
             by_name.setdefault(record.name, set()).add(key)
@@ -133,31 +138,35 @@ class Operation:
             key: {k for name in record.requires for k in by_name.get(name, ())}
             for key, record in records.items()
         }
-        failures = run_ordered(
-            list(records),
-            reverse(requires),
-            lambda key: self._delete_one(records, key),
-            limit=self._parallel,
-        )
+        failures = run_ordered(records, reverse(requires), self._delete_one, limit=self._parallel)
         if failures:
             self._raise(action, failures)
 
     def _raise(self, action: str, failures: dict[str, BaseException]) -> None:
-        name = sorted(failures)[0]
-        error = failures[name]
+        key = sorted(failures)[0]
+        error = failures[key]
         raise OperationFailed(
-            f"Resource {action} failed: resources.{name.partition('~')[0]}: {error}"
+            f"Resource {action} failed: resources.{key.partition('~')[0]}: {error}"
         ) from error
 
     def _context(self, name: str) -> Context:
         return Context(self.services, self.stack.name, name)
 
-    def _set(self, record: ResourceRecord, status: str, reason: str = "") -> None:
+    def _set(
+        self, record: ResourceRecord, section: str, key: str, status: str, reason: str = ""
+    ) -> None:
         with self.services.lock:
             record.status, record.reason = status, reason
-        self._save()
+        self._files.save_record(self.stack, section, key)
 
-    def _converge_one(self, definition: Definition, action: str) -> None:
+    def _set_aside(self, name: str) -> str:
+        with self.services.lock:
+            key = self.stack.set_aside(name)
+        self._files.save_record(self.stack, "replaced", key)
+        self._files.save_record(self.stack, "resources", name)
+        return key
+
+    def _converge_one(self, definition: Definition) -> None:
         name, kind = definition.name, definition.kind
         try:
             resolved = resolve(definition.properties, self._scope)
@@ -173,61 +182,57 @@ class Operation:
                     if props.get(k) != old.properties.get(k)
                 }
                 if not changed:
-                    old.requires = sorted(definition.requires)
+                    with self.services.lock:
+                        old.requires = sorted(definition.requires)
+                    self._files.save_record(self.stack, "resources", name)
                     return
                 if changed <= kind.updatable:
                     self._update_one(old, definition, props)
                     return
-            self._retire(name, old)
+            key = self._set_aside(name)
+            if old.type in DELETE_BEFORE_REPLACE:
+                self._delete_one(key)
         self._create_one(definition, props)
 
-    def _retire(self, name: str, old: ResourceRecord) -> None:
-        """Set an old resource aside for deletion (or delete it now, for servers)."""
-        with self.services.lock:
-            key = self.stack.set_aside(name)
-        if old.type in DELETE_BEFORE_REPLACE:
-            self._delete_one(self.stack.replaced, key)
-
     def _update_one(self, record: ResourceRecord, definition: Definition, props: dict) -> None:
-        self._set(record, "UPDATE_IN_PROGRESS")
+        name = record.name
+        self._set(record, "resources", name, "UPDATE_IN_PROGRESS")
         try:
-            data = definition.kind.update(self._context(record.name), record, props)
+            data = definition.kind.update(self._context(name), record, props)
         except Exception as exc:
-            self._set(record, "UPDATE_FAILED", str(exc))
+            self._set(record, "resources", name, "UPDATE_FAILED", str(exc))
             raise
         with self.services.lock:
             record.data, record.properties = data, props
             record.requires = sorted(definition.requires)
-        self._set(record, "UPDATE_COMPLETE")
+        self._set(record, "resources", name, "UPDATE_COMPLETE")
 
     def _create_one(self, definition: Definition, props: dict[str, Any]) -> None:
+        name = definition.name
         record = ResourceRecord(
-            name=definition.name,
-            type=definition.type,
-            status="CREATE_IN_PROGRESS",
-            requires=sorted(definition.requires),
+            name=name, type=definition.type, requires=sorted(definition.requires)
         )
         with self.services.lock:
-            self.stack.resources[definition.name] = record
-        self._save()
+            self.stack.resources[name] = record
+        self._set(record, "resources", name, "CREATE_IN_PROGRESS")
         try:
-            physical_id, data = definition.kind.create(self._context(definition.name), props)
+            physical_id, data = definition.kind.create(self._context(name), props)
         except Exception as exc:
-            self._set(record, "CREATE_FAILED", str(exc))
+            self._set(record, "resources", name, "CREATE_FAILED", str(exc))
             raise
         with self.services.lock:
             record.id, record.data, record.properties = physical_id, data, props
-        self._set(record, "CREATE_COMPLETE")
+        self._set(record, "resources", name, "CREATE_COMPLETE")
 
-    def _delete_one(self, records: dict[str, ResourceRecord], key: str) -> None:
-        record = records[key]
-        self._set(record, "DELETE_IN_PROGRESS")
+    def _delete_one(self, key: str) -> None:
+        record = self.stack.replaced[key]
+        self._set(record, "replaced", key, "DELETE_IN_PROGRESS")
         if record.exists:
             try:
                 RESOURCE_TYPES[record.type].delete(self._context(record.name), record)
             except Exception as exc:
-                self._set(record, "DELETE_FAILED", str(exc))
+                self._set(record, "replaced", key, "DELETE_FAILED", str(exc))
                 raise
         with self.services.lock:
-            del records[key]
-        self._save()
+            del self.stack.replaced[key]
+        self._files.save_record(self.stack, "replaced", key)

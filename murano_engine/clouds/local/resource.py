@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -37,7 +37,8 @@ class ResourceRecord:
         return bool(self.id)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """A shallow copy: ``properties`` and ``data`` are replaced, never edited in place."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ResourceRecord:

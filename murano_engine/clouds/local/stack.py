@@ -1,7 +1,6 @@
-"""A local stack's state and its file: ``<state>/stacks/<name>.json``, replaced atomically.
+"""A local stack's state and its files under ``<state>/stacks/<name>/``.
 
-Saving is coalesced: while one thread writes, others only mark the stack
-dirty, and the writer writes again until nothing changed meanwhile.
+Every file is replaced atomically (written aside, then renamed).
 """
 
 from __future__ import annotations
@@ -9,14 +8,18 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from murano_engine.clouds.base import TemplateError
 from murano_engine.clouds.local.resource import ResourceRecord
 
+#: Where a stack keeps its records: live resources, and replaced ones awaiting deletion.
+SECTIONS = ("resources", "replaced")
 _STACK_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,254}")
 
 
@@ -80,49 +83,53 @@ class StackState:
 
 
 class StackFiles:
-    """The folder of stack files, with coalesced saving."""
+    """Stack folders: ``<name>/stack.json`` plus one file per resource record
+    (``resources/`` and ``replaced/``), so a resource step rewrites only its own."""
 
     def __init__(self, folder: Path, lock: threading.RLock) -> None:
         self.folder = folder
         self.folder.mkdir(parents=True, exist_ok=True)
         self._lock = lock
-        self._dirty: set[str] = set()
-        self._writing: set[str] = set()
-        self._guard = threading.Lock()
 
     def load_all(self) -> list[StackState]:
-        return [
-            StackState.from_json(json.loads(path.read_text(encoding="utf-8")))
-            for path in sorted(self.folder.glob("*.json"))
-        ]
+        stacks = []
+        for header in sorted(self.folder.glob("*/stack.json")):
+            data = json.loads(header.read_text(encoding="utf-8"))
+            for section in SECTIONS:
+                data[section] = {
+                    entry["key"]: entry["record"]
+                    for entry in (
+                        json.loads(path.read_text(encoding="utf-8"))
+                        for path in sorted((header.parent / section).glob("*.json"))
+                    )
+                }
+            stacks.append(StackState.from_json(data))
+        return stacks
 
-    def save(self, stack: StackState) -> None:
-        """Write the stack's file (or leave it to the thread already writing it)."""
-        with self._guard:
-            self._dirty.add(stack.name)
-            if stack.name in self._writing:
-                return
-            self._writing.add(stack.name)
-        while True:
-            with self._guard:
-                if stack.name not in self._dirty:
-                    self._writing.discard(stack.name)
-                    return
-                self._dirty.discard(stack.name)
-            try:
-                with self._lock:
-                    text = json.dumps(stack.to_json(), indent=1, default=str)
-                self._write(stack.name, text)
-            except BaseException:
-                with self._guard:
-                    self._writing.discard(stack.name)
-                raise
+    def save_stack(self, stack: StackState) -> None:
+        """Write the stack's own fields (status, template ...), not its records."""
+        with self._lock:
+            header = {k: v for k, v in stack.to_json().items() if k not in SECTIONS}
+        self._write(self.folder / stack.name / "stack.json", header)
+
+    def save_record(self, stack: StackState, section: str, key: str) -> None:
+        """Write one record of ``stack.resources`` or ``stack.replaced`` (or drop its
+        file when the record is gone)."""
+        path = self.folder / stack.name / section / f"{quote(key, safe='')}.json"
+        with self._lock:
+            record = getattr(stack, section).get(key)
+            entry = None if record is None else {"key": key, "record": record.to_json()}
+        if entry is None:
+            path.unlink(missing_ok=True)
+        else:
+            self._write(path, entry)
 
     def remove(self, name: str) -> None:
-        (self.folder / f"{name}.json").unlink(missing_ok=True)
+        shutil.rmtree(self.folder / name, ignore_errors=True)
 
-    def _write(self, name: str, text: str) -> None:
-        target = self.folder / f"{name}.json"
-        temporary = target.with_suffix(f".{threading.get_ident()}.tmp")
-        temporary.write_text(text, encoding="utf-8")
+    @staticmethod
+    def _write(target: Path, data: dict[str, Any]) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f".{target.name}.{threading.get_ident()}.tmp")
+        temporary.write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
         os.replace(temporary, target)
