@@ -96,6 +96,8 @@ NoClassFound = _dsl_error("NoClassFound")
 NoPackageFound = _dsl_error("NoPackageFound")
 NoMethodFound = _dsl_error("NoMethodFound")
 NoMatchingMethodException = _dsl_error("NoMatchingMethodException")
+# Murano reports argument mismatches with yaql's exception; packages catch that name.
+NoMatchingMethodException.murano_name = "yaql.language.exceptions.NoMatchingMethodException"
 AmbiguousMethodName = _dsl_error("AmbiguousMethodName")
 NoPropertyFound = _dsl_error("NoPropertyFound")
 PropertyReadError = _dsl_error("PropertyReadError")

@@ -481,21 +481,20 @@ class Executor:
             return exc
         return MuranoPlException.wrap(exc, errors.stack_of(exc) or frame.stack())
 
-    def exception_object(self, exc: MuranoPlException) -> MuranoObject:
+    def exception_object(self, exc: MuranoPlException, matched: str | None = None
+                         ) -> MuranoObject:
         """The ``io.murano.Exception`` object a ``Catch ... As`` binds."""
-        cls = self.loader.find_class("io.murano.Exception")
-        trace_cls = self.loader.find_class("io.murano.StackTrace")
-        trace = self.new_object(trace_cls, props={"frames": [
+        trace = self.new_object(self.loader.find_class("io.murano.StackTrace"))
+        self.set_property(trace, "frames", [
             {"instruction": f.instruction, "location": str(f.position) if f.position else None,
              "methodName": f.method, "typeName": f.class_name, "packageName": f.package}
-            for f in exc.murano_stack]})
-        obj = self.new_object(cls, props={
-            "name": exc.names[0] if exc.names else None,
-            "names": exc.names,
-            "message": exc.message,
-            "stackTrace": trace,
-            "extra": exc.extra,
-        })
+            for f in exc.murano_stack], None)
+        obj = self.new_object(self.loader.find_class("io.murano.Exception"))
+        for name, value in (("name", matched or (exc.names[0] if exc.names else None)),
+                            ("names", exc.names), ("message", exc.message),
+                            ("stackTrace", trace), ("extra", exc.extra),
+                            ("nativeException", exc.native or exc)):
+            self.set_property(obj, name, value, None)
         obj.native = exc
         return obj
 

@@ -474,12 +474,13 @@ class _Catch:
         self.variable = clause.get("As")
         self.body = _code(clause.get("Do"), position)
 
-    def matches(self, ctx: Any, exc: MuranoPlException) -> bool:
+    def match(self, ctx: Any, exc: MuranoPlException) -> str | None:
+        """The exception name this clause catches ``exc`` by, or None."""
         names = self.names(ctx)
         if names is None:
-            return True
-        wanted = {_exception_name(n, ctx.frame) for n in _as_list(names)}
-        return bool(wanted & set(exc.names))
+            return exc.names[0] if exc.names else ""
+        wanted = [_exception_name(n, ctx.frame) for n in _as_list(names)]
+        return next((name for name in exc.names if name in wanted), None)
 
 
 @_macro_for({"Try"}, {"Catch", "Else", "Finally"})
@@ -500,8 +501,9 @@ def _try(item: Mapping, position: Position | None) -> Statement:
             except Exception as exc:  # noqa: BLE001 - MuranoPL decides what it catches
                 murano_exc = ctx.frame.executor.to_murano_exception(exc, ctx.frame)
                 for clause in clauses:
-                    if clause.matches(ctx, murano_exc):
-                        signal = _handle(ctx, clause, murano_exc)
+                    matched = clause.match(ctx, murano_exc)
+                    if matched is not None:
+                        signal = _handle(ctx, clause, murano_exc, matched)
                         break
                 else:
                     raise
@@ -522,13 +524,14 @@ def _catch_clause(clause: Any, position: Position | None) -> _Catch:
     return _Catch(clause, position_of(clause) or position)
 
 
-def _handle(ctx: Any, clause: _Catch, exc: MuranoPlException) -> Any:
+def _handle(ctx: Any, clause: _Catch, exc: MuranoPlException, matched: str) -> Any:
     scope = ctx.frame.context._data
     previous = scope.get("$?currentException")
     scope["$?currentException"] = exc
     try:
         if clause.variable:
-            scope["$" + str(clause.variable)] = ctx.frame.executor.exception_object(exc)
+            scope["$" + str(clause.variable)] = ctx.frame.executor.exception_object(
+                exc, matched or None)
         return clause.body(ctx)
     finally:
         scope["$?currentException"] = previous
@@ -541,7 +544,7 @@ def _rethrow(item: Mapping, position: Position | None) -> Statement:
     def rethrow(ctx: Any) -> None:
         exc = ctx.frame.context._data.get("$?currentException")
         if exc is None:
-            raise errors.DslInvalidOperationError("Rethrow is only valid inside Catch")
+            raise TypeError("Rethrow is only valid inside Catch")
         raise exc
 
     return rethrow

@@ -47,8 +47,8 @@ class TypeInfo(_Reflected):
         return self.cls.usage
 
     @property
-    def version(self) -> str:
-        return str(self.cls.version)
+    def version(self) -> VersionInfo:
+        return VersionInfo(self.cls.version)
 
     @property
     def ancestors(self) -> tuple:
@@ -164,9 +164,32 @@ class PackageInfo(_Reflected):
         self.package = package
         self.executor = executor
         self.name = package.name
-        self.version = str(package.version)
+        self.version = VersionInfo(package.version)
         self.meta = package.meta
 
     @property
     def types(self) -> tuple:
         return tuple(self.package.class_files)
+
+
+class VersionInfo(_Reflected):
+    """A semantic version: ``major``, ``minor``, ``patch``, ``prerelease``, ``build``."""
+
+    _members = ("major", "minor", "patch", "prerelease", "build")
+
+    def __init__(self, version: Any) -> None:
+        self.major = version.major
+        self.minor = version.minor
+        self.patch = version.patch
+        self.prerelease = ".".join(version.prerelease) or None
+        self.build = ".".join(version.build) or None
+        self.text = str(version)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __eq__(self, other: object) -> bool:
+        return str(other) == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
