@@ -395,6 +395,7 @@ def build_environment(
     image: str = "ubuntu-22.04",
     ssh_port: int = 22,
     results: str = "-execution-results-region",
+    environment_id: str = "1",
 ) -> dict[str, Any]:
     """A region stack as the core library builds it: network, router, security
     group, and per server a port, multipart user data carrying agent.conf
@@ -438,7 +439,7 @@ def build_environment(
     }
     outputs: dict[str, Any] = {"network-id": {"value": {"get_resource": "network"}}}
     for index, name in enumerate(servers):
-        conf = agent_conf(f"e1-h{name}", results)
+        conf = agent_conf(f"e{environment_id}-h{name}", results)
         if index % 2 == 0:
             boot = {
                 "type": "OS::Heat::CloudConfig",

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from murano_agent.config import AgentConfig, ConfigError, load_config
 from murano_engine.clouds.base import CloudError
+from murano_engine.clouds.local.scheduler import run_ordered
 from murano_engine.clouds.local.userdata import find_agent_config
 
 LOG = logging.getLogger(__name__)
@@ -80,6 +81,7 @@ class Guests:
         agent_factory: AgentFactory | None = None,
     ) -> None:
         self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
         self._broker_url = broker_url
         self._powershell = powershell
         self._factory = agent_factory or _service_agent
@@ -129,10 +131,12 @@ class Guests:
             agent.stop()
 
     def stop_all(self) -> None:
+        """Stop every agent, side by side (each may take a moment to notice)."""
         with self._lock:
             ids = list(self._agents)
-        for server_id in ids:
-            self.stop(server_id)
+        failures = run_ordered(ids, {}, self.stop)
+        for server_id, error in failures.items():
+            LOG.error("Agent of server %s did not stop cleanly: %s", server_id, error)
 
     def running(self) -> set[str]:
         with self._lock:

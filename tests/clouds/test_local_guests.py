@@ -1,0 +1,202 @@
+"""Local servers as guests: agent config in user data, Windows images, the real agent."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import uuid
+from email.mime.multipart import MIMEMultipart
+from email.mime.text import MIMEText
+
+import pytest
+
+from murano_engine.clouds.base import StackFailed, push_stack, remove_stack
+from murano_engine.clouds.local.guest import is_windows
+from murano_engine.clouds.local.userdata import UserDataError, find_agent_config
+from murano_engine.messaging import AgentClient
+
+INI = "[DEFAULT]\nstorage = /x\n[rabbitmq]\ninput_queue = q\n"
+
+
+def cloud_config(content: str, encoding: str | None = None, path="/etc/murano/agent.conf"):
+    entry = {"path": path, "content": content}
+    if encoding:
+        entry["encoding"] = encoding
+    other = {"path": "/etc/motd", "content": "hi"}
+    return "#cloud-config\n" + json.dumps({"write_files": [other, entry]})
+
+
+def multipart(*parts: tuple[str, str | None]) -> str:
+    message = MIMEMultipart()
+    for text, filename in parts:
+        part = MIMEText(text, "plain", "utf-8")
+        if filename:
+            part.add_header("Content-Disposition", "attachment", filename=filename)
+        message.attach(part)
+    return message.as_string()
+
+
+@pytest.mark.parametrize(
+    "user_data",
+    [
+        cloud_config(INI),
+        cloud_config(base64.b64encode(INI.encode()).decode(), "b64"),
+        cloud_config(base64.b64encode(gzip.compress(INI.encode())).decode(), "gzip+base64"),
+        multipart(("#!/bin/sh\necho hi\n", "boot.sh"), (INI, "agent.conf")),
+        multipart(("#!/bin/sh\n", None), (cloud_config(INI), "cloud.cfg")),
+        multipart((multipart((INI, "murano-agent.conf")), None)),
+    ],
+    ids=["plain", "b64", "gzip+b64", "mime-part", "mime-cloud-config", "nested-mime"],
+)
+def test_agent_config_is_found_in_user_data(user_data):
+    assert find_agent_config(user_data) == INI
+
+
+@pytest.mark.parametrize(
+    "user_data",
+    [None, "", "#!/bin/sh\necho no agent\n", "#ps1\nWrite-Host hi\n", cloud_config(INI, path="/a")],
+)
+def test_user_data_without_agent_config(user_data):
+    assert find_agent_config(user_data) is None
+
+
+def test_undecodable_agent_config_is_an_error():
+    with pytest.raises(UserDataError, match="write_files /etc/murano/agent.conf: cannot decode"):
+        find_agent_config(cloud_config("not base64 at all!", "gzip"))
+
+
+@pytest.mark.parametrize(
+    ("image", "metadata", "expected"),
+    [
+        ("Windows-Server-2019", None, True),
+        ("ws2012-win2k12r2", None, True),
+        ("ws2019", {"os_type": "windows"}, True),
+        ("ubuntu-22.04", None, False),
+        ("twin-linux", None, False),
+    ],
+)
+def test_windows_images_are_recognised(image, metadata, expected):
+    assert is_windows(image, metadata) is expected
+
+
+def test_windows_image_without_powershell_fails_clearly(cloud, agents, environment, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+
+    with pytest.raises(StackFailed) as caught:
+        push_stack(cloud, "win", environment(("vm1",), image="Windows-Server-2019"))
+
+    reason = caught.value.stack.status_reason
+    assert reason.startswith("Resource CREATE failed: resources.vm1: image 'Windows-Server-2019'")
+    assert "needs a PowerShell executable (pwsh, powershell)" in reason
+    assert agents == []
+    assert not any((cloud.state_dir / "servers").iterdir())
+
+
+def test_windows_image_runs_with_powershell_on_the_host(
+    cloud, agents, environment, tmp_path, monkeypatch
+):
+    fake = tmp_path / "bin" / "pwsh"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+
+    push_stack(cloud, "win", environment(("vm1",), image="Windows-Server-2019"))
+
+    (agent,) = agents
+    assert agent.running and agent.config.powershell == str(fake)
+    (server,) = cloud.records("OS::Nova::Server")
+    assert server.data["os"] == "windows"
+
+
+def agent_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("murano-agent")]
+
+
+def test_real_agent_runs_a_shell_plan(make_cloud, environment):
+    client = AgentClient("memory://", region=f"lc-{uuid.uuid4().hex[:8]}")
+    env_id = uuid.uuid4().hex[:8]
+    cloud = make_cloud(agent_factory=None, broker_url="memory://")
+    try:
+        outputs = push_stack(
+            cloud, "env", environment(("vm1",), results=client.result_queue, environment_id=env_id)
+        )
+        queue = client.queue_name(env_id, "vm1")
+        assert agent_threads() == [f"murano-agent {queue}"]
+        template = {
+            "FormatVersion": "2.1.0",
+            "Body": "return run(args.n).stdout",
+            "Parameters": {"n": "7"},
+            "Scripts": {"run": {"Type": "Application", "EntryPoint": "run.sh"}},
+        }
+        script = b'#!/bin/sh\necho "$(($1 * 6)) from $(pwd)"\n'
+
+        answer = client.call(queue, client.build_plan(template, lambda name: script), 20)
+
+        sandbox = cloud.state_dir / "servers" / outputs["vm1-id"]
+        value, _, where = answer.strip().partition(" from ")
+        assert value == "42"
+        assert where.startswith(str(sandbox / "agent"))
+        remove_stack(cloud, "env")
+    finally:
+        client.close()
+    assert agent_threads() == []
+    assert not (cloud.state_dir / "servers" / outputs["vm1-id"]).exists()
+
+
+GREEN_PROGRAM = textwrap.dedent(
+    """
+    import json, sys, time
+    from murano_engine import concurrency
+    concurrency.setup()
+    from murano_engine.clouds import open_cloud, push_stack, remove_stack
+    from murano_engine.messaging import AgentClient
+
+    state, region, env_id = sys.argv[1:4]
+    template = json.loads(sys.stdin.read())
+    cloud = open_cloud({"local_cloud": {"state_dir": state, "broker_url": "memory://",
+                                        "poll_interval": "0.01"}})
+    client = AgentClient("memory://", region=region)
+    outputs = push_stack(cloud, "green", template)
+    plan = {"FormatVersion": "2.1.0", "Body": "return run().stdout",
+            "Scripts": {"run": {"Type": "Application", "EntryPoint": "run.sh"}}}
+    script = lambda name: b"#!/bin/sh\\nsleep 0.3\\necho done\\n"
+    queues = [client.queue_name(env_id, name) for name in ("vm1", "vm2", "vm3")]
+    started = time.monotonic()
+    results = concurrency.run_all(
+        [lambda q=q: client.call(q, client.build_plan(plan, script), 20) for q in queues]
+    )
+    elapsed = time.monotonic() - started
+    remove_stack(cloud, "green")
+    cloud.close()
+    client.close()
+    print(json.dumps({"results": results, "elapsed": elapsed, "ips": sorted(
+        outputs[f"vm{i}-ip"] for i in (1, 2, 3))}))
+    """
+)
+
+
+def test_local_cloud_and_agents_under_eventlet_monkey_patching(tmp_path, environment):
+    region, env_id = f"g-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex[:8]
+    template = environment(
+        ("vm1", "vm2", "vm3"), results=f"-execution-results-{region}", environment_id=env_id
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", GREEN_PROGRAM, str(tmp_path / "state"), region, env_id],
+        input=json.dumps(template),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [r.strip() for r in outcome["results"]] == ["done"] * 3
+    assert outcome["elapsed"] < 0.9  # the three 0.3 s plans ran side by side
+    assert outcome["ips"] == ["10.0.5.2", "10.0.5.3", "10.0.5.4"]
+    assert list((tmp_path / "state" / "servers").iterdir()) == []
