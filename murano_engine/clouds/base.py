@@ -76,11 +76,6 @@ class Stack:
     updated: str | None = None
 
     @property
-    def action(self) -> str:
-        """CREATE, UPDATE, DELETE ..."""
-        return self.status.partition("_")[0]
-
-    @property
     def in_progress(self) -> bool:
         return self.status.endswith("_IN_PROGRESS")
 

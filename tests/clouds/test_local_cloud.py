@@ -45,7 +45,7 @@ def test_create_environment_stack(cloud, agents, environment):
     # one agent per server, configured from its user data, storage in its sandbox
     running = agents.running()
     assert set(running) == {"e1-hvm1", "e1-hvm2"}
-    assert sandboxes(cloud) == {outputs["vm1-id"], outputs["vm2-id"]}
+    assert sandboxes(cloud) == cloud.guests.running() == {outputs["vm1-id"], outputs["vm2-id"]}
     for name in ("vm1", "vm2"):
         config = running[f"e1-h{name}"].config
         sandbox = cloud.state_dir / "servers" / outputs[f"{name}-id"]
@@ -117,6 +117,7 @@ def test_delete_leaves_nothing_behind(cloud, agents, environment):
 
     assert cloud.get("env") is None
     assert not agents.running() and len(agents) == 2
+    assert cloud.guests.running() == set()
     assert sandboxes(cloud) == set()
     assert not (cloud.state_dir / "stacks" / "env").exists()
     # the addresses are free again
