@@ -147,12 +147,11 @@ def _variable_key(name: str) -> str:
 
 def _compile_variable(name: str) -> Evaluator:
     key = _variable_key(name)
-    context_type = yaql_contexts.Context
 
     def lookup(ctx: Any) -> Any:
         c = ctx
         while c is not None:
-            if isinstance(c, context_type):
+            if type(c) in PLAIN_CONTEXTS:
                 data = c._data
                 if key in data:
                     return data[key]
@@ -162,6 +161,11 @@ def _compile_variable(name: str) -> Evaluator:
         return None
 
     return lookup
+
+
+# Context classes whose variables live in ``_data`` (checked by exact type:
+# ``isinstance`` on yaql's abstract context classes is slow).
+PLAIN_CONTEXTS: set[type] = {yaql_contexts.Context}
 
 
 # -- operators -----------------------------------------------------------------

@@ -68,12 +68,61 @@ def _compile(spec: Any, position: Position | None) -> Any:
 
 
 def _expression_contract(expr: Expression) -> Any:
+    chain = _simple_chain(expr.node)
+    if chain is not None:
+        return _chain_contract(chain)
+
     def apply(value: Any, scope: ContractScope) -> Any:
         ctx = DslContext(scope.frame.context, scope.frame)
-        ctx["$"] = value
-        ctx["$this"] = scope.this
-        ctx["?contract"] = scope
+        data = ctx._data
+        data["$1"] = value
+        data["$this"] = scope.this
+        data["$?contract"] = scope
         return expr.evaluate_contract(ctx)
+    return apply
+
+
+_ARGUMENTLESS = ("string", "int", "bool", "notNull", "owned", "notOwned")
+
+
+def _simple_chain(node: Any) -> list[str] | None:
+    """``$.int().notNull()`` -> ["int", "notNull"]; None for anything richer."""
+    from yaql.language import expressions as ast
+    if isinstance(node, ast.Statement):
+        node = node.expression
+    names: list[str] = []
+    while isinstance(node, ast.BinaryOperator) and node.operator == ".":
+        target, call = node.args
+        if type(call) is not ast.Function or call.args or call.name not in _ARGUMENTLESS:
+            return None
+        names.append(call.name)
+        node = target
+    if isinstance(node, ast.GetContextValue) and node.path.value == "$":
+        names.reverse()
+        return names
+    return None
+
+
+class _ScopeOnly:
+    """The context a simple contract chain needs: only the scope, for errors."""
+
+    __slots__ = ("scope",)
+
+    def __init__(self, scope: ContractScope) -> None:
+        self.scope = scope
+
+    def get_data(self, key: str) -> Any:
+        return self.scope
+
+
+def _chain_contract(names: list[str]) -> Any:
+    functions = [CONTRACT_FUNCTIONS[n] for n in names]
+
+    def apply(value: Any, scope: ContractScope) -> Any:
+        ctx = _ScopeOnly(scope)
+        for func in functions:
+            value = func(ctx, value, (), {})
+        return value
     return apply
 
 
@@ -157,7 +206,7 @@ def _dict_contract(spec: dict, position: Position | None) -> Any:
 # -- contract functions (methods on ``$`` inside a contract expression) ---------
 
 def _scope(ctx: Any) -> ContractScope:
-    return ctx.get_data("?contract")
+    return ctx.get_data("$?contract")
 
 
 def contract_string(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:

@@ -89,8 +89,11 @@ class Executor:
 
     # -- contexts ------------------------------------------------------------
     def root_context(self, package: Any) -> Any:
-        from murano_engine.dsl import functions
-        return functions.root_context(package.legacy)
+        root = package.root_context
+        if root is None:
+            from murano_engine.dsl import functions
+            root = package.root_context = functions.root_context(package.legacy)
+        return root
 
     def class_frame(self, cls: MuranoClass) -> Frame:
         """A frame for evaluating class-level code (static defaults, contracts)."""

@@ -90,11 +90,19 @@ class DslContext(yaql_contexts.Context):
     """A yaql context that knows the MuranoPL frame it evaluates in."""
 
     def __init__(self, parent: Any = None, frame: Any = None) -> None:
-        super().__init__(parent)
+        # The fields of yaql's Context, set directly: contexts are made per call.
+        self._parent_context = parent
+        self._convention = parent._convention if parent is not None else None
+        self._functions: dict = {}
+        self._data: dict = {}
+        self._exclusive_funcs: set = set()
         self.frame = frame if frame is not None else getattr(parent, "frame", None)
 
     def create_child_context(self) -> DslContext:
         return DslContext(self)
+
+
+compiler.PLAIN_CONTEXTS.add(DslContext)
 
 
 def frame_of(ctx: Any) -> Any:

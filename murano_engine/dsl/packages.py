@@ -184,6 +184,7 @@ class Package:
         if self.name != CORE_PACKAGE:
             self.requirements.setdefault(CORE_PACKAGE, "0")
         self.global_fallback = self.format == (1, 0) and not manifest.get("Require")
+        self.root_context: Any = None
         self._classes: dict[str, MuranoClass] = {}
         self._loading: set[str] = set()
         self._documents: dict[str, list[Any]] = {}

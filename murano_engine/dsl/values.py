@@ -13,23 +13,28 @@ from typing import Any
 from yaql.language import exceptions as yaql_exceptions
 from yaql.language.utils import FrozenDict, MappingRule
 
+from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef
+
 ITERATOR_LIMIT = 2000
 MEMORY_QUOTA = 512 * 1024
 
 _SCALARS = frozenset({str, int, float, bool, type(None), bytes})
+# Values kept as they are: scalars and references (objects, casts, types).
+_KEEP = _SCALARS | {MuranoObject, ObjectView, TypeRef}
 
 
 def freeze(value: Any, limit: int = ITERATOR_LIMIT) -> Any:
     """A deep immutable copy of ``value`` (objects are kept as references)."""
     kind = type(value)
-    if kind in _SCALARS:
+    if kind in _KEEP:
         return value
     if kind is tuple:
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)
-        if all(type(v) in _SCALARS for v in value):
-            return value
-        return tuple(freeze(v, limit) for v in value)
+        for v in value:
+            if type(v) not in _KEEP:
+                return tuple(freeze(v, limit) for v in value)
+        return value
     if kind is FrozenDict or isinstance(value, Mapping):
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)
@@ -44,13 +49,13 @@ def freeze(value: Any, limit: int = ITERATOR_LIMIT) -> Any:
         return frozenset(freeze(v, limit) for v in value)
     if isinstance(value, MappingRule):
         return value
-    if isinstance(value, Iterable) and not hasattr(value, "murano_class") \
-            and not isinstance(value, str):
+    if isinstance(value, Iterable) and not hasattr(value, "murano_class"):
         items = []
-        for i, item in enumerate(value):
-            if i >= limit:
+        keep = _KEEP
+        for item in value:
+            if len(items) >= limit:
                 raise yaql_exceptions.CollectionTooLargeException(limit)
-            items.append(freeze(item, limit))
+            items.append(item if type(item) in keep else freeze(item, limit))
         return tuple(items)
     return value
 
