@@ -206,7 +206,6 @@ class HeatStacks(StackService):
         outputs = {
             item["output_key"]: item.get("output_value")
             for item in getattr(found, "outputs", None) or []
-            if "output_error" not in item
         }
         parameters = {
             key: value

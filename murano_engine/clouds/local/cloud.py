@@ -292,7 +292,10 @@ class LocalCloud(StackService):
             self._files.save_stack(stack)
         for server in self.records("OS::Nova::Server"):
             if server.data.get("agent"):
-                self.guests.resume(server.id)
+                try:
+                    self.guests.resume(server.id)
+                except Exception:
+                    LOG.exception("The agent of server %s could not be restarted", server.id)
 
     def _reserve_addresses(self, record: ResourceRecord) -> None:
         if not record.exists:
