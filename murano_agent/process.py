@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -33,6 +34,26 @@ def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+def _exited_within(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Wait up to ``timeout`` s for ``proc`` to exit and reap it.
+
+    On Linux a pidfd wakes us the moment it exits; elsewhere Popen's polling wait.
+    """
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is not None:
+        fd = pidfd_open(proc.pid)
+        try:
+            if not select.select([fd], [], [], timeout)[0]:
+                return False
+        finally:
+            os.close(fd)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
 def _read(stream: IO[bytes]) -> str:
     stream.seek(0)
     return stream.read().decode("utf-8", errors="replace")
@@ -51,12 +72,11 @@ def run(
         if sys.platform == "win32"
         else {"start_new_session": True}
     )
-    with (
-        tempfile.TemporaryFile() as out,
-        tempfile.TemporaryFile() as err,
-        tempfile.TemporaryFile() as stdin,
-    ):
-        if stdin_text is not None:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        if stdin_text is None:
+            stdin: IO[bytes] | int = subprocess.DEVNULL
+        else:
+            stdin = tempfile.TemporaryFile()
             stdin.write(stdin_text.encode("utf-8"))
             stdin.seek(0)
         proc = subprocess.Popen(
@@ -68,10 +88,9 @@ def run(
             stderr=err,
             **group,
         )
-        try:
-            code: int | None = proc.wait(timeout=max(timeout, 0.001))
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _kill_tree(proc)
-            code, timed_out = None, True
-        return Completed(code, _read(out), _read(err), timed_out)
+        if stdin_text is not None:
+            stdin.close()
+        if _exited_within(proc, max(timeout, 0.001)):
+            return Completed(proc.returncode, _read(out), _read(err), False)
+        _kill_tree(proc)
+        return Completed(None, _read(out), _read(err), True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from cryptography.exceptions import InvalidSignature
@@ -10,6 +9,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from murano_agent.config import ConfigError
+from murano_agent.storage import write_in_place
 
 
 class Rejected(Exception):
@@ -43,10 +43,15 @@ class SignatureVerifier:
 
 
 class StampGuard:
-    """Remembers the last accepted ``Stamp`` in a file; a plan's stamp must be larger."""
+    """Remembers the last accepted ``Stamp`` in a file; a plan's stamp must be larger.
 
-    def __init__(self, path: Path) -> None:
+    With ``durable`` (signed messages, where the stamp is replay protection) each
+    new stamp is fsync'ed; otherwise it is only written atomically.
+    """
+
+    def __init__(self, path: Path, durable: bool) -> None:
         self._path = path
+        self._durable = durable
         try:
             self._last = int(path.read_text().strip() or 0)
         except FileNotFoundError:
@@ -69,10 +74,5 @@ class StampGuard:
         """Record ``stamp`` (already checked) durably."""
         if not isinstance(stamp, int):
             return
-        tmp = self._path.with_suffix(".tmp")
-        with open(tmp, "w") as out:
-            out.write(str(stamp))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self._path)
+        write_in_place(self._path, f"{stamp:020d}", sync=self._durable)
         self._last = stamp

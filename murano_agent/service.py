@@ -39,12 +39,12 @@ class AgentService:
             raise ConfigError(f"{config.source}: [rabbitmq] result_routing_key is not set")
         self._cfg = config
         self._store = PlanStore(Path(config.storage))
-        self._stamps = StampGuard(self._store.stamp_file)
         self._verifier = (
             SignatureVerifier(config.engine_key, rabbit.input_queue)
             if config.engine_key.strip()
             else None
         )
+        self._stamps = StampGuard(self._store.stamp_file, durable=self._verifier is not None)
         self._runner = PlanRunner(config)
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -142,7 +142,7 @@ class AgentService:
         if self._store.is_queued(plan_id):
             LOG.info("plan %s is already queued; ignoring the repeated delivery", plan_id)
             return
-        if self._store.stored_result(plan_id) is not None:
+        if self._store.has_result(plan_id):
             LOG.info("plan %s already ran; answering with its stored result", plan_id)
             self._store.resend(plan_id, reply_to)
             return
@@ -150,7 +150,7 @@ class AgentService:
         self._stamps.check(stamp, required=self._verifier is not None)
         self._store.receive(plan_id, body, reply_to)
         self._stamps.accept(stamp)
-        LOG.info("plan %s received", plan_id)
+        LOG.debug("plan %s received", plan_id)
 
     def _flush(self, producer: kombu.Producer) -> None:
         """Publish every stored result not yet sent, oldest first."""
@@ -162,14 +162,14 @@ class AgentService:
             if self._cfg.enable_dynamic_result_queue and outgoing.reply_to:
                 routing_key = outgoing.reply_to
             producer.publish(
-                json.dumps(outgoing.result),
+                json.dumps(self._store.stored_result(outgoing.plan_id)),
                 exchange=rabbit.result_exchange,
                 routing_key=routing_key,
                 message_id=outgoing.plan_id,
                 delivery_mode=2,
             )
             self._store.sent(outgoing)
-            LOG.info("result of plan %s sent to %s", outgoing.plan_id, routing_key)
+            LOG.debug("result of plan %s sent to %s", outgoing.plan_id, routing_key)
 
     # -- running -----------------------------------------------------------------------
 
@@ -183,9 +183,8 @@ class AgentService:
             LOG.exception("cannot run stored plans")
 
     def _execute(self, message: StoredMessage) -> None:
-        stored = self._store.stored_result(message.plan_id)
-        if stored is not None:  # finished just before a crash: only the bookkeeping is left
-            self._store.finish(message, stored)
+        if self._store.has_result(message.plan_id):  # finished just before a crash
+            self._store.finish(message, self._store.stored_result(message.plan_id))
             return
         attempts = self._store.start_attempt(message)
         if attempts > MAX_ATTEMPTS:
