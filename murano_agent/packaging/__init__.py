@@ -1,0 +1,1 @@
+"""Service definitions for running the agent: systemd unit, Windows service and installer."""
