@@ -78,6 +78,8 @@ class PlanRunner:
             done = executors.run_v1(plan, folder, self._cfg.powershell, remaining)
         except PlanError as exc:
             return Outcome(results.v1_failure("AgentError", exc.message, exc.info), False)
+        except OSError as exc:
+            return Outcome(results.v1_failure(type(exc).__name__, str(exc)), False)
         failed = any(entry.get("IsException") for entry in done)
         reboot = plan.get("RebootOnCompletion", 0)
         return Outcome(results.v1_success(done), reboot > 1 or (reboot == 1 and not failed))

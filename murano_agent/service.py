@@ -109,11 +109,12 @@ class AgentService:
                 if pending:
                     self._execute(pending[0])
                     continue
+                if self._cfg.rabbitmq.heartbeat:
+                    conn.heartbeat_check()
                 try:
                     conn.drain_events(timeout=POLL_SECONDS)
                 except TimeoutError:
-                    if self._cfg.rabbitmq.heartbeat:
-                        conn.heartbeat_check()
+                    pass
 
     def _on_message(self, message: kombu.Message) -> None:
         body = message.body if isinstance(message.body, bytes) else message.body.encode("utf-8")
