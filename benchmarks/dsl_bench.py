@@ -13,7 +13,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from murano_engine import concurrency
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
 
@@ -137,7 +136,7 @@ def main() -> None:
             print(f"nested calls: a chain of {depth} MuranoPL calls ran")
 
         sys.setrecursionlimit(100_000)
-        concurrency.run_in_big_thread(run)
+        run()
 
         startups = []
         for _ in range(5):

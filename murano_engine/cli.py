@@ -14,11 +14,15 @@ RECURSION_LIMIT = 100_000
 
 
 def run_guarded(body: Callable[[], int], debug: bool = False) -> int:
-    """Run a command body on a deep stack; turn errors into one clear message."""
-    from murano_engine import concurrency
+    """Run a command body; turn errors into one clear message.
+
+    MuranoPL limits its own call depth (2,000 calls), well inside this
+    recursion limit, so deep but legitimate recursion works and runaway
+    recursion ends in a MuranoPL error rather than Python's.
+    """
     sys.setrecursionlimit(RECURSION_LIMIT)
     try:
-        return concurrency.run_in_big_thread(body)
+        return body()
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # noqa: BLE001 - every error ends in one clear message

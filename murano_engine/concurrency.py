@@ -1,55 +1,68 @@
 """Green threads for the engine: the only module that imports eventlet.
 
 Everything concurrent in the engine (``Parallel``, ``pselect``, ``psuper``,
-parallel destruction, waiting for agents) goes through these few names, so the
-green-thread library can be replaced in one place.
+waiting for agents) goes through these few names, so the green-thread library
+can be replaced in one place. eventlet is imported on first use, so commands
+that never run anything concurrently start faster.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
-with warnings.catch_warnings():
-    # eventlet announces its maintenance mode on import; it is contained here.
-    warnings.simplefilter("ignore")
-    import eventlet
-import eventlet.event
-import eventlet.greenpool
-import eventlet.patcher
-import eventlet.semaphore
+import greenlet
+
+# The engine talks to loopback and configured hosts only; eventlet's green DNS
+# (dnspython) would add a tenth of a second to every start-up.
+os.environ.setdefault("EVENTLET_NO_GREENDNS", "yes")
 
 _patched = False
+
+
+def _eventlet() -> Any:
+    if "eventlet" not in sys.modules:
+        with warnings.catch_warnings():
+            # eventlet announces its maintenance mode on import; it is contained here.
+            warnings.simplefilter("ignore")
+            import eventlet  # noqa: F401
+            import eventlet.event  # noqa: F401
+            import eventlet.greenpool  # noqa: F401
+            import eventlet.patcher  # noqa: F401
+            import eventlet.semaphore  # noqa: F401
+    return sys.modules["eventlet"]
 
 
 def setup() -> None:
     """Make blocking I/O cooperative (sockets, subprocesses, time.sleep)."""
     global _patched
     if not _patched:
-        eventlet.monkey_patch()
+        _eventlet().monkey_patch()
         _patched = True
 
 
 def sleep(seconds: float = 0) -> None:
-    eventlet.sleep(seconds)
+    _eventlet().sleep(seconds)
 
 
 def current() -> Any:
     """An identity for the running green thread."""
-    return eventlet.getcurrent()
+    return greenlet.getcurrent()
 
 
 def spawn(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Start ``func`` in a new green thread; ``.wait()`` returns its result."""
-    return eventlet.spawn(func, *args, **kwargs)
+    return _eventlet().spawn(func, *args, **kwargs)
 
 
 class Event:
     """A one-shot event carrying a value (or an exception) to its waiters."""
 
     def __init__(self) -> None:
-        self._event = eventlet.event.Event()
+        self._event = _eventlet().event.Event()
 
     def send(self, value: Any = None) -> None:
         if not self._event.ready():
@@ -65,13 +78,14 @@ class Event:
     def wait(self, timeout: float | None = None) -> Any:
         if timeout is None:
             return self._event.wait()
-        with eventlet.Timeout(timeout, False):
+        with _eventlet().Timeout(timeout, False):
             return self._event.wait()
         raise TimeoutError(f"no result within {timeout} s")
 
 
-class Semaphore(eventlet.semaphore.Semaphore):
+def Semaphore(count: int = 1) -> Any:  # noqa: N802 - reads like the class it makes
     """A counting semaphore for green threads."""
+    return _eventlet().semaphore.Semaphore(count)
 
 
 def run_all(funcs: Iterable[Callable[[], Any]], limit: int | None = None) -> list[Any]:
@@ -85,7 +99,7 @@ def run_all(funcs: Iterable[Callable[[], Any]], limit: int | None = None) -> lis
         return []
     if len(funcs) == 1:
         return [funcs[0]()]
-    pool = eventlet.greenpool.GreenPool(max(1, limit or len(funcs)))
+    pool = _eventlet().greenpool.GreenPool(max(1, limit or len(funcs)))
     threads = [pool.spawn(_capture, f) for f in funcs]
     outcomes = [t.wait() for t in threads]
     for ok, value in outcomes:
@@ -99,31 +113,3 @@ def _capture(func: Callable[[], Any]) -> tuple[bool, Any]:
         return True, func()
     except BaseException as exc:  # noqa: BLE001 - re-raised by run_all
         return False, exc
-
-
-def run_in_big_thread(func: Callable[[], Any], stack_mb: int = 512) -> Any:
-    """Run ``func`` in a real OS thread with a large stack and wait for it.
-
-    Deep MuranoPL recursion needs more C stack than the main thread has;
-    green threads started inside run on this thread's stack.
-    """
-    threading = eventlet.patcher.original("threading")
-    outcome: list[tuple[bool, Any]] = []
-
-    def target() -> None:
-        try:
-            outcome.append((True, func()))
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
-            outcome.append((False, exc))
-
-    previous = threading.stack_size(stack_mb * 1024 * 1024)
-    try:
-        thread = threading.Thread(target=target, name="murano-engine")
-        thread.start()
-    finally:
-        threading.stack_size(previous)
-    thread.join()
-    ok, value = outcome[0]
-    if not ok:
-        raise value
-    return value

@@ -1,8 +1,7 @@
-"""Shared pytest settings: run the engine with green threads like the CLI does."""
+"""Shared pytest settings."""
 
 import sys
 
-from murano_engine import concurrency
-
+# As the CLI does: MuranoPL's own call-depth limit (2,000) must be reached
+# before Python's recursion limit.
 sys.setrecursionlimit(100_000)
-concurrency.setup()

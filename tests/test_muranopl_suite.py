@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from murano_engine import concurrency
 from murano_engine.dsl.packages import PackageLoader
 from murano_engine.test_runner import find_tests, run_test
 
@@ -22,7 +21,7 @@ CASES = [(cls, method) for name in PACKAGES for cls, method in find_tests(LOADER
 @pytest.mark.parametrize(("cls", "method"), CASES,
                          ids=[f"{c.name}.{m.name}" for c, m in CASES])
 def test_conformance(cls, method):
-    result = concurrency.run_in_big_thread(lambda: run_test(LOADER, cls, method))
+    result = run_test(LOADER, cls, method)
     assert result.passed, result.detail
 
 

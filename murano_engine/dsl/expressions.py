@@ -28,13 +28,13 @@ def engine() -> Any:
                             yaql_factory.OperatorType.BINARY_LEFT_ASSOCIATIVE, True)
     factory.insert_operator(None, False, ":",
                             yaql_factory.OperatorType.PREFIX_UNARY, False)
-    built = factory.create(options={
+    from murano_engine.dsl.parser_cache import create_engine
+    return create_engine(factory, {
         "yaql.limitIterators": values.ITERATOR_LIMIT,
         "yaql.memoryQuota": values.MEMORY_QUOTA,
         "yaql.convertInputData": False,
         "yaql.convertOutputData": False,
     })
-    return built
 
 
 class Expression:
