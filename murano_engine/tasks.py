@@ -1,0 +1,90 @@
+"""Running an engine task: load a model, run an action, return the new model.
+
+A task is what Murano's API hands to its engine::
+
+    {"action": {"object_id": ID, "method": "deploy", "args": {}} or None,
+     "model": {"Objects": ..., "ObjectsCopy": ..., "Attributes": [...],
+               "SystemData": {...}, "project_id": ..., "user_id": ...},
+     "id": ENVIRONMENT_ID, "project_id": ..., "user_id": ..., "token": ...}
+
+``action: None`` deletes the environment. The result is
+``{"action": {"result": ..., "isException": bool}, "model": {...}}``.
+Status reports go to ``reporter`` as they happen.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from murano_engine import boundary
+from murano_engine.dsl import collector, errors, model, serializer
+from murano_engine.dsl.executor import Executor
+from murano_engine.dsl.packages import PackageLoader
+
+LOG = logging.getLogger(__name__)
+Reporter = Callable[[dict[str, Any]], None]
+
+
+def report(reporter: Reporter | None, environment_id: str | None, entity_id: str | None,
+           text: str, level: str = "info", details: str | None = None) -> None:
+    """Send one status report (the shape Murano's API stores)."""
+    if reporter is None:
+        return
+    reporter({"id": entity_id or environment_id, "environment_id": environment_id,
+              "text": text, "details": details, "level": level,
+              "timestamp": boundary.outside().now()})
+
+
+def run_task(task: Mapping[str, Any], loader: PackageLoader, *,
+             reporter: Reporter | None = None,
+             services: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Run one task to the end; errors become ``isException`` results, never escape."""
+    environment_id = task.get("id")
+    incoming = dict(task.get("model") or {})
+    action = task.get("action")
+    executor = Executor(loader, services={**(services or {}), "reporter": reporter,
+                                          "environment_id": environment_id,
+                                          "task": task})
+    result: Any = None
+    failed = False
+    root = None
+    try:
+        root = model.load_model(executor, incoming)
+        collector.collect(executor)
+        if action is None:
+            if root is not None:
+                executor.roots = []
+                collector.collect(executor)
+                root = None
+        else:
+            target = executor.object_by_id(action["object_id"]) or root
+            if target is None:
+                raise errors.NoObjectFoundError(
+                    f"object {action['object_id']!r} is not in the model")
+            result = executor.call(target, action["method"], (), action.get("args") or {},
+                                   public_only=True)
+        collector.collect(executor)
+    except Exception as exc:  # noqa: BLE001 - a failed task still returns its model
+        failed = True
+        result = describe_failure(exc)
+        report(reporter, environment_id, environment_id, result["message"], "error",
+               result.get("traceback"))
+        LOG.error("task for environment %s failed: %s", environment_id, result["message"])
+    new_model = serializer.serialize_model(root)
+    for key in ("SystemData", "project_id", "user_id"):
+        if key in incoming:
+            new_model[key] = incoming[key]
+    return {"action": {"result": result if failed else serializer.serialize_value(result),
+                       "isException": failed},
+            "model": new_model}
+
+
+def describe_failure(exc: BaseException) -> dict[str, Any]:
+    """An exception as data: names, message and the MuranoPL stack."""
+    stack = errors.stack_of(exc)
+    names = exc.names if isinstance(exc, errors.MuranoPlException) else [errors.python_name(exc)]
+    message = getattr(exc, "message", None) or str(exc)
+    return {"names": names, "message": message,
+            "traceback": errors.format_stack(stack) if stack else None}
