@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from murano_engine.dsl import compiler, errors
+from murano_engine.dsl import functions as _functions  # noqa: F401 - sets compiler.runtime
 from murano_engine.dsl.errors import LoadError
 from murano_engine.dsl.expressions import Expression, parse
 from murano_engine.dsl.packages import Package, PackageLoader
