@@ -379,7 +379,11 @@ def build_class(name: str, doc: dict, package: Package, namespaces: NamespaceRes
     else:
         parent_names = [extends]
     for parent_name in parent_names:
-        parent = resolve_parent(namespaces.resolve(str(parent_name)), position)
+        try:
+            full_name = namespaces.resolve(str(parent_name))
+        except errors.NoClassFound as exc:
+            raise LoadError(exc.message, position_of(parent_name) or position) from None
+        parent = resolve_parent(full_name, position_of(parent_name) or position)
         if parent.usage == "Meta" and usage == "Class":
             raise errors.InvalidInheritanceError(
                 f"class {name} cannot extend meta class {parent.name}")
