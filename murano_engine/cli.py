@@ -88,6 +88,20 @@ def _run(options: argparse.Namespace) -> int:
     return 0
 
 
+def _environment(options: argparse.Namespace, action: str) -> int:
+    from murano_engine.deploy import run_command
+    positional = {"deploy": ["model"], "action": ["object_id", "method"]}.get(action, [])
+    words = split_load_dirs(options.load_packages_from,
+                            [getattr(options, n) for n in positional if getattr(options, n)])
+    if len(words) != len(positional):
+        raise SystemExit(f"error: {action} takes {' '.join(n.upper() for n in positional)}"
+                         if positional else f"error: {action} takes no positional arguments")
+    for name, value in zip(positional, words, strict=True):
+        setattr(options, name, value)
+    options.args = [_parse_arg(a) for a in getattr(options, "raw_args", [])]
+    return run_command(options, action)
+
+
 def _validate(options: argparse.Namespace) -> int:
     from murano_engine.dsl.validation import validate_package
     problems = validate_package(Path(options.path))
@@ -114,6 +128,28 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--arg", action="append", default=[], metavar="NAME=JSON",
                      help="a keyword argument of the method")
     run.set_defaults(handler=_run)
+
+    def environment_command(name: str, help_text: str) -> argparse.ArgumentParser:
+        command = commands.add_parser(name, help=help_text)
+        command.add_argument("-l", "--load-packages-from", nargs="+", action="extend",
+                             default=[], metavar="DIR", help="folders holding packages")
+        command.add_argument("--config", help="engine configuration (INI); default: "
+                             "the local cloud with in-process messaging")
+        command.add_argument("--state", default="murano-state.json",
+                             help="the environment's state file (default %(default)s)")
+        return command
+
+    deploy = environment_command("deploy", "deploy an environment (again) from a model")
+    deploy.add_argument("model", nargs="?", help="object model (JSON)")
+    deploy.set_defaults(handler=lambda o: _environment(o, "deploy"))
+    destroy = environment_command("destroy", "tear down everything a state file holds")
+    destroy.set_defaults(handler=lambda o: _environment(o, "destroy"))
+    action = environment_command("action", "run a public method of a deployed object")
+    action.add_argument("object_id", nargs="?", help="the object's id")
+    action.add_argument("method", nargs="?", help="the method's name")
+    action.add_argument("--arg", action="append", default=[], metavar="NAME=JSON",
+                        dest="raw_args", help="a keyword argument of the method")
+    action.set_defaults(handler=lambda o: _environment(o, "action"))
 
     validate = commands.add_parser("validate", help="check a package and list every problem")
     validate.add_argument("path", help="package folder or zip")

@@ -1,0 +1,192 @@
+"""``murano-engine deploy``, ``destroy`` and ``action``: environments from the command line.
+
+The state file is the model after the last run (``Objects``, ``ObjectsCopy``,
+``Attributes``). Deploying again with a changed model redeploys
+incrementally: objects that left the model are destroyed, the others keep
+their Out properties and attributes. A failed run still writes what had been
+done, so the next deploy continues from it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+DEFAULT_STATE = "murano-state.json"
+
+
+class ProgressPrinter:
+    """Prints each status report as it happens, with the elapsed time."""
+
+    def __init__(self, stream: TextIO = sys.stdout) -> None:
+        self.stream = stream
+        self.started = time.monotonic()
+        self.count = 0
+        self.errors = 0
+
+    def __call__(self, report: Mapping[str, Any]) -> None:
+        self.count += 1
+        level = str(report.get("level") or "info")
+        if level == "error":
+            self.errors += 1
+        elapsed = time.monotonic() - self.started
+        entity = str(report.get("id") or "-")[:8]
+        print(f"[{elapsed:7.1f}s] #{self.count:<3} {level:<7} {entity:<8} {report.get('text')}",
+              file=self.stream, flush=True)
+
+
+def read_json(path: str | Path, what: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SystemExit(f"error: {what} {path} does not exist") from None
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"error: {what} {path}:{exc.lineno}:{exc.colno}: "
+                         f"malformed JSON: {exc.msg}") from None
+
+
+def incoming_model(model: Any, previous: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The user's model merged with the previous state.
+
+    The user's file may be a whole model (``Objects`` ...) or just the
+    environment object. Values the last run wrote (Out properties) are kept
+    for objects still present, and the previous ``Objects`` become
+    ``ObjectsCopy`` so removed objects get destroyed.
+    """
+    if not isinstance(model, Mapping):
+        raise SystemExit("error: the model must be a JSON object")
+    objects = model["Objects"] if "Objects" in model else model
+    if not isinstance(objects, Mapping) or "?" not in objects:
+        raise SystemExit("error: the model's root must be an object with a '?' header "
+                         "(an io.murano.Environment)")
+    result: dict[str, Any] = {"Objects": objects, "Attributes": [], "ObjectsCopy": None}
+    if previous:
+        before = _objects_by_id(previous.get("Objects"))
+        result["Objects"] = _merge(objects, before)
+        result["ObjectsCopy"] = previous.get("Objects")
+        result["Attributes"] = previous.get("Attributes") or []
+        for key in ("SystemData", "project_id", "user_id"):
+            if key in previous:
+                result[key] = previous[key]
+    return result
+
+
+def _objects_by_id(value: Any, found: dict[str, Mapping] | None = None) -> dict[str, Mapping]:
+    found = {} if found is None else found
+    if isinstance(value, Mapping):
+        header = value.get("?")
+        if isinstance(header, Mapping) and header.get("id"):
+            found[str(header["id"])] = value
+        for item in value.values():
+            _objects_by_id(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _objects_by_id(item, found)
+    return found
+
+
+def _merge(value: Any, before: Mapping[str, Mapping]) -> Any:
+    if isinstance(value, Mapping):
+        header = value.get("?")
+        merged = {k: _merge(v, before) for k, v in value.items()}
+        if isinstance(header, Mapping) and str(header.get("id")) in before:
+            old = before[str(header["id"])]
+            for key, item in old.items():
+                if key not in merged:
+                    merged[key] = item
+            merged["?"] = {**old.get("?", {}), **header}
+        return merged
+    if isinstance(value, list):
+        return [_merge(v, before) for v in value]
+    return value
+
+
+def write_state(path: Path, model: Mapping[str, Any]) -> None:
+    temporary = path.with_suffix(path.suffix + ".tmp")
+    temporary.write_text(json.dumps(model, indent=2, sort_keys=True, default=str) + "\n",
+                         encoding="utf-8")
+    temporary.replace(path)
+
+
+def engine_services(config: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The outside services a run uses: the cloud and the agents' broker."""
+    from murano_engine.clouds import open_cloud
+    from murano_engine.config import broker_url
+    from murano_engine.messaging import AgentClient
+    key = config["engine"].get("signing_key") or None
+    signing_key = Path(key).read_text() if key else None
+    return {"cloud": open_cloud(config),
+            "agents": AgentClient(broker_url(config), signing_key_pem=signing_key),
+            "config": config}
+
+
+def close_services(services: Mapping[str, Any]) -> None:
+    for name in ("agents", "cloud"):
+        service = services.get(name)
+        if service is not None and hasattr(service, "close"):
+            service.close()
+
+
+def run_command(options: Any, action: str) -> int:
+    """Run deploy, destroy or an action; print reports; save the state."""
+    from murano_engine import concurrency
+    concurrency.setup()
+    from murano_engine.config import load_config
+    from murano_engine.dsl.packages import PackageLoader
+    from murano_engine.tasks import run_task
+
+    config = load_config(options.config)
+    state_path = Path(options.state)
+    previous = read_json(state_path, "state file") if state_path.exists() else None
+    if action == "deploy":
+        model = incoming_model(read_json(options.model, "model"), previous)
+    else:
+        if previous is None:
+            raise SystemExit(f"error: state file {state_path} does not exist")
+        model = previous
+    objects = model.get("Objects") or {}
+    environment_id = str((objects.get("?") or {}).get("id") or "")
+    if action == "deploy":
+        task_action: dict[str, Any] | None = {"object_id": environment_id,
+                                              "method": "deploy", "args": {}}
+    elif action == "destroy":
+        task_action = None
+    else:
+        task_action = {"object_id": options.object_id, "method": options.method,
+                       "args": dict(options.args)}
+    loader = PackageLoader(options.load_packages_from)
+    for problem in loader.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    printer = ProgressPrinter()
+    services = engine_services(config)
+    try:
+        print(f"{action}: environment {environment_id or '(none)'}", flush=True)
+        result = run_task({"id": environment_id, "action": task_action, "model": model},
+                          loader, reporter=printer, services=services)
+    finally:
+        close_services(services)
+    new_model = result["model"]
+    if action == "destroy" and not result["action"]["isException"]:
+        state_path.unlink(missing_ok=True)
+    else:
+        write_state(state_path, new_model)
+    outcome = result["action"]
+    elapsed = time.monotonic() - printer.started
+    if outcome["isException"]:
+        failure = outcome["result"]
+        print(f"error: {', '.join(failure['names'])}: {failure['message']}", file=sys.stderr)
+        if failure.get("traceback"):
+            print("MuranoPL stack (most recent call last):\n" + failure["traceback"],
+                  file=sys.stderr)
+        print(f"{action} failed after {elapsed:.1f} s; state saved to {state_path}",
+              file=sys.stderr)
+        return 1
+    if action not in ("deploy", "destroy"):
+        print(json.dumps(outcome["result"], indent=2, sort_keys=True, default=str))
+    done = f"state saved to {state_path}" if state_path.exists() else "state removed"
+    print(f"{action} finished in {elapsed:.1f} s with {printer.count} report(s); {done}")
+    return 0
