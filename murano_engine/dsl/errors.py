@@ -46,8 +46,25 @@ class StackFrame:
 
 
 def format_stack(frames: list[StackFrame]) -> str:
-    """Render frames outermost first, like Python's tracebacks."""
-    return "\n".join(str(f) for f in frames)
+    """Render frames outermost first, like Python's tracebacks.
+
+    As Python does, a run of more than three identical frames (runaway
+    recursion) shows three and a count of the rest.
+    """
+    lines: list[str] = []
+    previous, repeats = None, 0
+    for line in [str(f) for f in frames] + [None]:
+        if line is not None and line == previous:
+            repeats += 1
+            if repeats < 3:
+                lines.append(line)
+            continue
+        if repeats >= 3:
+            lines.append(f"  [previous frame repeated {repeats - 2} more times]")
+        previous, repeats = line, 0
+        if line is not None:
+            lines.append(line)
+    return "\n".join(lines)
 
 
 class LoadError(Exception):
