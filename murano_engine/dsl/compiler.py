@@ -18,10 +18,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from yaql.language import contexts as yaql_contexts
+from yaql.language import exceptions as yaql_exceptions
 from yaql.language import expressions as ast
 from yaql.language import utils as yaql_utils
 
 from murano_engine.dsl import errors
+from murano_engine.dsl.values import MEMORY_QUOTA
 
 Evaluator = Callable[[Any], Any]
 NO_VALUE = yaql_utils.NO_VALUE
@@ -219,7 +221,11 @@ def _compile_binary(node: ast.BinaryOperator, mode: int) -> Evaluator:
             a = left(ctx)
             b = right(ctx)
             ta, tb = type(a), type(b)
-            if (ta in _NUMBERS and tb in _NUMBERS) or (strings and ta is str and tb is str):
+            if ta in _NUMBERS and tb in _NUMBERS:
+                return func(a, b)
+            if strings and ta is str and tb is str:
+                if len(a) + len(b) > MEMORY_QUOTA:
+                    raise yaql_exceptions.MemoryQuotaExceededException()
                 return func(a, b)
             return fallback(ctx, a, b)
 
