@@ -83,6 +83,6 @@ def _walk(value: Any) -> Iterator[Any]:
 
 
 def _located(exc: Exception, where: str) -> str:
-    if isinstance(exc, LoadError) and exc.position is not None:
+    if isinstance(exc, LoadError) and (exc.position is not None or exc.file):
         return str(exc)
     return f"{where}: {exc}"
