@@ -85,6 +85,7 @@ def describe_failure(exc: BaseException) -> dict[str, Any]:
     """An exception as data: names, message and the MuranoPL stack."""
     stack = errors.stack_of(exc)
     names = exc.names if isinstance(exc, errors.MuranoPlException) else [errors.python_name(exc)]
-    message = getattr(exc, "message", None) or str(exc)
+    message = str(exc) if isinstance(exc, errors.LoadError) else (
+        getattr(exc, "message", None) or str(exc))
     return {"names": names, "message": message,
             "traceback": errors.format_stack(stack) if stack else None}

@@ -1,0 +1,182 @@
+"""``murano-engine deploy/destroy/action``: state file, incremental redeploy, failures.
+
+A tiny package stands in for an environment so the command's own logic is
+tested without a cloud; the probe class records what MuranoPL did.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from murano_engine.deploy import incoming_model, run_command
+from murano_engine.dsl.natives import NativeCall, native_class, static
+
+EVENTS: list[str] = []
+
+
+@native_class("t.env.Probe")
+class Probe:
+    @static
+    def record(call: NativeCall, text: str) -> None:
+        EVENTS.append(str(text))
+
+
+CLASSES = {
+    "Probe.yaml": """
+        Name: t.env.Probe
+    """,
+    "Env.yaml": """
+        Namespaces:
+          =: t.env
+        Name: Env
+        Properties:
+          apps:
+            Contract: [$.class(App).notNull()]
+          deployments:
+            Contract: $.int()
+            Usage: Out
+            Default: 0
+        Methods:
+          deploy:
+            Scope: Public
+            Body:
+              - $.deployments: $.deployments + 1
+              - $.apps.pselect($.deploy())
+          status:
+            Scope: Public
+            Arguments:
+              - prefix:
+                  Contract: $.string()
+            Body:
+              - Return: format('{0}{1} apps', $prefix, len($.apps))
+    """,
+    "App.yaml": """
+        Namespaces:
+          =: t.env
+        Name: App
+        Properties:
+          name:
+            Contract: $.string().notNull()
+          fail:
+            Contract: $.bool()
+            Default: false
+          deployedAt:
+            Contract: $.int()
+            Usage: Out
+        Methods:
+          deploy:
+            Body:
+              - If: $.getAttr(done, false)
+                Then:
+                  - :Probe.record(format('skip {0}', $.name))
+                  - Return:
+              - If: $.fail
+                Then:
+                  - Throw: DeployFailed
+                    Message: format('{0} cannot deploy', $.name)
+              - :Probe.record(format('deploy {0}', $.name))
+              - $.setAttr(done, true)
+              - $.deployedAt: 1
+          .destroy:
+            Body:
+              - :Probe.record(format('destroy {0}', $.name))
+    """,
+}
+
+
+@pytest.fixture()
+def packages(tmp_path: Path) -> Path:
+    root = tmp_path / "packages" / "t.env"
+    (root / "Classes").mkdir(parents=True)
+    (root / "manifest.yaml").write_text(
+        "Format: 1.4\nType: Application\nFullName: t.env\nClasses:\n" +
+        "".join(f"  t.env.{name[:-5]}: {name}\n" for name in CLASSES))
+    for name, text in CLASSES.items():
+        (root / "Classes" / name).write_text(textwrap.dedent(text))
+    EVENTS.clear()
+    return root.parent
+
+
+def _model(*apps: dict) -> dict:
+    return {"?": {"id": "env1", "type": "t.env.Env"},
+            "apps": [{"?": {"id": a["id"], "type": "t.env.App"}, "name": a["id"],
+                      **{k: v for k, v in a.items() if k != "id"}} for a in apps]}
+
+
+def _run(tmp_path: Path, packages: Path, action: str, model: dict | None = None,
+         **extra) -> int:
+    model_path = tmp_path / "model.json"
+    if model is not None:
+        model_path.write_text(json.dumps(model))
+    options = SimpleNamespace(load_packages_from=[str(packages)], config=None,
+                              state=str(tmp_path / "state.json"), model=str(model_path),
+                              **extra)
+    return run_command(options, action)
+
+
+@pytest.fixture(autouse=True)
+def _local_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MURANO_LOCAL_CLOUD_STATE_DIR", str(tmp_path / "cloud"))
+
+
+def test_deploy_writes_state_and_redeploy_destroys_removed(tmp_path, packages, capsys):
+    assert _run(tmp_path, packages, "deploy", _model({"id": "a"}, {"id": "b"})) == 0
+    assert sorted(EVENTS) == ["deploy a", "deploy b"]
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["Objects"]["deployments"] == 1
+    assert {a["?"]["id"]: a["deployedAt"] for a in state["Objects"]["apps"]} == \
+        {"a": 1, "b": 1}
+    assert ["a", "t.env.App", "done", True] in state["Attributes"]
+    assert "deploy finished" in capsys.readouterr().out
+
+    EVENTS.clear()
+    assert _run(tmp_path, packages, "deploy", _model({"id": "a"})) == 0
+    assert EVENTS == ["destroy b", "skip a"]
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["Objects"]["deployments"] == 2
+    assert [a["?"]["id"] for a in state["Objects"]["apps"]] == ["a"]
+    assert state["Objects"]["apps"][0]["deployedAt"] == 1
+
+
+def test_failure_keeps_state_and_next_deploy_continues(tmp_path, packages, capsys):
+    code = _run(tmp_path, packages, "deploy",
+                _model({"id": "a"}, {"id": "bad", "fail": True}))
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "t.env.DeployFailed" in err and "bad cannot deploy" in err
+    assert "t.env.App.deploy" in err
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert ["a", "t.env.App", "done", True] in state["Attributes"]
+
+    EVENTS.clear()
+    assert _run(tmp_path, packages, "deploy",
+                _model({"id": "a"}, {"id": "bad", "fail": False})) == 0
+    assert sorted(EVENTS) == ["deploy bad", "skip a"]
+
+
+def test_action_and_destroy(tmp_path, packages, capsys):
+    assert _run(tmp_path, packages, "deploy", _model({"id": "a"})) == 0
+    capsys.readouterr()
+    assert _run(tmp_path, packages, "action", object_id="env1", method="status",
+                args=[("prefix", "env has ")]) == 0
+    assert '"env has 1 apps"' in capsys.readouterr().out
+    EVENTS.clear()
+    assert _run(tmp_path, packages, "destroy") == 0
+    assert EVENTS == ["destroy a"]
+    assert not (tmp_path / "state.json").exists()
+
+
+def test_action_must_be_public(tmp_path, packages, capsys):
+    assert _run(tmp_path, packages, "deploy", _model({"id": "a"})) == 0
+    assert _run(tmp_path, packages, "action", object_id="a", method="deploy", args=[]) == 1
+    assert "MethodNotExposed" in capsys.readouterr().err
+
+
+def test_model_root_must_be_an_object():
+    with pytest.raises(SystemExit, match="'\\?' header"):
+        incoming_model({"name": "no header"}, None)
