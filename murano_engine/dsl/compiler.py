@@ -244,7 +244,7 @@ def _compile_binary(node: ast.BinaryOperator, mode: int) -> Evaluator:
         def contains(ctx: Any) -> Any:
             a = left(ctx)
             b = right(ctx)
-            if isinstance(b, (tuple, list, frozenset, set, Mapping)):
+            if isinstance(b, (tuple, list, frozenset, set)):
                 return a in b
             return fallback(ctx, a, b)
         return contains
@@ -412,7 +412,7 @@ def _compile_index(node: ast.IndexExpression, mode: int) -> Evaluator:
         key = index(ctx)
         if isinstance(container, Mapping):
             return container[key]
-        if isinstance(container, (tuple, list, str)) and type(key) is int:
+        if isinstance(container, (tuple, list)) and type(key) is int:
             return container[key]
         return ctx("#indexer", runtime.engine, NO_VALUE, ctx)(container, key)
 
