@@ -86,6 +86,7 @@ class Executor:
         self._pending_init: list[tuple[MuranoObject, Mapping | None]] | None = None
         self.mocks: dict[tuple[str, str], Any] = {}
         self.doomed: set[int] = set()
+        self.meta_cache: dict[Any, list[MuranoObject]] = {}
 
     # -- contexts ------------------------------------------------------------
     def root_context(self, package: Any) -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from murano_engine.dsl import meta
 from murano_engine.dsl.classes import ArgumentSpec, MethodSpec, MuranoClass, PropertySpec
 from murano_engine.dsl.objects import real_object
 
@@ -74,8 +75,8 @@ class TypeInfo(_Reflected):
         return self.cls.ref
 
     @property
-    def meta(self) -> Any:
-        return self.cls.meta
+    def meta(self) -> tuple:
+        return tuple(meta.type_meta(self.executor, self.cls))
 
     @property
     def cardinality(self) -> Any:
@@ -99,7 +100,11 @@ class PropertyInfo(_Reflected):
         self.name = spec.name
         self.hasDefault = spec.has_default
         self.usage = spec.usage
-        self.meta = spec.meta
+
+    @property
+    def meta(self) -> tuple:
+        return tuple(meta.build(self.executor, self.spec.meta, self.spec.declaring_class,
+                                "Property"))
 
     @property
     def declaringType(self) -> TypeInfo:  # noqa: N802 - MuranoPL name
@@ -127,7 +132,11 @@ class MethodInfo(_Reflected):
         self.method = method
         self.executor = executor
         self.name = method.name
-        self.meta = method.meta
+
+    @property
+    def meta(self) -> tuple:
+        return tuple(meta.build(self.executor, self.method.meta, self.method.declaring_class,
+                                "Method"))
 
     @property
     def arguments(self) -> tuple:
@@ -150,11 +159,17 @@ class ArgumentInfo(_Reflected):
     _members = ("name", "hasDefault", "usage", "declaringMethod", "meta")
 
     def __init__(self, spec: ArgumentSpec, method: MethodInfo) -> None:
+        self.spec = spec
         self.name = spec.name
         self.hasDefault = spec.has_default
         self.usage = spec.usage
-        self.meta = spec.meta
         self.declaringMethod = method
+
+    @property
+    def meta(self) -> tuple:
+        method = self.declaringMethod.method
+        return tuple(meta.build(self.declaringMethod.executor, self.spec.meta,
+                                method.declaring_class, "Argument"))
 
 
 class PackageInfo(_Reflected):
@@ -165,7 +180,13 @@ class PackageInfo(_Reflected):
         self.executor = executor
         self.name = package.name
         self.version = VersionInfo(package.version)
-        self.meta = package.meta
+
+    @property
+    def meta(self) -> tuple:
+        classes = self.package.classes()
+        if not classes:
+            return ()
+        return tuple(meta.build(self.executor, self.package.meta, classes[0], "Package"))
 
     @property
     def types(self) -> tuple:
