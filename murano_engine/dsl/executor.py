@@ -87,6 +87,7 @@ class Executor:
         self.mocks: dict[tuple[str, str], Any] = {}
         self.doomed: set[int] = set()
         self.meta_cache: dict[Any, list[MuranoObject]] = {}
+        self._class_configs: dict[MuranoClass, Mapping[str, Any]] = {}
 
     # -- contexts ------------------------------------------------------------
     def root_context(self, package: Any) -> Any:
@@ -420,7 +421,7 @@ class Executor:
         pending: list[tuple[str, list[PropertySpec]]] = []
         for name, specs in obj.murano_class.all_properties().items():
             usage = specs[0].usage
-            if usage in ("Static", "Config") or name in skip:
+            if usage == "Static" or name in skip:
                 continue
             if usage == "Runtime" and not any(s.has_default for s in specs):
                 continue
@@ -431,9 +432,14 @@ class Executor:
             for name, specs in pending:
                 spec = specs[0]
                 frame = Frame(self, None, obj, spec.declaring_class, caller, init_writes=True)
+                configured = self.class_config(obj.murano_class)
                 try:
-                    if spec.usage != "Runtime" and name in props:
+                    if spec.usage == "Config":
+                        value = configured.get(name)
+                    elif spec.usage != "Runtime" and name in props:
                         value = props[name]
+                    elif name in configured:
+                        value = configured[name]
                     else:
                         default_spec = next((s for s in specs if s.has_default), None)
                         value = (_default_of(default_spec)(self._object_context(obj, frame))
@@ -451,6 +457,19 @@ class Executor:
                     f"{obj.murano_class.name}: properties {[n for n, _ in deferred]} depend on "
                     f"each other ({last_error})")
             pending = deferred
+
+    def class_config(self, cls: MuranoClass) -> Mapping[str, Any]:
+        """Values from the class's config file (``[engine] class_configs``)."""
+        try:
+            return self._class_configs[cls]
+        except KeyError:
+            pass
+        folder = ((self.services.get("config") or {}).get("engine") or {}).get("class_configs")
+        values_ = {}
+        for spec in cls.init_order():
+            values_.update(read_class_config(folder, spec) if folder else {})
+        self._class_configs[cls] = values_
+        return values_
 
     def object_by_id(self, object_id: str) -> MuranoObject | None:
         return self.objects.get(object_id)
@@ -507,6 +526,30 @@ class Executor:
         if obj is not None and isinstance(obj.native, MuranoPlException):
             return obj.native
         return None
+
+
+def read_class_config(folder: str, cls: MuranoClass) -> dict[str, Any]:
+    """``<FQN>-<version>.json|yaml``, then ``-<major.minor>``, ``-<major>``, then unversioned
+    (the last only for major version 0)."""
+    import json
+    from pathlib import Path
+
+    import yaml
+    version = cls.version
+    stems = [f"{cls.name}-{version.major}.{version.minor}.{version.patch}",
+             f"{cls.name}-{version.major}.{version.minor}", f"{cls.name}-{version.major}"]
+    if version.major == 0:
+        stems.append(cls.name)
+    root = Path(folder).expanduser()
+    for stem in stems:
+        for suffix, parse in ((".json", json.loads), (".yaml", yaml.safe_load)):
+            path = root / (stem + suffix)
+            if path.is_file():
+                data = parse(path.read_text(encoding="utf-8"))
+                if not isinstance(data, dict):
+                    raise errors.LoadError("a class config must be a mapping", file=str(path))
+                return values.freeze(data)
+    return {}
 
 
 def _default_of(spec: Any) -> Any:
