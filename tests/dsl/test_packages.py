@@ -1,0 +1,317 @@
+"""Packages: folders and zips, manifests, version specs, Require, class lookup."""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+from dsl_helpers import class_text, run_method, write_package
+
+from murano_engine.dsl import errors
+from murano_engine.dsl.errors import LoadError, LoadErrors
+from murano_engine.dsl.packages import PackageLoader, parse_version, version_matches
+
+APP_CLASSES = {
+    "App": class_text("t.app", "App", """
+
+        Extends: Base
+        Properties:
+          size:
+            Contract: $.int()
+            Default: 3
+        Methods:
+          run:
+            Body:
+              - Return: [$.size, $.baseName(), $.resource()]
+          resource:
+            Body:
+              - Return: sys:Resources.string('greeting.txt')
+    """, sys="io.murano.system"),
+    "Base": class_text("t.app", "Base", """
+        Methods:
+          baseName:
+            Body:
+              - Return: base
+    """),
+}
+
+
+def app_package(root: Path) -> Path:
+    path = write_package(root, "t.app", APP_CLASSES)
+    (path / "Resources").mkdir()
+    (path / "Resources" / "greeting.txt").write_text("hi")
+    return path
+
+
+def zip_folder(folder: Path, target: Path, top: str | None = None) -> Path:
+    with zipfile.ZipFile(target, "w") as archive:
+        for file in sorted(folder.rglob("*")):
+            if file.is_file():
+                name = file.relative_to(folder).as_posix()
+                archive.write(file, f"{top}/{name}" if top else name)
+    return target
+
+
+def run_app(root: Path) -> object:
+    assert not PackageLoader([root]).problems
+    return run_method([root], "t.app.App.run")
+
+
+def test_folder_package_runs(tmp_path: Path) -> None:
+    app_package(tmp_path / "src")
+    assert run_app(tmp_path / "src") == (3, "base", "hi")
+
+
+@pytest.mark.parametrize("top", [None, "t.app-1.0"])
+def test_zip_package_loads_like_the_folder(tmp_path: Path, top: str | None) -> None:
+    folder = app_package(tmp_path / "src")
+    (tmp_path / "zips").mkdir()
+    zip_folder(folder, tmp_path / "zips" / "app.zip", top)
+    assert run_app(tmp_path / "zips") == run_app(tmp_path / "src")
+    zipped = PackageLoader([tmp_path / "zips"]).find_package("t.app")
+    plain = PackageLoader([tmp_path / "src"]).find_package("t.app")
+    assert zipped.manifest == plain.manifest
+    assert zipped.source.names() == plain.source.names()
+    assert zipped.read_resource("greeting.txt") == b"hi"
+
+
+def test_a_broken_zip_is_one_clear_error_naming_the_zip(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.zip"
+    broken.write_bytes(b"PK\x03\x04 this is not really a zip")
+    loader = PackageLoader([tmp_path])
+    (problem,) = loader.problems
+    assert isinstance(problem, LoadError)
+    assert problem.file == str(broken)
+    assert "broken package zip" in str(problem)
+    with pytest.raises(LoadError, match="broken.zip"):
+        loader.add(broken)
+
+
+def test_a_zip_without_manifest_is_refused(tmp_path: Path) -> None:
+    with zipfile.ZipFile(tmp_path / "empty.zip", "w") as archive:
+        archive.writestr("Classes/A.yaml", "Name: A\n")
+    (problem,) = PackageLoader([tmp_path]).problems
+    assert "no manifest.yaml" in str(problem) and "empty.zip" in str(problem)
+
+
+@pytest.mark.parametrize("entry", ["../evil.yaml", "../../evil.yaml", "/etc/evil.yaml"])
+def test_a_class_path_leaving_a_zip_package_is_refused(tmp_path: Path, entry: str) -> None:
+    with zipfile.ZipFile(tmp_path / "evil.zip", "w") as archive:
+        archive.writestr("manifest.yaml", f"Format: 1.4\nFullName: t.evil\n"
+                                          f"Classes:\n  t.evil.E: '{entry.removeprefix('..')}'\n"
+                         if entry.startswith("/") else
+                         f"Format: 1.4\nFullName: t.evil\nClasses:\n  t.evil.E: '{entry}'\n")
+        archive.writestr(entry, "Name: t.evil.E\n")
+    package = PackageLoader([tmp_path]).find_package("t.evil")
+    with pytest.raises(LoadError) as caught:
+        package.load_class("t.evil.E")
+    assert "evil.zip" in str(caught.value)
+
+
+def test_a_class_path_leaving_a_folder_package_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "secret.yaml").write_text("Name: t.evil.E\n")
+    write_package(tmp_path / "pkgs", "t.evil",
+                  manifest="Format: 1.4\nFullName: t.evil\nClasses:\n"
+                           "  t.evil.E: ../../../secret.yaml\n")
+    package = PackageLoader([tmp_path / "pkgs"]).find_package("t.evil")
+    with pytest.raises(LoadError, match="leaves the package"):
+        package.load_class("t.evil.E")
+
+
+def test_resources_cannot_leave_the_package(tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("secret")
+    write_package(tmp_path / "pkgs", "t.res", {"R": class_text("t.res", "R", """
+        Methods:
+          read:
+            Body:
+              - Return: sys:Resources.string('../../../secret.txt')
+    """, sys="io.murano.system")})
+    with pytest.raises(LoadError, match="leaves the package"):
+        run_method([tmp_path / "pkgs"], "t.res.R.read")
+
+
+@pytest.mark.parametrize(("manifest", "problem"), [
+    ("Format: 1.4\nClasses: {}\n", "FullName is required"),
+    ("Format: 1.4\nFullName: 'a b!'\n", "FullName 'a b!' must be dotted words"),
+    ("Format: 1.4\nFullName: t.m\nType: Service\n", "Type must be Application or Library"),
+    ("Format: 1.4\nFullName: t.m\nClasses: [A.yaml]\n", "Classes must be a mapping"),
+    ("Format: 1.4\nFullName: t.m\nRequire: t.other\n", "Require must be a mapping"),
+    ("Format: 1.4\nFullName: t.m\nTags: web\n", "Tags must be a list"),
+    ("Format: 9.9\nFullName: t.m\n", "unsupported MuranoPL format 9.9"),
+    ("Format: Heat.HOT/1.0\nFullName: t.m\n", "unsupported package format"),
+    ("Format: MuranoPL/one\nFullName: t.m\n", "invalid Format"),
+    ("- just\n- a list\n", "manifest must be a mapping"),
+    ("FullName: [unclosed\n", "malformed YAML"),
+])
+def test_manifest_problems_name_the_manifest(tmp_path: Path, manifest: str,
+                                             problem: str) -> None:
+    path = write_package(tmp_path, "t.m", manifest=manifest, folder="m")
+    with pytest.raises(LoadError) as caught:
+        PackageLoader([]).add(path)
+    assert problem in str(caught.value)
+    where = str(path / "manifest.yaml")
+    reported = caught.value.problems if isinstance(caught.value, LoadErrors) else [caught.value]
+    assert all(p.file == where for p in reported)
+    assert where in str(caught.value)
+
+
+def test_all_manifest_problems_are_reported_together(tmp_path: Path) -> None:
+    path = write_package(tmp_path, "t.m", folder="m",
+                         manifest="Type: Service\nClasses: [x]\nTags: 1\n")
+    with pytest.raises(LoadErrors) as caught:
+        PackageLoader([]).add(path)
+    assert len(caught.value.problems) == 4
+
+
+def test_a_bad_package_does_not_hide_the_good_ones(tmp_path: Path) -> None:
+    write_package(tmp_path, "t.bad", manifest="Format: 7\n", folder="bad")
+    app_package(tmp_path)
+    loader = PackageLoader([tmp_path])
+    assert len(loader.problems) == 1
+    assert "t.app" in loader.packages
+
+
+@pytest.mark.parametrize(("version", "spec", "matches"), [
+    ("0.0.0", "", True), ("0.5.1", "", True), ("1.0.0", "", False), ("0.9.9", None, True),
+    ("1.0.0", "1", True), ("1.9.3", "1", True), ("2.0.0", "1", False), ("0.9.0", "1", False),
+    ("1.2.0", ">=1.2,<2", True), ("1.9.9", ">=1.2, <2", True), ("1.1.9", ">=1.2,<2", False),
+    ("2.0.0", ">=1.2,<2", False),
+    ("0.0.1", "*", True), ("7.3.0", "*", True),
+    ("1.2.3", "==1.2.3", True), ("1.2.4", "==1.2.3", False), ("1.2.4", "1.2", True),
+    ("1.3.0", "1.2", False), ("1.2.3", "!=1.2.3", False), ("2.0.0", ">1", True),
+    ("1.5.0", ">1", False), ("1.5.0", "<=1", True),
+])
+def test_version_specs(version: str, spec: str | None, matches: bool) -> None:
+    assert version_matches(parse_version(version), spec) is matches
+
+
+def test_versions_are_coerced() -> None:
+    assert str(parse_version("1")) == "1.0.0"
+    assert str(parse_version(2.1)) == "2.1.0"
+    assert str(parse_version(None)) == "0.0.0"
+
+
+def test_an_invalid_version_spec_is_a_load_error() -> None:
+    with pytest.raises(LoadError, match="invalid version spec"):
+        version_matches(parse_version("1.0.0"), ">=abc")
+
+
+def lib_package(root: Path, version: str) -> Path:
+    return write_package(root, "t.lib", {"Lib": class_text("t.lib", "Lib", f"""
+        Methods:
+          which:
+            Usage: Static
+            Body:
+              - Return: '{version}'
+    """)}, version=version, folder=f"lib-{version}", fmt="1.4")
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ("1", "1.4.0"), ("2", "2.0.1"), (">=1.2,<2", "1.4.0"), ("*", "2.0.1"), (">1", "2.0.1"),
+])
+def test_require_picks_the_matching_version_of_two(tmp_path: Path, spec: str,
+                                                   expected: str) -> None:
+    lib_package(tmp_path, "1.4.0")
+    lib_package(tmp_path, "2.0.1")
+    write_package(tmp_path, "t.user", {"User": class_text("t.user", "User", """
+        Methods:
+          run:
+            Body:
+              - Return: lib:Lib.which()
+    """, lib="t.lib")}, require={"t.lib": spec})
+    assert run_method([tmp_path], "t.user.User.run") == expected
+
+
+def test_require_with_no_matching_version_names_what_is_there(tmp_path: Path) -> None:
+    lib_package(tmp_path, "1.4.0")
+    write_package(tmp_path, "t.user", {"User": class_text("t.user", "User", """
+        Methods:
+          run:
+            Body:
+              - Return: new('t.lib.Lib')
+    """)}, require={"t.lib": "3"})
+    with pytest.raises(errors.NoPackageFound) as caught:
+        run_method([tmp_path], "t.user.User.run")
+    message = str(caught.value)
+    assert "t.lib" in message and "'3'" in message and "1.4.0" in message
+    assert "required by t.user" in message
+
+
+def test_no_class_found_lists_the_searched_packages(tmp_path: Path) -> None:
+    lib_package(tmp_path, "1.4.0")
+    write_package(tmp_path, "t.user", {"User": class_text("t.user", "User", """
+        Methods:
+          run:
+            Body:
+              - Return: new('t.nowhere.Thing')
+    """)}, require={"t.lib": "1"}, version="0.3")
+    with pytest.raises(errors.NoClassFound) as caught:
+        run_method([tmp_path], "t.user.User.run")
+    message = str(caught.value)
+    assert "t.nowhere.Thing" in message
+    for searched in ("t.user/0.3.0", "t.lib", "io.murano"):
+        assert searched in message
+    assert caught.value.murano_stack and caught.value.murano_stack[-1].method == "run"
+
+
+def test_a_class_not_required_is_not_visible(tmp_path: Path) -> None:
+    lib_package(tmp_path, "1.4.0")
+    write_package(tmp_path, "t.user", {"User": class_text("t.user", "User", """
+        Methods:
+          run:
+            Body:
+              - Return: new('t.lib.Lib')
+    """)})
+    with pytest.raises(errors.NoClassFound, match="t.lib.Lib"):
+        run_method([tmp_path], "t.user.User.run")
+
+
+def test_inheritance_cycle_names_the_class_file(tmp_path: Path) -> None:
+    path = write_package(tmp_path, "t.cyc", {
+        "A": class_text("t.cyc", "A", "Extends: B\n"),
+        "B": class_text("t.cyc", "B", "Extends: C\n"),
+        "C": class_text("t.cyc", "C", "Extends: A\n"),
+    })
+    package = PackageLoader([tmp_path]).find_package("t.cyc")
+    with pytest.raises(LoadError) as caught:
+        package.load_class("t.cyc.A")
+    assert "inheritance cycle" in str(caught.value)
+    assert caught.value.file == str(path / "Classes" / "A.yaml")
+
+
+def test_a_class_extending_itself_is_a_cycle(tmp_path: Path) -> None:
+    write_package(tmp_path, "t.cyc", {"A": class_text("t.cyc", "A", "Extends: A\n")})
+    with pytest.raises(LoadError, match="inheritance cycle through class t.cyc.A"):
+        PackageLoader([tmp_path]).find_class("t.cyc.A")
+
+
+def test_unknown_parent_and_unknown_prefix_name_the_extends_line(tmp_path: Path) -> None:
+    path = write_package(tmp_path, "t.ext", {
+        "A": class_text("t.ext", "A", "Extends: Missing\n"),
+        "B": class_text("t.ext", "B", "Extends: zz:Base\n"),
+    })
+    loader = PackageLoader([tmp_path])
+    with pytest.raises(LoadError) as caught:
+        loader.find_class("t.ext.A")
+    assert re.match(rf"{re.escape(str(path / 'Classes' / 'A.yaml'))}:\d+:\d+: ",
+                    str(caught.value))
+    assert "t.ext.Missing" in str(caught.value)
+    with pytest.raises(LoadError) as caught:
+        loader.find_class("t.ext.B")
+    assert str(caught.value).startswith(f"{path / 'Classes' / 'B.yaml'}:4:10")
+    assert "unknown namespace prefix 'zz'" in str(caught.value)
+
+
+def test_a_file_that_does_not_define_its_class(tmp_path: Path) -> None:
+    path = write_package(tmp_path, "t.x", {"A": class_text("t.x", "Other", "")})
+    with pytest.raises(LoadError) as caught:
+        PackageLoader([tmp_path]).find_class("t.x.A")
+    assert "class t.x.A is not defined in this file" in str(caught.value)
+    assert caught.value.file == str(path / "Classes" / "A.yaml")
+
+
+def test_a_missing_package_folder_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(LoadError, match="does not exist"):
+        PackageLoader([tmp_path / "nope"])
