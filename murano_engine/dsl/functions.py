@@ -314,6 +314,7 @@ def is_object(ctx: Any, value: Any) -> bool:
     return isinstance(value, (MuranoObject, ObjectView, TypeRef))
 
 
+@function("serialize")
 @function("dump")
 def dump(ctx: Any, obj: Any, serialization_type: str = "Serializable",
          ignore_upcasts: bool = True, **kwargs: Any) -> Any:
