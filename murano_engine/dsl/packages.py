@@ -53,7 +53,10 @@ class PackageSource:
 
 class FolderSource(PackageSource):
     def read(self, relpath: str) -> bytes:
-        return (self.location / _safe_relpath(relpath, self.location)).read_bytes()
+        path = self.location / _safe_relpath(relpath, self.location)
+        if not path.resolve().is_relative_to(self.location.resolve()):  # a symlink out
+            raise LoadError(f"path {relpath!r} leaves the package", file=str(self.location))
+        return path.read_bytes()
 
     def exists(self, relpath: str) -> bool:
         return (self.location / relpath).is_file()
