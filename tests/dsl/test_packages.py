@@ -315,3 +315,17 @@ def test_a_file_that_does_not_define_its_class(tmp_path: Path) -> None:
 def test_a_missing_package_folder_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(LoadError, match="does not exist"):
         PackageLoader([tmp_path / "nope"])
+
+
+def test_a_symlink_out_of_a_folder_package_is_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("secret")
+    path = write_package(tmp_path / "pkgs", "t.res", {"R": class_text("t.res", "R", """
+        Methods:
+          read:
+            Body:
+              - Return: sys:Resources.string('link.txt')
+    """, sys="io.murano.system")})
+    (path / "Resources").mkdir()
+    (path / "Resources" / "link.txt").symlink_to(tmp_path / "secret.txt")
+    with pytest.raises(LoadError, match="leaves the package"):
+        run_method([tmp_path / "pkgs"], "t.res.R.read")
