@@ -170,6 +170,8 @@ def _message_of(exc: BaseException) -> str:
 
 def python_name(exc: BaseException) -> str:
     """The name MuranoPL knows a Python error by: bare for builtins, else qualified."""
+    if isinstance(exc, MuranoPlException) and exc.names:
+        return exc.names[0]
     murano_name = getattr(exc, "murano_name", None)
     if murano_name:
         return murano_name
