@@ -4,4 +4,14 @@ Importing this package registers every native class with
 :mod:`murano_engine.dsl.natives`.
 """
 
-from murano_engine.system import core, gc, logger, resources, test_fixture  # noqa: F401
+from murano_engine.system import (  # noqa: F401
+    core,
+    gc,
+    heat_stack,
+    instance_notifier,
+    logger,
+    net_explorer,
+    resources,
+    status_reporter,
+    test_fixture,
+)

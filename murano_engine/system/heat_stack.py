@@ -1,0 +1,171 @@
+"""io.murano.system.HeatStack: one region's stack, edited in memory and pushed to the cloud.
+
+The template accumulates what instances, networks and volumes add with
+``updateTemplate``; the cloud sees it only at ``push``. ``push`` creates the
+stack, updates it, or deletes it once no resources are left, through
+:func:`murano_engine.clouds.push_stack` on the executor's ``cloud`` service.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from murano_engine.clouds import StackService, push_stack, remove_stack
+from murano_engine.dsl import values
+from murano_engine.dsl.natives import NativeCall, method, native_class
+
+HOT_VERSION = "2013-05-23"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class HeatStackError(Exception):
+    """A template change HeatStack refuses (an unsupported template version)."""
+
+
+def stack_name(name: str) -> str:
+    """``name`` made valid for Heat: letters, digits, ``_.-``, starting with a letter."""
+    safe = _UNSAFE.sub("-", name).strip("-") or "stack"
+    return safe if safe[0].isalpha() else f"s-{safe}"
+
+
+def merge(base: Any, patch: Any) -> Any:
+    """Deep merge: maps merge key by key, lists join without repeats, anything else is replaced."""
+    if isinstance(base, Mapping) and isinstance(patch, Mapping):
+        merged = dict(base)
+        for key, value in patch.items():
+            merged[key] = merge(base[key], value) if key in base else value
+        return merged
+    if isinstance(base, list) and isinstance(patch, list):
+        return base + [item for item in patch if item not in base]
+    return patch
+
+
+def _cloud(call: NativeCall) -> StackService:
+    service = call.executor.services.get("cloud")
+    if service is None:
+        raise RuntimeError("no cloud is configured for this engine (services['cloud'])")
+    return service
+
+
+class _State:
+    """What one HeatStack object holds between calls."""
+
+    def __init__(self, name: str, description: str | None, region: str | None) -> None:
+        self.name = stack_name(name)
+        self.description = description
+        self.region = region
+        self.template: dict[str, Any] | None = None
+        self.parameters: dict[str, Any] = {}
+        self.files: dict[str, Any] = {}
+        self.environment: dict[str, Any] = {}
+        self.applied = True
+
+    def load(self, service: StackService) -> dict[str, Any]:
+        """The template, read from the cloud the first time (``{}`` for no stack)."""
+        if self.template is None:
+            stack = service.get(self.name)
+            if stack is None:
+                self.template, self.parameters = {}, {}
+            else:
+                self.template = copy.deepcopy(stack.template or {})
+                self.parameters = {k: v for k, v in stack.parameters.items()
+                                   if not k.startswith("OS::")}
+            self.applied = True
+        return self.template
+
+
+@native_class("io.murano.system.HeatStack")
+class HeatStack:
+    def __init__(self, call: NativeCall, name: str, description: str | None = None,
+                 regionName: str | None = None) -> None:  # noqa: N803
+        self.state = _State(str(name), description, regionName)
+
+    @method
+    def name(call: NativeCall) -> str:
+        return call.native.state.name
+
+    @method
+    def current(call: NativeCall) -> Any:
+        return values.freeze(call.native.state.load(_cloud(call)))
+
+    @method
+    def parameters(call: NativeCall) -> Any:
+        state = call.native.state
+        state.load(_cloud(call))
+        return values.freeze(state.parameters)
+
+    @method
+    def reload(call: NativeCall) -> Any:
+        state = call.native.state
+        state.template, state.parameters = None, {}
+        return values.freeze(state.load(_cloud(call)))
+
+    @method
+    def setTemplate(call: NativeCall, template: Any) -> None:  # noqa: N802
+        state = call.native.state
+        state.template = values.thaw(template) or {}
+        state.parameters = {}
+        state.applied = False
+
+    @method
+    def updateTemplate(call: NativeCall, template: Any) -> None:  # noqa: N802
+        patch = values.thaw(template) or {}
+        version = patch.get("heat_template_version")
+        if version is not None and str(version) != HOT_VERSION:
+            raise HeatStackError(
+                f"updateTemplate accepts heat_template_version {HOT_VERSION} only, not {version}")
+        state = call.native.state
+        current = state.load(_cloud(call))
+        merged = merge(current, patch)
+        state.applied = state.applied and merged == current
+        state.template = merged
+
+    @method
+    def setParameters(call: NativeCall, parameters: Any) -> None:  # noqa: N802
+        state = call.native.state
+        state.parameters = values.thaw(parameters) or {}
+        state.applied = False
+
+    @method
+    def setFiles(call: NativeCall, files: Any) -> None:  # noqa: N802
+        state = call.native.state
+        state.files = values.thaw(files) or {}
+        state.applied = False
+
+    @method
+    def setHotEnvironment(call: NativeCall, hotEnvironment: Any) -> None:  # noqa: N802, N803
+        state = call.native.state
+        state.environment = values.thaw(hotEnvironment) or {}
+        state.applied = False
+
+    @method
+    def output(call: NativeCall) -> Any:
+        state = call.native.state
+        service = _cloud(call)
+        stack = service.wait(state.name, raise_on_failure=False)
+        return values.freeze(dict(stack.outputs) if stack is not None else {})
+
+    @method
+    def push(call: NativeCall, isAsync: bool = False) -> None:  # noqa: N803
+        """Send the template to the cloud; ``isAsync`` pushes are made at once too."""
+        state = call.native.state
+        if state.applied or state.template is None:
+            return
+        pushed = copy.deepcopy(state.template)
+        template = copy.deepcopy(pushed)
+        template.setdefault("heat_template_version", HOT_VERSION)
+        template.setdefault("description", state.description or f"Stack {state.name}")
+        push_stack(_cloud(call), state.name, template, state.parameters, state.files,
+                   state.environment)
+        state.applied = state.template == pushed
+
+    @method
+    def delete(call: NativeCall) -> None:
+        state = call.native.state
+        service = _cloud(call)
+        if state.load(service) or service.get(state.name) is not None:
+            remove_stack(service, state.name)
+        state.template, state.applied = {}, True
