@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -163,7 +164,8 @@ def split_load_dirs(load_dirs: list[str], positional: list[str]) -> list[str]:
     ``-l`` takes several folders, so ``-l DIR CLASS.METHOD`` would otherwise
     read the target as a folder.
     """
-    while load_dirs and not Path(load_dirs[-1]).is_dir():
+    while load_dirs and not Path(load_dirs[-1]).is_dir() and "/" not in load_dirs[-1] \
+            and os.sep not in load_dirs[-1]:  # a missing folder stays one, to be reported
         positional.insert(0, load_dirs.pop())
     return positional
 
