@@ -1,0 +1,1 @@
+"""Murano v1 compatible REST API: application catalog, environments and engine workers."""

@@ -1,0 +1,622 @@
+"""The application catalog: safe uploads, validation, search, updates and a package loader."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import stat
+import tempfile
+import zipfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import and_, delete, func, insert, or_, select
+from sqlalchemy.orm import Session as DbSession
+
+from murano_engine.api import db
+from murano_engine.api.auth import Context
+from murano_engine.api.config import Settings
+from murano_engine.api.errors import BadRequest, Conflict, Forbidden, NotFound, TooLarge
+from murano_engine.dsl import errors as dsl_errors
+from murano_engine.dsl.packages import (
+    CORE_PACKAGE,
+    Package,
+    PackageLoader,
+    ZipSource,
+    parse_version,
+    read_manifest,
+    version_matches,
+)
+from murano_engine.dsl.validation import validate_package
+
+SEP = "\x1f"
+MAX_RATIO = 200
+PATCHABLE = {"tags": ("add", "replace", "remove"), "categories": ("add", "replace", "remove"),
+             "is_public": ("replace",), "enabled": ("replace",),
+             "description": ("replace",), "name": ("replace",)}
+ORDER_KEYS = {"fqn": db.Package.fully_qualified_name, "name": db.Package.name,
+              "created": db.Package.created}
+
+
+# -- archives --------------------------------------------------------------------
+
+def check_archive(data: bytes, settings: Settings) -> zipfile.ZipFile:
+    """Open an uploaded zip, refusing oversized, escaping, linked or bomb-like content."""
+    if len(data) > settings.package_size_limit:
+        raise TooLarge(f"the package is {len(data)} bytes; the limit is "
+                       f"{settings.package_size_limit} bytes")
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        members = archive.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise BadRequest(f"the package is not a valid zip file: {exc}") from None
+    if len(members) > settings.package_max_files:
+        raise BadRequest(f"the package has {len(members)} files; at most "
+                         f"{settings.package_max_files} are allowed")
+    total = 0
+    for member in members:
+        name = member.filename
+        parts = name.replace("\\", "/").split("/")
+        if name.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+            raise BadRequest(f"the package has a path outside the package: {name!r}")
+        if stat.S_ISLNK(member.external_attr >> 16):
+            raise BadRequest(f"the package has a symbolic link: {name!r}")
+        total += member.file_size
+        if member.file_size > 1024 * 1024 and \
+                member.file_size > MAX_RATIO * max(member.compress_size, 1):
+            raise BadRequest(f"{name!r} expands {member.file_size // max(member.compress_size, 1)}"
+                             f" times; the package looks like a zip bomb")
+    if total > settings.package_unpacked_limit:
+        raise TooLarge(f"the package unpacks to {total} bytes; the limit is "
+                       f"{settings.package_unpacked_limit} bytes")
+    return archive
+
+
+def pack_folder(folder: Path) -> bytes:
+    """A package folder as zip bytes (``manifest.yaml`` at the root)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(folder).as_posix())
+    return buffer.getvalue()
+
+
+def cached_archive(store: db.Store, cache_dir: Path, package_id: str,
+                   archive_hash: str) -> Path:
+    """The package's zip in the cache folder, written from the database when missing."""
+    path = cache_dir / f"{package_id}-{archive_hash[:16]}.zip"
+    if not path.is_file():
+        with store.read() as session:
+            data = session.scalar(select(db.Package.archive).where(db.Package.id == package_id))
+        if data is None:
+            raise NotFound(f"package {package_id} is not in the catalog")
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".part")
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    return path
+
+
+# -- visibility ------------------------------------------------------------------
+
+def visible(context: Context) -> Any:
+    """Packages a tenant may see: its own and public ones (all for admins)."""
+    if context.is_admin:
+        return db.Package.id.is_not(None)
+    return or_(db.Package.owner_id == context.project_id, db.Package.is_public.is_(True))
+
+
+def get_package(session: DbSession, context: Context, package_id: str,
+                *, owned: bool = False) -> db.Package:
+    row = session.get(db.Package, package_id)
+    if row is None or not (context.is_admin or row.is_public
+                           or row.owner_id == context.project_id):
+        raise NotFound(f"package {package_id} is not found")
+    if owned and not context.is_admin and row.owner_id != context.project_id:
+        raise Forbidden(f"package {package_id} belongs to another project")
+    return row
+
+
+# -- upload ----------------------------------------------------------------------
+
+@dataclass
+class Upload:
+    """What an accepted upload puts into the catalog."""
+
+    manifest: dict
+    classes: list[str]
+    logo: bytes | None
+    supplier_logo: bytes | None
+    ui_definition: str | None
+
+
+def _required(session: DbSession, context: Context, manifest: Mapping) -> tuple[list, list]:
+    """Rows of the packages ``manifest`` requires (transitively), and what is missing."""
+    found: dict[str, tuple[str, str]] = {}
+    missing: list[str] = []
+    queue = list((manifest.get("Require") or {}).items())
+    while queue:
+        name, spec = queue.pop()
+        name = str(name)
+        if name == CORE_PACKAGE or name in found:
+            continue
+        rows = session.execute(
+            select(db.Package.id, db.Package.version, db.Package.archive_hash)
+            .where(db.Package.fully_qualified_name == name, visible(context))).all()
+        match = next((r for r in rows if version_matches(parse_version(r.version), spec)), None)
+        if match is None:
+            missing.append(f"required package {name} (version {spec or '0'}) is not in the "
+                           f"catalog")
+            continue
+        found[name] = (match.id, match.archive_hash)
+    return list(found.values()), missing
+
+
+def inspect_upload(store: db.Store, settings: Settings, context: Context,
+                   data: bytes) -> Upload:
+    """Check an upload like ``murano-engine validate``, with requirements from the catalog."""
+    archive = check_archive(data, settings)
+    settings.packages_cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=settings.packages_cache) as tmp:
+        work = Path(tmp)
+        candidate = work / "upload.zip"
+        candidate.write_bytes(data)
+        try:
+            manifest = read_manifest(ZipSource(candidate))
+        except dsl_errors.LoadErrors as exc:
+            raise BadRequest("the package is invalid", problems=[
+                _strip(str(p), tmp) for p in exc.problems]) from None
+        except dsl_errors.LoadError as exc:
+            raise BadRequest("the package is invalid", problems=[_strip(str(exc), tmp)]) from None
+        with store.read() as session:
+            required, missing = _required(session, context, manifest)
+        deps = work / "deps"
+        deps.mkdir()
+        for package_id, archive_hash in required:
+            source = cached_archive(store, settings.packages_cache, package_id, archive_hash)
+            (deps / source.name).symlink_to(source)
+        try:
+            problems = missing + validate_package(candidate, [deps])
+        except Exception as exc:  # noqa: BLE001 - any failure of the checker is a problem
+            problems = missing + [f"{type(exc).__name__}: {exc}"]
+        if problems:
+            raise BadRequest("the package is invalid",
+                             problems=[_strip(p, tmp) for p in problems])
+        source = ZipSource(candidate)
+        logo = _optional(source, str(manifest.get("Logo") or "logo.png"))
+        supplier = manifest.get("Supplier") if isinstance(manifest.get("Supplier"), dict) else {}
+        supplier_logo = _optional(source, str(supplier.get("Logo") or "")) if supplier else None
+        ui = _optional(source, "UI/" + str(manifest.get("UI") or "ui.yaml"))
+    del archive
+    return Upload(manifest=dict(manifest), classes=sorted(str(c) for c in
+                                                          (manifest.get("Classes") or {})),
+                  logo=logo, supplier_logo=supplier_logo,
+                  ui_definition=ui.decode("utf-8", "replace") if ui is not None else None)
+
+
+def _strip(problem: str, folder: str) -> str:
+    return problem.replace(folder + "/upload.zip!", "").replace(folder + "/", "")
+
+
+def _optional(source: ZipSource, relpath: str) -> bytes | None:
+    if not relpath or not source.exists(relpath):
+        return None
+    return source.read(relpath)
+
+
+def create_package(store: db.Store, settings: Settings, context: Context,
+                   data: bytes, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate an upload and add it to the catalog."""
+    upload = inspect_upload(store, settings, context, data)
+    manifest = upload.manifest
+    fqn = str(manifest["FullName"])
+    version = str(parse_version(manifest.get("Version")))
+    is_public = _flag(metadata.get("is_public", False), "is_public")
+    with store.write() as session:
+        clash = select(db.Package.id).where(
+            db.Package.fully_qualified_name == fqn, db.Package.version == version,
+            or_(db.Package.owner_id == context.project_id,
+                and_(db.Package.is_public.is_(True), is_public)))
+        if session.scalar(clash) is not None:
+            raise Conflict(f"package {fqn} version {version} is already in the catalog")
+        supplier = manifest.get("Supplier")
+        row = db.Package(
+            fully_qualified_name=fqn, version=version,
+            name=str(metadata.get("name") or manifest.get("Name") or fqn)[:80],
+            type=str(manifest.get("Type", "Application")),
+            author=str(manifest["Author"])[:80] if manifest.get("Author") else None,
+            supplier=supplier if isinstance(supplier, dict) else None,
+            description=str(metadata.get("description") or manifest.get("Description") or ""),
+            enabled=_flag(metadata.get("enabled", True), "enabled"), is_public=is_public,
+            owner_id=context.project_id, archive=data,
+            archive_hash=hashlib.sha256(data).hexdigest(), logo=upload.logo,
+            supplier_logo=upload.supplier_logo, ui_definition=upload.ui_definition)
+        session.add(row)
+        session.flush()
+        tags = [str(t) for t in (manifest.get("Tags") or [])] + \
+            _names(metadata.get("tags"), "tags")
+        _set_tags(session, row.id, tags)
+        _set_categories(session, row.id, _names(metadata.get("categories"), "categories"))
+        session.execute(insert(db.ClassDefinition), [
+            {"id": db.new_id(), "name": name, "package_id": row.id} for name in upload.classes])
+        package_id = row.id
+    return show_package(store, context, package_id)
+
+
+def _flag(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise BadRequest(f"{name} must be true or false")
+
+
+def _names(value: Any, what: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BadRequest(f"{what} must be a list of strings")
+    return value
+
+
+def _set_tags(session: DbSession, package_id: str, names: Iterable[str]) -> None:
+    session.execute(delete(db.package_to_tag).where(db.package_to_tag.c.package_id == package_id))
+    wanted = sorted({n.strip()[:80] for n in names if n.strip()})
+    if not wanted:
+        return
+    existing = dict(session.execute(select(db.Tag.name, db.Tag.id)
+                                    .where(db.Tag.name.in_(wanted))).all())
+    for name in wanted:
+        if name not in existing:
+            tag = db.Tag(name=name)
+            session.add(tag)
+            session.flush()
+            existing[name] = tag.id
+    session.execute(insert(db.package_to_tag), [
+        {"package_id": package_id, "tag_id": existing[n]} for n in wanted])
+
+
+def _set_categories(session: DbSession, package_id: str, names: Iterable[str]) -> None:
+    wanted = sorted(set(names))
+    existing = dict(session.execute(select(db.Category.name, db.Category.id)
+                                    .where(db.Category.name.in_(wanted))).all())
+    unknown = [n for n in wanted if n not in existing]
+    if unknown:
+        raise BadRequest(f"unknown categories: {', '.join(unknown)}")
+    session.execute(delete(db.package_to_category)
+                    .where(db.package_to_category.c.package_id == package_id))
+    if wanted:
+        session.execute(insert(db.package_to_category), [
+            {"package_id": package_id, "category_id": existing[n]} for n in wanted])
+
+
+# -- reading ---------------------------------------------------------------------
+
+def _aggregate(column: Any, table: Any, join: Any) -> Any:
+    return (select(func.aggregate_strings(column, SEP)).select_from(table).where(join)
+            .correlate(db.Package).scalar_subquery())
+
+
+TAGS = _aggregate(db.Tag.name, db.Tag.__table__.join(db.package_to_tag),
+                  db.package_to_tag.c.package_id == db.Package.id)
+CATEGORIES = _aggregate(db.Category.name, db.Category.__table__.join(db.package_to_category),
+                        db.package_to_category.c.package_id == db.Package.id)
+CLASSES = _aggregate(db.ClassDefinition.name, db.ClassDefinition.__table__,
+                     db.ClassDefinition.package_id == db.Package.id)
+COLUMNS = (db.Package.id, db.Package.name, db.Package.fully_qualified_name, db.Package.version,
+           db.Package.type, db.Package.author, db.Package.supplier, db.Package.description,
+           db.Package.enabled, db.Package.is_public, db.Package.owner_id, db.Package.created,
+           db.Package.updated, TAGS.label("tags"), CATEGORIES.label("categories"),
+           CLASSES.label("class_definitions"))
+
+
+def _split(text: str | None) -> list[str]:
+    return sorted(text.split(SEP)) if text else []
+
+
+def package_json(row: Any) -> dict[str, Any]:
+    return {"id": row.id, "name": row.name, "fully_qualified_name": row.fully_qualified_name,
+            "version": row.version, "type": row.type, "author": row.author,
+            "supplier": row.supplier or {}, "description": row.description,
+            "enabled": row.enabled, "is_public": row.is_public, "owner_id": row.owner_id,
+            "created": row.created.isoformat(), "updated": row.updated.isoformat(),
+            "tags": _split(row.tags), "categories": _split(row.categories),
+            "class_definitions": _split(row.class_definitions)}
+
+
+def show_package(store: db.Store, context: Context, package_id: str) -> dict[str, Any]:
+    with store.read() as session:
+        row = session.execute(select(*COLUMNS).where(db.Package.id == package_id,
+                                                     visible(context))).first()
+    if row is None:
+        raise NotFound(f"package {package_id} is not found")
+    return package_json(row)
+
+
+def _values(params: Mapping[str, list[str]], key: str) -> list[str]:
+    out: list[str] = []
+    for value in params.get(key, []):
+        if value.startswith("in:"):
+            out.extend(v for v in value[3:].split(",") if v)
+        elif value:
+            out.append(value)
+    return out
+
+
+def _bool_param(params: Mapping[str, list[str]], key: str) -> bool:
+    values = params.get(key)
+    if not values:
+        return False
+    text = values[-1].lower()
+    if text not in ("true", "false", "1", "0", "yes", "no"):
+        raise BadRequest(f"{key} must be true or false")
+    return text in ("true", "1", "yes")
+
+
+def list_packages(store: db.Store, settings: Settings, context: Context,
+                  params: Mapping[str, list[str]]) -> dict[str, Any]:
+    """Search the catalog with Murano's filters, one page at a time."""
+    limit = _limit(params, settings)
+    order_key = (params.get("order_by") or ["fqn"])[-1]
+    if order_key not in ORDER_KEYS:
+        raise BadRequest(f"order_by must be one of {', '.join(ORDER_KEYS)}")
+    sort_dir = (params.get("sort_dir") or ["asc"])[-1]
+    if sort_dir not in ("asc", "desc"):
+        raise BadRequest("sort_dir must be asc or desc")
+    order = ORDER_KEYS[order_key]
+    query = select(*COLUMNS).where(visible(context))
+    if not _bool_param(params, "include_disabled"):
+        query = query.where(db.Package.enabled.is_(True))
+    if _bool_param(params, "owned"):
+        query = query.where(db.Package.owner_id == context.project_id)
+    for key, column in (("id", db.Package.id), ("fqn", db.Package.fully_qualified_name),
+                        ("name", db.Package.name), ("version", db.Package.version)):
+        wanted = _values(params, key)
+        if wanted:
+            query = query.where(column.in_(wanted))
+    types = [t.capitalize() for t in _values(params, "type")]
+    if types:
+        query = query.where(db.Package.type.in_(types))
+    for name in _values(params, "class_name"):
+        query = query.where(db.Package.id.in_(
+            select(db.ClassDefinition.package_id).where(db.ClassDefinition.name == name)))
+    for name in _values(params, "category"):
+        query = query.where(db.Package.id.in_(
+            select(db.package_to_category.c.package_id).join(db.Category)
+            .where(db.Category.name == name)))
+    for name in _values(params, "tag"):
+        query = query.where(db.Package.id.in_(
+            select(db.package_to_tag.c.package_id).join(db.Tag).where(db.Tag.name == name)))
+    words = " ".join(params.get("search", [])).split()
+    if words:
+        matches = []
+        for word in words:
+            like = f"%{word.lower()}%"
+            matches += [func.lower(db.Package.name).like(like),
+                        func.lower(db.Package.fully_qualified_name).like(like),
+                        func.lower(db.Package.description).like(like),
+                        func.lower(db.Package.author).like(like),
+                        db.Package.id.in_(select(db.package_to_tag.c.package_id)
+                                          .join(db.Tag)
+                                          .where(func.lower(db.Tag.name).like(like)))]
+        query = query.where(or_(*matches))
+    marker = (params.get("marker") or [None])[-1]
+    with store.read() as session:
+        if marker:
+            anchor = session.execute(select(order, db.Package.id)
+                                     .where(db.Package.id == marker)).first()
+            if anchor is None:
+                raise BadRequest(f"marker {marker} is not a package")
+            after = (order > anchor[0]) | ((order == anchor[0]) & (db.Package.id > anchor[1]))
+            before = (order < anchor[0]) | ((order == anchor[0]) & (db.Package.id < anchor[1]))
+            query = query.where(after if sort_dir == "asc" else before)
+        keys = (order.asc(), db.Package.id.asc()) if sort_dir == "asc" else (
+            order.desc(), db.Package.id.desc())
+        rows = session.execute(query.order_by(*keys).limit(limit + 1)).all()
+    body: dict[str, Any] = {"packages": [package_json(r) for r in rows[:limit]]}
+    if len(rows) > limit:
+        body["next_marker"] = rows[limit - 1].id
+    return body
+
+
+def _limit(params: Mapping[str, list[str]], settings: Settings) -> int:
+    text = (params.get("limit") or [str(settings.limit_param_default)])[-1]
+    try:
+        limit = int(text)
+    except ValueError:
+        raise BadRequest("limit must be an integer") from None
+    if limit < 1:
+        raise BadRequest("limit must be positive")
+    return min(limit, settings.api_limit_max)
+
+
+def package_blob(store: db.Store, context: Context, package_id: str,
+                 column: str) -> bytes | str:
+    with store.read() as session:
+        row = get_package(session, context, package_id)
+        data = getattr(row, column)
+    if data is None:
+        raise NotFound(f"package {package_id} has no {column.replace('_', ' ')}")
+    return data
+
+
+# -- changes ---------------------------------------------------------------------
+
+def update_package(store: db.Store, context: Context, package_id: str,
+                   patch: Any) -> dict[str, Any]:
+    """Apply Murano's JSON-patch subset (tags, categories, is_public, enabled, name, ...)."""
+    if not isinstance(patch, list):
+        raise BadRequest("the body must be a JSON-patch list")
+    with store.write() as session:
+        row = get_package(session, context, package_id, owned=True)
+        tags = set(_split(session.scalar(select(TAGS).where(db.Package.id == package_id))))
+        categories = set(_split(session.scalar(select(CATEGORIES)
+                                               .where(db.Package.id == package_id))))
+        for change in patch:
+            if not isinstance(change, dict) or "op" not in change or "path" not in change:
+                raise BadRequest("every change needs op and path")
+            op, key = change["op"], str(change["path"]).strip("/")
+            if op not in PATCHABLE.get(key, ()):
+                raise BadRequest(f"operation {op!r} on {change['path']!r} is not allowed")
+            value = change.get("value")
+            if key in ("tags", "categories"):
+                current = tags if key == "tags" else categories
+                names = set(_names(value, key))
+                if op == "replace":
+                    current.clear()
+                if op == "remove":
+                    current.difference_update(names)
+                else:
+                    current.update(names)
+            elif key in ("is_public", "enabled"):
+                setattr(row, key, _flag(value, key))
+            else:
+                if not isinstance(value, str) or (key == "name" and not value.strip()):
+                    raise BadRequest(f"{key} must be a non-empty string")
+                setattr(row, key, value[:80] if key == "name" else value)
+        if row.is_public and session.scalar(select(db.Package.id).where(
+                db.Package.fully_qualified_name == row.fully_qualified_name,
+                db.Package.version == row.version, db.Package.is_public.is_(True),
+                db.Package.id != row.id)) is not None:
+            raise Conflict(f"a public package {row.fully_qualified_name} {row.version} exists")
+        _set_tags(session, package_id, tags)
+        _set_categories(session, package_id, categories)
+        row.updated = db.now()
+    return show_package(store, context, package_id)
+
+
+def delete_package(store: db.Store, context: Context, package_id: str) -> None:
+    with store.write() as session:
+        row = get_package(session, context, package_id, owned=True)
+        session.delete(row)
+
+
+# -- categories ------------------------------------------------------------------
+
+def category_json(row: Any, count: int) -> dict[str, Any]:
+    return {"id": row.id, "name": row.name, "package_count": count,
+            "created": row.created.isoformat(), "updated": row.updated.isoformat()}
+
+
+def _count_query() -> Any:
+    return (select(func.count()).select_from(db.package_to_category)
+            .where(db.package_to_category.c.category_id == db.Category.id)
+            .correlate(db.Category).scalar_subquery())
+
+
+def list_categories(store: db.Store, settings: Settings,
+                    params: Mapping[str, list[str]]) -> dict[str, Any]:
+    limit = _limit(params, settings) if params.get("limit") else None
+    key = (params.get("sort_keys") or ["name"])[-1]
+    if key not in ("name", "created", "id"):
+        raise BadRequest("sort_keys must be name, created or id")
+    column = getattr(db.Category, key)
+    descending = (params.get("sort_dir") or ["asc"])[-1] == "desc"
+    query = select(db.Category, _count_query()).order_by(
+        column.desc() if descending else column.asc())
+    marker = (params.get("marker") or [None])[-1]
+    with store.read() as session:
+        if marker:
+            anchor = session.get(db.Category, marker)
+            if anchor is None:
+                raise BadRequest(f"marker {marker} is not a category")
+            value = getattr(anchor, key)
+            query = query.where(column < value if descending else column > value)
+        if limit:
+            query = query.limit(limit)
+        rows = session.execute(query).all()
+    return {"categories": [category_json(c, n) for c, n in rows]}
+
+
+def show_category(store: db.Store, context: Context, category_id: str) -> dict[str, Any]:
+    with store.read() as session:
+        row = session.get(db.Category, category_id)
+        if row is None:
+            raise NotFound(f"category {category_id} is not found")
+        packages = session.execute(
+            select(db.Package.id, db.Package.name, db.Package.fully_qualified_name)
+            .join(db.package_to_category)
+            .where(db.package_to_category.c.category_id == category_id, visible(context))
+            .order_by(db.Package.fully_qualified_name)).all()
+    body = category_json(row, len(packages))
+    body["packages"] = [{"id": p.id, "name": p.name, "fully_qualified_name":
+                         p.fully_qualified_name} for p in packages]
+    return body
+
+
+def create_category(store: db.Store, body: Any) -> dict[str, Any]:
+    name = body.get("name") if isinstance(body, dict) else None
+    if not isinstance(name, str) or not name.strip():
+        raise BadRequest("a category needs a name")
+    if len(name) > 80:
+        raise BadRequest("a category name has at most 80 characters")
+    with store.write() as session:
+        if session.scalar(select(db.Category.id).where(db.Category.name == name)):
+            raise Conflict(f"category {name!r} already exists")
+        row = db.Category(name=name)
+        session.add(row)
+        session.flush()
+        return category_json(row, 0)
+
+
+def delete_category(store: db.Store, category_id: str) -> None:
+    with store.write() as session:
+        row = session.get(db.Category, category_id)
+        if row is None:
+            raise NotFound(f"category {category_id} is not found")
+        used = session.scalar(select(func.count()).select_from(db.package_to_category)
+                              .where(db.package_to_category.c.category_id == category_id))
+        if used:
+            raise Forbidden(f"category {row.name!r} is used by {used} package(s)")
+        session.delete(row)
+
+
+# -- the engine's view -----------------------------------------------------------
+
+class CatalogLoader(PackageLoader):
+    """A :class:`PackageLoader` that fetches packages from the catalog as they are asked for.
+
+    Only packages the tenant may see are used; its own come before public
+    ones of the same name and version. Archives are cached in ``cache_dir``.
+    """
+
+    def __init__(self, store: db.Store, cache_dir: Path, project_id: str) -> None:
+        self._store = store
+        self._cache_dir = cache_dir
+        self._context = Context(project_id=project_id, user_id="", token="")
+        self._asked: set[tuple[str, str]] = set()
+        super().__init__(())
+
+    def _pull(self, kind: str, name: str) -> None:
+        if (kind, name) in self._asked:
+            return
+        self._asked.add((kind, name))
+        query = select(db.Package.id, db.Package.archive_hash).where(visible(self._context))
+        if kind == "fqn":
+            query = query.where(db.Package.fully_qualified_name == name)
+        else:
+            query = query.join(db.ClassDefinition).where(db.ClassDefinition.name == name)
+        query = query.order_by((db.Package.owner_id == self._context.project_id).desc())
+        with self._store.read() as session:
+            rows = session.execute(query).all()
+        for package_id, archive_hash in rows:
+            self.add(cached_archive(self._store, self._cache_dir, package_id, archive_hash))
+
+    def find_package(self, name: str, spec: Any = "*",
+                     required_by: Package | None = None) -> Package:
+        self._pull("fqn", name)
+        return super().find_package(name, spec, required_by)
+
+    def package_with_class(self, class_name: str) -> Package | None:
+        found = super().package_with_class(class_name)
+        if found is None:
+            self._pull("class", class_name)
+            found = super().package_with_class(class_name)
+        return found

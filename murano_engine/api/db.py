@@ -1,0 +1,224 @@
+"""Database tables (Murano's layout) and the engine/session factory."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    DateTime,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, deferred, mapped_column, sessionmaker
+from sqlalchemy.orm import Session as DbSession
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+def new_id() -> str:
+    """Murano's ids: 32 hex digits."""
+    return uuid.uuid4().hex
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Timestamped:
+    created: Mapped[dt.datetime] = mapped_column(DateTime, default=now)
+    updated: Mapped[dt.datetime] = mapped_column(DateTime, default=now, onupdate=now)
+
+
+class Environment(Timestamped, Base):
+    __tablename__ = "environment"
+    __table_args__ = (UniqueConstraint("tenant_id", "name"),)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(255))
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    version: Mapped[int] = mapped_column(Integer, default=0)
+    description: Mapped[dict[str, Any]] = mapped_column(JSON)
+    description_text: Mapped[str] = mapped_column(Text, default="")
+    acquired_by: Mapped[str | None] = mapped_column(String(36), nullable=True)
+
+
+class Session(Timestamped, Base):
+    __tablename__ = "session"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    environment_id: Mapped[str] = mapped_column(
+        ForeignKey("environment.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[str] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(36), default="opened")
+    version: Mapped[int] = mapped_column(Integer)
+    description: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class Task(Timestamped, Base):
+    __tablename__ = "task"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    environment_id: Mapped[str] = mapped_column(
+        ForeignKey("environment.id", ondelete="CASCADE"), index=True)
+    session_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    started: Mapped[dt.datetime] = mapped_column(DateTime, default=now)
+    finished: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    description: Mapped[dict[str, Any] | None] = deferred(mapped_column(JSON, nullable=True))
+    action: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+
+class Status(Timestamped, Base):
+    __tablename__ = "status"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    task_id: Mapped[str] = mapped_column(ForeignKey("task.id", ondelete="CASCADE"), index=True)
+    entity_id: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    entity: Mapped[str | None] = mapped_column(String(10), nullable=True)
+    text: Mapped[str] = mapped_column(Text)
+    level: Mapped[str] = mapped_column(String(32))
+    details: Mapped[str | None] = mapped_column(Text, nullable=True)
+    timestamp: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+
+class EnvironmentTemplate(Timestamped, Base):
+    __tablename__ = "environment-template"
+    __table_args__ = (UniqueConstraint("tenant_id", "name"),)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(255))
+    tenant_id: Mapped[str] = mapped_column(String(64), index=True)
+    version: Mapped[int] = mapped_column(Integer, default=0)
+    description: Mapped[dict[str, Any]] = mapped_column(JSON)
+    description_text: Mapped[str] = mapped_column(Text, default="")
+    is_public: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+package_to_category = Table(
+    "package_to_category", Base.metadata,
+    Column("package_id", ForeignKey("package.id", ondelete="CASCADE"), primary_key=True),
+    Column("category_id", ForeignKey("category.id", ondelete="RESTRICT"), primary_key=True,
+           index=True))
+
+package_to_tag = Table(
+    "package_to_tag", Base.metadata,
+    Column("package_id", ForeignKey("package.id", ondelete="CASCADE"), primary_key=True),
+    Column("tag_id", ForeignKey("tag.id", ondelete="CASCADE"), primary_key=True, index=True))
+
+
+class Package(Timestamped, Base):
+    __tablename__ = "package"
+    __table_args__ = (UniqueConstraint("fully_qualified_name", "version", "owner_id"),)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    fully_qualified_name: Mapped[str] = mapped_column(String(128), index=True)
+    name: Mapped[str] = mapped_column(String(80))
+    version: Mapped[str] = mapped_column(String(64), default="0.0.0")
+    type: Mapped[str] = mapped_column(String(20))
+    author: Mapped[str | None] = mapped_column(String(80), nullable=True)
+    supplier: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    is_public: Mapped[bool] = mapped_column(Boolean, default=False)
+    owner_id: Mapped[str] = mapped_column(String(64), index=True)
+    archive_hash: Mapped[str] = mapped_column(String(64))
+    archive: Mapped[bytes] = deferred(mapped_column(LargeBinary))
+    logo: Mapped[bytes | None] = deferred(mapped_column(LargeBinary, nullable=True))
+    supplier_logo: Mapped[bytes | None] = deferred(mapped_column(LargeBinary, nullable=True))
+    ui_definition: Mapped[str | None] = deferred(mapped_column(Text, nullable=True))
+
+
+class Category(Timestamped, Base):
+    __tablename__ = "category"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(80), unique=True)
+
+
+class Tag(Timestamped, Base):
+    __tablename__ = "tag"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(80), unique=True)
+
+
+class ClassDefinition(Timestamped, Base):
+    __tablename__ = "class_definition"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(128), index=True)
+    package_id: Mapped[str] = mapped_column(
+        ForeignKey("package.id", ondelete="CASCADE"), index=True)
+
+
+def make_engine(url: str) -> Engine:
+    """An engine; SQLite files get WAL, a busy timeout, foreign keys and explicit BEGINs."""
+    if not url.startswith("sqlite"):
+        return create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Any) -> None:
+        immediate = connection.get_execution_options().get("immediate")
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    return engine
+
+
+class Store:
+    """Database access: ``read()`` sessions and ``write()`` transactions.
+
+    On SQLite a write transaction takes the write lock when it starts, so a
+    read-then-write never fails on a snapshot another writer moved on.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.engine = make_engine(url)
+        self.read = sessionmaker(self.engine, expire_on_commit=False)
+        writer = self.engine.execution_options(immediate=True) \
+            if url.startswith("sqlite") else self.engine
+        self._write = sessionmaker(writer, expire_on_commit=False)
+
+    def write(self) -> AbstractContextManager[DbSession]:
+        return self._write.begin()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema to ``revision`` with Alembic."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, revision)

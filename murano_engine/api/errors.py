@@ -1,0 +1,94 @@
+"""API errors and their bodies in Murano's shape.
+
+The body is JSON (``{code, title, explanation, error: {message, type,
+traceback}}``) when the client accepts ``application/json`` explicitly or
+sends no ``Accept``; like Murano's WSGI stack, ``*/*`` and ``text/html`` get a
+small HTML page, which is what python-muranoclient's error parser reads.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+TITLES = {400: ("Bad Request", "The server could not comply with the request since it is "
+                               "either malformed or otherwise incorrect."),
+          401: ("Unauthorized", "This server could not verify that you are authorized to "
+                                "access the document you requested."),
+          403: ("Forbidden", "Access was denied to this resource."),
+          404: ("Not Found", "The resource could not be found."),
+          405: ("Method Not Allowed", "The method is not allowed for this resource."),
+          409: ("Conflict", "There was a conflict when trying to complete your request."),
+          413: ("Request Entity Too Large", "The body of your request was too large."),
+          415: ("Unsupported Media Type", "The request media type is not supported."),
+          500: ("Internal Server Error", "The server has either erred or is incapable of "
+                                         "performing the requested operation."),
+          503: ("Service Unavailable", "The server is currently unavailable.")}
+
+
+class ApiError(Exception):
+    """An error that becomes an HTTP response."""
+
+    status = 500
+
+    def __init__(self, message: str, *, problems: list[str] | None = None,
+                 status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.problems = problems
+        if status is not None:
+            self.status = status
+
+
+class BadRequest(ApiError):
+    status = 400
+
+
+class Unauthorized(ApiError):
+    status = 401
+
+
+class Forbidden(ApiError):
+    status = 403
+
+
+class NotFound(ApiError):
+    status = 404
+
+
+class Conflict(ApiError):
+    status = 409
+
+
+class TooLarge(ApiError):
+    status = 413
+
+
+class Unavailable(ApiError):
+    status = 503
+
+
+def wants_json(accept: str | None) -> bool:
+    if not accept:
+        return True
+    return "application/json" in accept or "+json" in accept
+
+
+def render(error: ApiError, accept: str | None,
+           traceback: str | None = None) -> tuple[str, bytes]:
+    """Content type and body for ``error``."""
+    title, explanation = TITLES.get(error.status, ("Error", ""))
+    if wants_json(accept):
+        inner: dict[str, Any] = {"message": error.message, "type": type(error).__name__,
+                                 "traceback": traceback}
+        if error.problems is not None:
+            inner["problems"] = error.problems
+        body = {"code": error.status, "title": title, "explanation": explanation,
+                "error": inner}
+        return "application/json", json.dumps(body).encode()
+    lines = [error.message] + list(error.problems or [])
+    items = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
+    page = (f"<html><head><title>{error.status} {title}</title></head><body>"
+            f"<h1>{error.status} {title}</h1>{items}</body></html>")
+    return "text/html; charset=UTF-8", page.encode()
