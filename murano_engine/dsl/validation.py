@@ -11,6 +11,7 @@ from murano_engine.dsl import functions as _functions  # noqa: F401 - sets compi
 from murano_engine.dsl.errors import LoadError
 from murano_engine.dsl.expressions import Expression, parse
 from murano_engine.dsl.packages import Package, PackageLoader
+from murano_engine.dsl.yaml_loader import position_of
 
 
 def validate_package(path: Path, search_dirs: Iterable[Path] = ()) -> list[str]:
@@ -58,7 +59,7 @@ def _check_class(package: Package, name: str, where: str) -> list[str]:
 
 
 def _check_expressions(doc: Any, where: str) -> Iterator[str]:
-    for value in _walk(doc):
+    for value, near in _walk(doc, None):
         if isinstance(value, Expression):
             try:
                 compiler.compile_expression(value.node)
@@ -68,18 +69,21 @@ def _check_expressions(doc: Any, where: str) -> Iterator[str]:
             try:
                 parse(value)
             except LoadError as exc:
-                yield f"{where}: {exc.message}"
+                # Strings carry no position: name the mapping that holds it.
+                yield f"{near or where}: {exc.message}"
 
 
-def _walk(value: Any) -> Iterator[Any]:
-    yield value
+def _walk(value: Any, near: Any) -> Iterator[tuple[Any, Any]]:
+    """Every value, with the position of the innermost mapping around it."""
+    near = position_of(value) or near
+    yield value, near
     if isinstance(value, dict):
         for key, item in value.items():
-            yield from _walk(key)
-            yield from _walk(item)
+            yield from _walk(key, near)
+            yield from _walk(item, near)
     elif isinstance(value, list):
         for item in value:
-            yield from _walk(item)
+            yield from _walk(item, near)
 
 
 def _located(exc: Exception, where: str) -> str:
