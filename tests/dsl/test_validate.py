@@ -1,0 +1,119 @@
+"""``murano-engine validate``: every problem of a package, each with file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dsl_helpers import class_text, cli, write_package
+
+from murano_engine.dsl.validation import validate_package
+
+BROKEN_CLASSES = {
+    "Yaml": class_text("t.v", "Yaml", """
+        Methods:
+          m:
+            Body:
+              - $x: [1,
+    """),
+    "Prefix": class_text("t.v", "Prefix", "Extends: zz:Base\n"),
+    "Usage": class_text("t.v", "Usage", """
+        Properties:
+          p:
+            Usage: Weird
+            Contract: $.string()
+    """),
+    "Instruction": class_text("t.v", "Instruction", """
+        Methods:
+          m:
+            Body:
+              - Frobnicate: 1
+    """),
+    "Yaql": class_text("t.v", "Yaql", """
+        Methods:
+          m:
+            Body:
+              - Return: !yaql '1 +'
+    """),
+    "Expr": class_text("t.v", "Expr", """
+        Methods:
+          m:
+            Body:
+              - $x: $.bar(
+    """),
+    "Good": class_text("t.v", "Good", """
+        Methods:
+          m:
+            Body:
+              - Return: format('{0}', len([1, 2]))
+    """),
+}
+
+
+def broken_package(root: Path) -> Path:
+    path = write_package(root, "t.v", BROKEN_CLASSES)
+    manifest = path / "manifest.yaml"
+    manifest.write_text(manifest.read_text() + "  t.v.Missing: Missing.yaml\n")
+    return path
+
+
+def expected(path: Path) -> list[str]:
+    classes = path / "Classes"
+    return [
+        f"{classes / 'Expr.yaml'}:7:9: invalid expression '$.bar(': ",
+        f"{classes / 'Instruction.yaml'}:7:9: unknown instruction with keys ['Frobnicate']",
+        f"{classes / 'Missing.yaml'}: class file of t.v.Missing is missing",
+        f"{classes / 'Prefix.yaml'}:4:10: unknown namespace prefix 'zz' in 'zz:Base'",
+        f"{classes / 'Usage.yaml'}:6:5: property 'p': unknown Usage 'Weird'",
+        f"{classes / 'Yaml.yaml'}:8:1: malformed YAML",
+        f"{classes / 'Yaql.yaml'}:7:17: not a valid yaql expression: '1 +'",
+    ]
+
+
+def test_validate_lists_every_problem_in_process(tmp_path: Path) -> None:
+    path = broken_package(tmp_path)
+    problems = validate_package(path)
+    assert len(problems) == len(expected(path))
+    for problem, start in zip(problems, expected(path), strict=True):
+        assert problem.startswith(start), (problem, start)
+
+
+def test_validate_command_lists_every_problem_and_exits_1(tmp_path: Path) -> None:
+    path = broken_package(tmp_path)
+    done = cli("validate", str(path))
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert len(lines) == 7
+    for line, start in zip(lines, expected(path), strict=True):
+        assert line.startswith(start)
+    assert done.stderr == "7 problem(s) found\n"
+    assert "Traceback" not in done.stderr
+
+
+def test_validate_ok_for_a_good_package(tmp_path: Path) -> None:
+    path = write_package(tmp_path, "t.ok", {"Good": BROKEN_CLASSES["Good"].replace("t.v", "t.ok")})
+    assert validate_package(path) == []
+    done = cli("validate", str(path))
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"{path}: OK\n", "")
+
+
+def test_validate_the_bundled_example_and_core_library() -> None:
+    repo = Path(__file__).resolve().parents[2]
+    assert validate_package(repo / "examples" / "hello") == []
+    assert validate_package(repo / "meta" / "io.murano") == []
+
+
+def test_validate_reports_manifest_problems_each_naming_the_manifest(tmp_path: Path) -> None:
+    path = write_package(tmp_path, "t.m", folder="m",
+                         manifest="Type: Service\nClasses: [x]\n")
+    problems = validate_package(path)
+    assert len(problems) == 3
+    assert all(p.startswith(f"{path / 'manifest.yaml'}:1:1: ") for p in problems)
+
+
+def test_validate_a_broken_zip(tmp_path: Path) -> None:
+    broken = tmp_path / "p.zip"
+    broken.write_bytes(b"not a zip")
+    done = cli("validate", str(broken))
+    assert done.returncode == 1
+    assert done.stdout.startswith(f"{broken}: broken package zip")
+    assert "Traceback" not in done.stderr
