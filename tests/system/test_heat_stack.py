@@ -1,0 +1,153 @@
+"""io.murano.system.HeatStack against the real local cloud."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import uuid
+
+import pytest
+
+from murano_engine.clouds.local import LocalCloud
+from murano_engine.dsl import values
+from murano_engine.messaging import AgentClient
+from murano_engine.system.heat_stack import HeatStackError, merge, stack_name
+
+
+@pytest.fixture
+def cloud(tmp_path):
+    service = LocalCloud(tmp_path / "cloud", broker_url="memory://", poll_interval=0.01)
+    yield service
+    service.close()
+
+
+def agent_ini(queue: str, results: str) -> str:
+    return (f"[DEFAULT]\nstorage = /var/murano/plans\n[rabbitmq]\nurl = memory://\n"
+            f"input_queue = {queue}\nresult_routing_key = {results}\n")
+
+
+def server_template(queue: str, results: str) -> dict:
+    cloud_config = "#cloud-config\n" + json.dumps({"write_files": [{
+        "path": "/etc/murano/agent.conf", "encoding": "b64",
+        "content": base64.b64encode(agent_ini(queue, results).encode()).decode()}]})
+    return {
+        "resources": {
+            "net": {"type": "OS::Neutron::Net", "properties": {"name": "net"}},
+            "subnet": {"type": "OS::Neutron::Subnet",
+                       "properties": {"network": {"get_resource": "net"},
+                                      "cidr": "10.0.5.0/24"}},
+            "vm": {"type": "OS::Nova::Server", "depends_on": ["subnet"],
+                   "properties": {"flavor": "m1.small", "image": "ubuntu",
+                                  "user_data": cloud_config, "user_data_format": "RAW",
+                                  "networks": [{"network": {"get_resource": "net"}}]}},
+        },
+        "outputs": {"vm-id": {"value": {"get_resource": "vm"}},
+                    "vm-ip": {"value": {"get_attr": ["vm", "first_address"]}}},
+    }
+
+
+def agent_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("murano-agent")]
+
+
+def test_push_creates_the_stack_and_its_agent_answers(cloud, make_object):
+    client = AgentClient("memory://", region=f"hs-{uuid.uuid4().hex[:8]}")
+    queue = client.queue_name("env1", "vm")
+    executor, stack = make_object("io.murano.system.HeatStack", {"cloud": cloud},
+                                  name="murano-My Env-abc", description="test")
+    try:
+        assert executor.call(stack, "current") == {}
+        executor.call(stack, "updateTemplate", (server_template(queue, client.result_queue),))
+        assert cloud.get("murano-My-Env-abc") is None
+        executor.call(stack, "push")
+
+        remote = cloud.get("murano-My-Env-abc")
+        assert remote.status == "CREATE_COMPLETE"
+        assert remote.template["heat_template_version"] == "2013-05-23"
+        assert remote.template["description"] == "test"
+        outputs = values.thaw(executor.call(stack, "output"))
+        assert outputs["vm-ip"].startswith("10.0.5.")
+        assert outputs["vm-id"] in cloud.guests.running()
+        assert client.is_ready(queue, 20)
+    finally:
+        client.close()
+
+
+def test_empty_template_deletes_the_stack_and_stops_the_agent(cloud, make_object):
+    executor, stack = make_object("io.murano.system.HeatStack", {"cloud": cloud}, name="s1")
+    executor.call(stack, "setTemplate", (server_template("q1", "r1"),))
+    executor.call(stack, "push")
+    assert agent_threads()
+
+    template = values.thaw(executor.call(stack, "current"))
+    template["resources"] = {}
+    template["outputs"] = {}
+    executor.call(stack, "setTemplate", (template,))
+    executor.call(stack, "push")
+
+    assert cloud.get("s1") is None
+    assert agent_threads() == []
+    assert executor.call(stack, "output") == {}
+
+
+def test_update_push_and_reload_from_the_cloud(cloud, make_object):
+    executor, stack = make_object("io.murano.system.HeatStack", {"cloud": cloud}, name="s2")
+    executor.call(stack, "updateTemplate", ({
+        "parameters": {"size": {"type": "number"}},
+        "resources": {"a": {"type": "OS::Heat::RandomString",
+                            "properties": {"length": {"get_param": "size"}}}},
+        "outputs": {"a": {"value": {"get_attr": ["a", "value"]}}}},))
+    executor.call(stack, "setParameters", ({"size": 5},))
+    executor.call(stack, "push")
+    first = values.thaw(executor.call(stack, "output"))["a"]
+    executor.call(stack, "updateTemplate", ({"resources": {
+        "b": {"type": "OS::Heat::RandomString", "properties": {"length": 6}}},
+        "outputs": {"b": {"value": {"get_attr": ["b", "value"]}}}},))
+    executor.call(stack, "push")
+
+    outputs = values.thaw(executor.call(stack, "output"))
+    assert outputs["a"] == first and len(first) == 5 and len(outputs["b"]) == 6
+    assert cloud.get("s2").status == "UPDATE_COMPLETE"
+
+    # A new object for the same stack reads template and parameters from the cloud.
+    _, again = make_object("io.murano.system.HeatStack", {"cloud": cloud}, name="s2")
+    template = values.thaw(executor.call(again, "current"))
+    assert sorted(template["resources"]) == ["a", "b"]
+    assert values.thaw(executor.call(again, "parameters")) == {"size": 5}
+    executor.call(again, "delete")
+    assert cloud.get("s2") is None
+    assert executor.call(again, "current") == {}
+
+
+def test_push_without_changes_does_not_touch_the_cloud(cloud, make_object):
+    executor, stack = make_object("io.murano.system.HeatStack", {"cloud": cloud}, name="s3")
+    executor.call(stack, "updateTemplate", ({"resources": {
+        "a": {"type": "OS::Heat::RandomString"}}},))
+    executor.call(stack, "push")
+    updated = cloud.get("s3").updated
+    executor.call(stack, "updateTemplate", ({"resources": {
+        "a": {"type": "OS::Heat::RandomString"}}},))
+    executor.call(stack, "push")
+    assert cloud.get("s3").updated == updated
+    executor.call(stack, "delete")
+
+
+def test_update_template_refuses_other_versions(cloud, make_object):
+    executor, stack = make_object("io.murano.system.HeatStack", {"cloud": cloud}, name="s4")
+    with pytest.raises(HeatStackError, match="2013-05-23"):
+        executor.call(stack, "updateTemplate", ({"heat_template_version": "2018-08-31"},))
+
+
+def test_merge_is_deep_and_joins_lists_without_repeats():
+    base = {"r": {"x": {"p": {"l": [1, 2], "s": "a"}}}, "o": {}}
+    patch = {"r": {"x": {"p": {"l": [2, 3], "s": "b"}}, "y": {}}}
+    assert merge(base, patch) == {"r": {"x": {"p": {"l": [1, 2, 3], "s": "b"}}, "y": {}},
+                                  "o": {}}
+    assert base["r"]["x"]["p"]["l"] == [1, 2]
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ("murano-env-1", "murano-env-1"), ("murano-My Env!", "murano-My-Env"), ("1abc", "s-1abc")])
+def test_stack_names_are_made_valid(given, expected):
+    assert stack_name(given) == expected
