@@ -1,0 +1,196 @@
+"""Runaway code ends in MuranoPL errors; values are frozen; collections are capped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dsl_helpers import class_text, run_method, write_package
+from yaql.language import exceptions as yaql_exceptions
+from yaql.language.utils import FrozenDict
+
+from murano_engine.dsl import errors, executor, instructions, values
+from murano_engine.dsl.errors import MuranoPlException
+
+CODE = class_text("t.lim", "Code", """
+    Methods:
+      forever:
+        Body:
+          - $i: 0
+          - While: true or $i > 0
+            Do:
+              - $i: $i + 1
+      repeatMany:
+        Body:
+          - Repeat: 51
+            Do:
+              - $x: 1
+      repeatFew:
+        Body:
+          - $n: 0
+          - Repeat: 50
+            Do:
+              - $n: $n + 1
+          - Return: $n
+      recurse:
+        Arguments:
+          - n:
+              Contract: $.int()
+        Body:
+          - If: $n > 0
+            Then:
+              - Return: $.recurse($n - 1) + 1
+          - Return: 0
+      catchDepth:
+        Body:
+          - Try:
+              - $.recurse(100000)
+            Catch:
+              - With: 'murano.dsl.exceptions.CallDepthExceededError'
+                As: e
+                Do:
+                  - Return: $e.message
+      aliasing:
+        Body:
+          - $a: [1, [2, 3]]
+          - $b: $a
+          - $b[0]: 9
+          - $b[1][0]: 8
+          - $d: {k: [1]}
+          - $e: $d
+          - $e.k: 5
+          - Return: [$a, $b, $d, $e]
+      fromYaql:
+        Body:
+          - $l: range(3).select($ * 2)
+          - Return: $l
+      fromYaqlDict:
+        Body:
+          - Return: dict(a => [1, 2])
+      bigRange:
+        Body:
+          - Return: range(2001).toList()
+      bigFor:
+        Body:
+          - $n: 0
+          - For: i
+            In: range(20000)
+            Do:
+              - $n: $n + 1
+          - Return: $n
+      limitRange:
+        Body:
+          - Return: len(range(2000).toList())
+""")
+
+
+@pytest.fixture(scope="module")
+def pkgs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    root = tmp_path_factory.mktemp("limits")
+    write_package(root, "t.lim", {"Code": CODE})
+    return [root]
+
+
+def test_runaway_while_hits_the_loop_limit(pkgs: list[Path],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(instructions, "LOOP_LIMIT", 50)
+    with pytest.raises(errors.LoopLimitExceededError) as caught:
+        run_method(pkgs, "t.lim.Code.forever")
+    assert "50" in caught.value.message
+    (frame,) = caught.value.murano_stack
+    assert (frame.class_name, frame.method) == ("t.lim.Code", "forever")
+    # The While (line 8) or the statement of its body that ran last (line 10).
+    assert frame.position is not None and 8 <= frame.position.line <= 10
+
+
+def test_repeat_over_the_loop_limit(pkgs: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(instructions, "LOOP_LIMIT", 50)
+    with pytest.raises(errors.LoopLimitExceededError):
+        run_method(pkgs, "t.lim.Code.repeatMany")
+    assert run_method(pkgs, "t.lim.Code.repeatFew") == 50
+
+
+def test_the_default_loop_limit_is_generous() -> None:
+    assert instructions.LOOP_LIMIT >= 100_000
+
+
+def test_runaway_recursion_is_call_depth_exceeded(pkgs: list[Path]) -> None:
+    with pytest.raises(errors.CallDepthExceededError) as caught:
+        run_method(pkgs, "t.lim.Code.recurse", n=10**6)
+    assert not isinstance(caught.value, RecursionError)
+    assert len(caught.value.murano_stack) == executor.MAX_CALL_DEPTH
+
+
+@pytest.mark.parametrize("depth", [500, 1500, executor.MAX_CALL_DEPTH - 1])
+def test_legitimate_depth_works(pkgs: list[Path], depth: int) -> None:
+    assert run_method(pkgs, "t.lim.Code.recurse", n=depth) == depth
+
+
+def test_murano_code_can_catch_call_depth_exceeded(pkgs: list[Path]) -> None:
+    assert "call depth exceeded" in run_method(pkgs, "t.lim.Code.catchDepth")
+
+
+def test_values_have_copy_semantics(pkgs: list[Path]) -> None:
+    a, b, d, e = run_method(pkgs, "t.lim.Code.aliasing")
+    assert a == (1, (2, 3))
+    assert b == (9, (8, 3))
+    assert d == {"k": (1,)} and isinstance(d, FrozenDict)
+    assert e == {"k": 5}
+
+
+def test_a_list_from_yaql_becomes_a_tuple(pkgs: list[Path]) -> None:
+    result = run_method(pkgs, "t.lim.Code.fromYaql")
+    assert result == (0, 2, 4) and type(result) is tuple
+    frozen = run_method(pkgs, "t.lim.Code.fromYaqlDict")
+    assert isinstance(frozen, FrozenDict) and frozen["a"] == (1, 2)
+    with pytest.raises(TypeError):
+        frozen["b"] = 1  # type: ignore[index]
+
+
+def test_freeze_is_deep_and_thaw_undoes_it() -> None:
+    source = {"a": [1, {"b": [2]}], "s": {3}}
+    frozen = values.freeze(source)
+    assert frozen == {"a": (1, {"b": (2,)}), "s": frozenset({3})}
+    assert type(frozen["a"]) is tuple and isinstance(frozen["a"][1], FrozenDict)
+    source["a"].append(4)
+    assert frozen["a"] == (1, {"b": (2,)})
+    assert values.thaw(frozen) == {"a": [1, {"b": [2]}], "s": [3]}
+    assert values.freeze(x * 2 for x in range(3)) == (0, 2, 4)
+
+
+def test_the_iterator_limit_in_murano_code(pkgs: list[Path]) -> None:
+    assert run_method(pkgs, "t.lim.Code.limitRange") == values.ITERATOR_LIMIT
+    with pytest.raises((yaql_exceptions.CollectionTooLargeException, MuranoPlException)) as c:
+        run_method(pkgs, "t.lim.Code.bigRange")
+    assert "CollectionTooLargeException" in errors.python_name(c.value)
+    with pytest.raises((yaql_exceptions.CollectionTooLargeException, MuranoPlException)) as c:
+        run_method(pkgs, "t.lim.Code.bigFor")
+    assert "CollectionTooLargeException" in errors.python_name(c.value)
+
+
+@pytest.mark.parametrize("make", [
+    lambda n: list(range(n)), lambda n: tuple(range(n)), lambda n: set(range(n)),
+    lambda n: {i: i for i in range(n)}, lambda n: (i for i in range(n)),
+    lambda n: iter(range(n)), lambda n: [[i] for i in range(n)],
+])
+def test_freeze_caps_collections_and_generators(make) -> None:  # noqa: ANN001
+    limit = values.ITERATOR_LIMIT
+    assert len(values.freeze(make(limit))) == limit
+    with pytest.raises(yaql_exceptions.CollectionTooLargeException):
+        values.freeze(make(limit + 1))
+
+
+def test_freeze_caps_nested_collections() -> None:
+    with pytest.raises(yaql_exceptions.CollectionTooLargeException):
+        values.freeze({"deep": [list(range(values.ITERATOR_LIMIT + 1))]})
+
+
+def test_an_endless_generator_is_stopped_at_the_limit() -> None:
+    def endless():  # noqa: ANN202
+        n = 0
+        while True:
+            yield n
+            n += 1
+
+    with pytest.raises(yaql_exceptions.CollectionTooLargeException):
+        values.freeze(endless())
