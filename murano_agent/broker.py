@@ -34,19 +34,25 @@ def _ssl_options(cfg: RabbitConfig) -> dict[str, object] | bool:
     return options
 
 
-def prepare(conn: kombu.Connection, name: str) -> kombu.Connection:
-    """Tune a new connection: publisher confirms and a ``name`` shown by the broker (AMQP),
-    or a short polling interval (in-process ``memory://``)."""
-    if conn.transport_cls in ("amqp", "pyamqp", "amqps"):
+def is_amqp(conn: kombu.Connection) -> bool:
+    """True for a real broker connection (not the in-process ``memory://`` transport)."""
+    return conn.transport_cls in ("amqp", "pyamqp", "amqps")
+
+
+def prepare(conn: kombu.Connection, name: str, confirm_publish: bool = True) -> kombu.Connection:
+    """Tune a new connection: a ``name`` shown by the broker and, with ``confirm_publish``,
+    publishes that wait for the broker's confirm (AMQP); or a short polling interval
+    (in-process ``memory://``)."""
+    if is_amqp(conn):
         conn.transport_options.update(
-            confirm_publish=True, client_properties={"connection_name": name}
+            confirm_publish=confirm_publish, client_properties={"connection_name": name}
         )
     else:
         conn.transport_options.setdefault("polling_interval", 0.01)
     return conn
 
 
-def connect(cfg: RabbitConfig, name: str) -> kombu.Connection:
+def connect(cfg: RabbitConfig, name: str, confirm_publish: bool = True) -> kombu.Connection:
     """A (not yet connected) kombu connection from ``[rabbitmq]`` settings."""
     if cfg.url:
         conn = kombu.Connection(cfg.url, heartbeat=cfg.heartbeat, connect_timeout=5)
@@ -62,7 +68,7 @@ def connect(cfg: RabbitConfig, name: str) -> kombu.Connection:
             connect_timeout=5,
             transport="pyamqp",
         )
-    return prepare(conn, name)
+    return prepare(conn, name, confirm_publish)
 
 
 def agent_queue(name: str) -> kombu.Queue:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import re
 import shutil
 import urllib.error
@@ -53,9 +54,45 @@ def put_file(file_id: str, entry: dict[str, Any], folder: Path, timeout: float) 
         _download(entry["URL"], target, where, timeout)
     elif entry["BodyType"] == "Base64":
         try:
-            target.write_bytes(base64.b64decode(entry["Body"]))
+            _write(target, base64.b64decode(entry["Body"]))
         except binascii.Error as exc:
             raise PlanError(ERROR_INVALID, f"{where}: Body is not valid base64: {exc}") from None
     else:
-        target.write_text(entry["Body"], encoding="utf-8", newline="")
+        _write(target, entry["Body"].encode("utf-8"))
     return target
+
+
+def _write(target: Path, data: bytes) -> None:
+    """Make ``target`` hold ``data``; a file left with exactly that content (an earlier
+    plan's copy of the same script) is not rewritten, which spares the disk."""
+    try:
+        if target.stat().st_size == len(data) and target.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    target.write_bytes(data)
+
+
+def sweep(folder: Path, keep: set[str]) -> None:
+    """Empty ``folder`` except the regular files at the relative paths in ``keep``
+    (``/``-separated) and the folders holding them; creates ``folder`` if needed.
+
+    Symbolic links are removed, never followed, so a file kept for overwriting is
+    a plain file inside ``folder``.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    keep_dirs = {path.rsplit("/", i)[0] for path in keep for i in range(1, path.count("/") + 1)}
+
+    def clean(path: str, prefix: str) -> None:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                relative = prefix + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    if relative in keep_dirs:
+                        clean(entry.path, relative + "/")
+                    else:
+                        shutil.rmtree(entry.path)
+                elif relative not in keep or not entry.is_file(follow_symlinks=False):
+                    os.unlink(entry.path)
+
+    clean(str(folder), "")

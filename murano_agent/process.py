@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import select
@@ -54,6 +55,15 @@ def _exited_within(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     return True
 
 
+def _capture_file() -> IO[bytes]:
+    """A file for a command's output: in memory on Linux (a memfd: no disk work), else
+    an unnamed temporary file. Each run gets fresh ones, so whatever a command leaves
+    running in the background never writes into a later command's output."""
+    if hasattr(os, "memfd_create"):
+        return open(os.memfd_create("murano-agent-output", os.MFD_CLOEXEC), "w+b")
+    return tempfile.TemporaryFile()
+
+
 def _read(stream: IO[bytes]) -> str:
     stream.seek(0)
     return stream.read().decode("utf-8", errors="replace")
@@ -64,7 +74,7 @@ def run(
 ) -> Completed:
     """Run ``command`` (argv, or a shell line when a str) in ``cwd``.
 
-    Output goes to temporary files (no pipes to fill up, nothing to poll); after
+    Output goes to files (no pipes to fill up, nothing to poll); after
     ``timeout`` seconds the command and everything it started is killed.
     """
     group = (
@@ -72,11 +82,12 @@ def run(
         if sys.platform == "win32"
         else {"start_new_session": True}
     )
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        if stdin_text is None:
-            stdin: IO[bytes] | int = subprocess.DEVNULL
-        else:
-            stdin = tempfile.TemporaryFile()
+    with contextlib.ExitStack() as files:
+        out = files.enter_context(_capture_file())
+        err = files.enter_context(_capture_file())
+        stdin: IO[bytes] | int = subprocess.DEVNULL
+        if stdin_text is not None:
+            stdin = files.enter_context(tempfile.TemporaryFile())
             stdin.write(stdin_text.encode("utf-8"))
             stdin.seek(0)
         proc = subprocess.Popen(
@@ -88,8 +99,6 @@ def run(
             stderr=err,
             **group,
         )
-        if stdin_text is not None:
-            stdin.close()
         if _exited_within(proc, max(timeout, 0.001)):
             return Completed(proc.returncode, _read(out), _read(err), False)
         _kill_tree(proc)

@@ -31,13 +31,34 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+def _inline_files(plan: dict[str, Any]) -> set[str]:
+    """Where a (valid) v2 plan's inline files go: ``<script>/<Name>`` below the work folder."""
+    paths = set()
+    for name, script in plan["Scripts"].items():
+        if script["Type"] != "Application":
+            continue
+        for file_id in (script["EntryPoint"], *plans.script_file_ids(script)):
+            entry = plan["Files"][file_id]
+            if "URL" not in entry:
+                paths.add(f"{name}/{plans.safe_relative_path(entry['Name'], file_id)}")
+    return paths
+
+
 class PlanRunner:
-    """Executes plans in per-plan folders under the configured work folder."""
+    """Executes plans under the configured work folder.
+
+    v2 plans (one at a time) share the folder ``work``: before each plan, what an
+    earlier plan left there is deleted, except the files this plan is about to
+    write anyway, which are overwritten. So a stream of plans running the same
+    scripts creates and deletes no files or folders. v1 plans get a folder per
+    plan, kept across a reboot so the plan resumes.
+    """
 
     def __init__(self, cfg: AgentConfig) -> None:
         self._cfg = cfg
         self._root = cfg.files_root
-        self._root.mkdir(parents=True, exist_ok=True)
+        self._work = self._root / "work"
+        self._work.mkdir(parents=True, exist_ok=True)
 
     def run(self, plan_id: str, body: bytes) -> Outcome:
         """Run the plan in ``body``; any failure becomes an error result."""
@@ -46,18 +67,18 @@ class PlanRunner:
         def remaining() -> float:
             return max(0.0, deadline - time.monotonic())
 
-        folder = self._root / ("plan-" + re.sub(r"[^\w.-]", "_", plan_id))
         try:
             plan = plans.decode(body)
             version = plans.format_version(plan)
         except PlanError as exc:
             return Outcome(results.v2_failure(plan_id, exc.code, exc.message, exc.info), False)
-        try:
-            if version[0] == 1:
+        if version[0] == 1:
+            folder = self._root / ("plan-" + re.sub(r"[^\w.-]", "_", plan_id))
+            try:
                 return self._run_v1(plan, folder, remaining)
-            return self._run_v2(plan_id, plan, version, folder, remaining)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+        return self._run_v2(plan_id, plan, version, remaining)
 
     def failure(self, plan_id: str, body: bytes, message: str) -> dict[str, Any]:
         """An error result for a plan not run, shaped for the plan's format."""
@@ -89,14 +110,13 @@ class PlanRunner:
         plan_id: str,
         plan: dict[str, Any],
         version: tuple[int, int, int],
-        folder: Path,
         remaining: executors.Remaining,
     ) -> Outcome:
         reboot = plan.get("Action") == "Reboot"
         try:
             plans.validate_v2(plan, version)
-            shutil.rmtree(folder, ignore_errors=True)
-            value = self._call_body(plan_id, plan, folder, remaining)
+            files.sweep(self._work, _inline_files(plan))
+            value = self._call_body(plan_id, plan, self._work, remaining)
         except PlanError as exc:
             result = results.v2_failure(plan_id, exc.code, exc.message, _jsonable(exc.info))
             return Outcome(result, reboot)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from murano_agent import broker, plans, process
 from murano_agent.config import AgentConfig, ConfigError
 from murano_agent.runner import PlanRunner
 from murano_agent.security import Rejected, SignatureVerifier, StampGuard
-from murano_agent.storage import PlanStore, StoredMessage
+from murano_agent.storage import Outgoing, PlanStore, StoredMessage
 
 LOG = logging.getLogger(__name__)
 
@@ -74,7 +75,9 @@ class AgentService:
         backoff = broker.Backoff(rabbit.reconnect_delay, rabbit.reconnect_max_delay)
         LOG.info("agent serving queue %s", rabbit.input_queue)
         while not self._stopping.is_set():
-            conn = broker.connect(rabbit, f"murano-agent {rabbit.input_queue}")
+            conn = broker.connect(
+                rabbit, f"murano-agent {rabbit.input_queue}", confirm_publish=False
+            )
             try:
                 conn.connect()
                 backoff.reset()
@@ -97,14 +100,14 @@ class AgentService:
 
     def _serve(self, conn: kombu.Connection) -> None:
         queue = broker.agent_queue(self._cfg.rabbitmq.input_queue)
-        producer = kombu.Producer(conn.channel())
+        sender = _ResultSender(self._store, conn, self._cfg)
         consumer = kombu.Consumer(conn.channel(), queues=[queue], on_message=self._on_message)
         consumer.qos(prefetch_count=1)
         queue(consumer.channel).declare()
         with consumer:
             LOG.info("connected; consuming %s", queue.name)
             while not self._stopping.is_set():
-                self._flush(producer)
+                sender.flush(self._awaiting_reboot)
                 pending = self._store.pending()
                 if pending:
                     self._execute(pending[0])
@@ -115,6 +118,7 @@ class AgentService:
                     conn.drain_events(timeout=POLL_SECONDS)
                 except TimeoutError:
                     pass
+            sender.await_confirms(POLL_SECONDS)
 
     def _on_message(self, message: kombu.Message) -> None:
         body = message.body if isinstance(message.body, bytes) else message.body.encode("utf-8")
@@ -152,25 +156,6 @@ class AgentService:
         self._store.receive(plan_id, body, reply_to)
         self._stamps.accept(stamp)
         LOG.debug("plan %s received", plan_id)
-
-    def _flush(self, producer: kombu.Producer) -> None:
-        """Publish every stored result not yet sent, oldest first."""
-        rabbit = self._cfg.rabbitmq
-        for outgoing in self._store.outbox():
-            if outgoing.plan_id in self._awaiting_reboot:
-                continue
-            routing_key = rabbit.result_routing_key
-            if self._cfg.enable_dynamic_result_queue and outgoing.reply_to:
-                routing_key = outgoing.reply_to
-            producer.publish(
-                json.dumps(self._store.stored_result(outgoing.plan_id)),
-                exchange=rabbit.result_exchange,
-                routing_key=routing_key,
-                message_id=outgoing.plan_id,
-                delivery_mode=2,
-            )
-            self._store.sent(outgoing)
-            LOG.debug("result of plan %s sent to %s", outgoing.plan_id, routing_key)
 
     # -- running -----------------------------------------------------------------------
 
@@ -223,3 +208,73 @@ class AgentService:
             done.stderr.strip(),
         )
         self._awaiting_reboot.discard(plan_id)
+
+
+class _ResultSender:
+    """Publishes stored results; each leaves the outbox once the broker confirms it.
+
+    On AMQP, publisher confirms are pipelined: the agent goes on with the next
+    plan while a confirm is on its way, and the confirm (read with the next
+    incoming traffic) drops the result from the outbox. A result the broker
+    refuses, or whose confirm is lost with the connection, is published again.
+    ``memory://`` has no confirms: a publish there is done when it returns.
+    """
+
+    def __init__(self, store: PlanStore, conn: kombu.Connection, cfg: AgentConfig) -> None:
+        self._store = store
+        self._cfg = cfg
+        self._conn = conn
+        channel = conn.channel()
+        self._producer = kombu.Producer(channel)
+        self._confirms = broker.is_amqp(conn)
+        self._in_flight: dict[int, Outgoing] = {}  # delivery tag -> result
+        self._last_tag = 0
+        if self._confirms:
+            channel.confirm_select()
+            channel.events["basic_ack"].add(self._on_ack)
+            channel.events["basic_nack"].add(self._on_nack)
+
+    def flush(self, held: set[str]) -> None:
+        """Publish every stored result not yet published, oldest first (except ``held`` ids)."""
+        rabbit = self._cfg.rabbitmq
+        flying = {id(outgoing) for outgoing in self._in_flight.values()}
+        for outgoing in self._store.outbox():
+            if id(outgoing) in flying or outgoing.plan_id in held:
+                continue
+            routing_key = rabbit.result_routing_key
+            if self._cfg.enable_dynamic_result_queue and outgoing.reply_to:
+                routing_key = outgoing.reply_to
+            self._producer.publish(
+                json.dumps(outgoing.result),
+                exchange=rabbit.result_exchange,
+                routing_key=routing_key,
+                message_id=outgoing.plan_id,
+                delivery_mode=2,
+            )
+            LOG.debug("result of plan %s sent to %s", outgoing.plan_id, routing_key)
+            if self._confirms:
+                self._last_tag += 1
+                self._in_flight[self._last_tag] = outgoing
+            else:
+                self._store.sent(outgoing)
+
+    def await_confirms(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the confirms still due (before disconnecting)."""
+        deadline = time.monotonic() + timeout
+        while self._in_flight and (left := deadline - time.monotonic()) > 0:
+            try:
+                self._conn.drain_events(timeout=left)
+            except TimeoutError:
+                return
+
+    def _confirmed(self, tag: int, multiple: bool) -> list[Outgoing]:
+        tags = [t for t in self._in_flight if t <= tag] if multiple else [tag]
+        return [self._in_flight.pop(t) for t in tags if t in self._in_flight]
+
+    def _on_ack(self, tag: int, multiple: bool) -> None:
+        for outgoing in self._confirmed(tag, multiple):
+            self._store.sent(outgoing)
+
+    def _on_nack(self, tag: int, multiple: bool) -> None:
+        for outgoing in self._confirmed(tag, multiple):
+            LOG.warning("broker refused the result of plan %s; sending it again", outgoing.plan_id)

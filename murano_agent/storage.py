@@ -1,27 +1,31 @@
 """Durable plan storage: received plans, their results, and results not yet sent.
 
-Layout under the ``storage`` folder::
+Everything lives in one append-only journal, ``<storage>/journal``, one JSON
+array per line:
 
-    inbox/<seq>.json   a received message, written (and fsync'ed) before its ack
-    attempts           ``<seq> <count>``: how often the plan in progress was started
-    results/<id>.json  the result of every plan run (answers repeated plan ids)
-    outbox.log         lines ``["+", id, replyTo]`` (to send) and ``["-", id]`` (sent);
-                       emptied whenever nothing is left to send
-    stamp              the last accepted plan Stamp
+    ["P", seq, id, replyTo, b64body]  a received plan (fdatasync'ed before its ack)
+    ["A", seq]                        one start of plan ``seq``
+    ["R", seq, id, replyTo, result]   the result of plan ``seq`` (null for a resend),
+                                      to be sent; the plan is done
+    ["S", id]                         the oldest unsent result of ``id`` reached the broker
+    ["K", id, result]                 a kept result, already sent (written by compaction)
 
-Files created per plan are few on purpose: creating and deleting files is what
-costs most on a VM's disk, so the small records are rewritten or appended in place.
+plus ``<storage>/stamp``, the last accepted plan Stamp.
 
-Every file is written atomically, so a killed agent loses nothing. Only the inbox
-is fsync'ed: a power cut that loses a fresh result leaves its plan in the inbox,
-and the plan runs again, as a plan interrupted by the cut would.
+Appending to one file costs far less than creating, renaming and deleting files
+per plan, which is what dominates on a VM's disk. Only plan records are synced:
+a power cut that loses a fresh result leaves its plan pending, and the plan runs
+again, as a plan interrupted by the cut would. A line torn by a crash is skipped.
 
-``seq`` are nanosecond stamps made strictly increasing, so names sort in arrival order.
+When the journal has grown past :data:`COMPACT_BYTES` it is rewritten (synced,
+atomically) with only what is still needed: pending plans, unsent results and
+the last :data:`KEPT_RESULTS` results.
 """
 
 from __future__ import annotations
 
 import base64
+import collections
 import dataclasses
 import json
 import os
@@ -31,11 +35,15 @@ from typing import Any
 
 #: How many old results are kept to answer repeated plan ids.
 KEPT_RESULTS = 1000
+#: Journal size that triggers compaction.
+COMPACT_BYTES = 4 << 20
+
+_datasync = getattr(os, "fdatasync", os.fsync)
 
 
 @dataclasses.dataclass(frozen=True)
 class StoredMessage:
-    """A received plan message as kept in the inbox."""
+    """A received plan message as kept in the journal."""
 
     seq: str
     plan_id: str
@@ -43,12 +51,13 @@ class StoredMessage:
     reply_to: str | None
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Outgoing:
-    """A result waiting to be sent (the result itself is in ``results/``)."""
+    """A result waiting to be sent (compared by identity: one entry per queued send)."""
 
     plan_id: str
     reply_to: str | None
+    result: dict[str, Any]
 
 
 def write_in_place(path: Path, text: str, sync: bool = False) -> None:
@@ -62,143 +71,175 @@ def write_in_place(path: Path, text: str, sync: bool = False) -> None:
         os.close(fd)
 
 
-def write_json(path: Path, data: Any, sync: bool = True) -> None:
-    """Write ``data`` as JSON atomically (temp file, rename); durably unless ``sync`` is off."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as out:
-        json.dump(data, out)
-        if sync:
-            out.flush()
-            os.fsync(out.fileno())
-    os.replace(tmp, path)
+def _line(record: list[Any]) -> bytes:
+    return (json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8")
 
 
 class PlanStore:
     """The agent's on-disk queue of plans and results.
 
-    The disk is the truth; lists in memory mirror it (read once at start) so the
-    serving loop does not rescan folders for every message.
+    The journal is the truth; the lists in memory mirror it (replayed once at
+    start) so the serving loop never reads the disk back.
     """
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._inbox = root / "inbox"
-        self._results = root / "results"
-        self._outbox = root / "outbox.log"
-        for folder in (root, self._inbox, self._results):
-            folder.mkdir(parents=True, exist_ok=True)
+        root.mkdir(parents=True, exist_ok=True)
         os.chmod(root, 0o700)
+        self._path = root / "journal"
         self._last_seq = 0
-        self._prune_results()
-        self._result_ids = {path.stem for path in self._results.glob("*.json")}
-        self._pending = [self._load_message(path) for path in sorted(self._inbox.glob("*.json"))]
-        self._outgoing = self._read_outbox()
+        self._pending: dict[str, StoredMessage] = {}
+        self._attempts: collections.Counter[str] = collections.Counter()
+        self._results: collections.OrderedDict[str, dict[str, Any]] = collections.OrderedDict()
+        self._outgoing: list[Outgoing] = []
+        self._replay()
+        self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._size = os.fstat(self._fd).st_size
 
     @property
     def stamp_file(self) -> Path:
         return self.root / "stamp"
 
+    def close(self) -> None:
+        """Close the journal (the store is unusable afterwards)."""
+        os.close(self._fd)
+
+    # -- journal -----------------------------------------------------------------------
+
+    def _replay(self) -> None:
+        try:
+            data = self._path.read_bytes()
+        except FileNotFoundError:
+            return
+        for raw in data.splitlines():
+            try:
+                record = json.loads(raw)
+                self._apply(record)
+            except (ValueError, TypeError, IndexError, KeyError):
+                continue  # a line torn by a crash or a power cut
+
+    def _apply(self, record: list[Any]) -> None:
+        kind = record[0]
+        if kind == "P":
+            _, seq, plan_id, reply_to, data = record
+            self._pending[seq] = StoredMessage(seq, plan_id, base64.b64decode(data), reply_to)
+            self._last_seq = max(self._last_seq, int(seq))
+        elif kind == "A":
+            self._attempts[record[1]] += 1
+        elif kind == "R":
+            _, seq, plan_id, reply_to, result = record
+            if seq is not None:
+                self._pending.pop(seq, None)
+                self._attempts.pop(seq, None)
+            self._keep(plan_id, result)
+            self._outgoing.append(Outgoing(plan_id, reply_to, result))
+        elif kind == "S":
+            self._drop_outgoing(record[1])
+        elif kind == "K":
+            self._keep(record[1], record[2])
+
+    def _append(self, record: list[Any], sync: bool = False) -> None:
+        line = _line(record)
+        os.write(self._fd, line)
+        self._size += len(line)
+        if sync:
+            _datasync(self._fd)
+
+    def _keep(self, plan_id: str, result: dict[str, Any]) -> None:
+        self._results[plan_id] = result
+        self._results.move_to_end(plan_id)
+        while len(self._results) > KEPT_RESULTS:
+            self._results.popitem(last=False)
+
+    def _drop_outgoing(self, plan_id: str) -> None:
+        for index, outgoing in enumerate(self._outgoing):
+            if outgoing.plan_id == plan_id:
+                del self._outgoing[index]
+                return
+
+    def _compact_if_big(self) -> None:
+        if self._size < COMPACT_BYTES:
+            return
+        unsent = {outgoing.plan_id for outgoing in self._outgoing}
+        lines = [_line(["K", pid, res]) for pid, res in self._results.items() if pid not in unsent]
+        for message in self._pending.values():
+            data = base64.b64encode(message.body).decode("ascii")
+            lines.append(_line(["P", message.seq, message.plan_id, message.reply_to, data]))
+            lines.extend(_line(["A", message.seq]) for _ in range(self._attempts[message.seq]))
+        lines.extend(_line(["R", None, o.plan_id, o.reply_to, o.result]) for o in self._outgoing)
+        tmp = self._path.with_name("journal.tmp")
+        with open(tmp, "wb") as out:
+            out.writelines(lines)
+            out.flush()
+            os.fsync(out.fileno())
+        os.close(self._fd)
+        os.replace(tmp, self._path)
+        if hasattr(os, "O_DIRECTORY"):  # make the rename itself durable (POSIX)
+            folder = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
+        self._fd = os.open(self._path, os.O_WRONLY | os.O_APPEND)
+        self._size = os.fstat(self._fd).st_size
+
+    # -- plans -------------------------------------------------------------------------
+
     def _next_seq(self) -> str:
         self._last_seq = max(time.time_ns(), self._last_seq + 1)
-        return f"{self._last_seq:020d}"
-
-    @staticmethod
-    def _load_message(path: Path) -> StoredMessage:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        return StoredMessage(
-            seq=path.stem,
-            plan_id=record["ID"],
-            body=base64.b64decode(record["Data"]),
-            reply_to=record["ReplyTo"],
-        )
-
-    def _read_outbox(self) -> list[Outgoing]:
-        outgoing: list[Outgoing] = []
-        try:
-            lines = self._outbox.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            return outgoing
-        for line in lines:
-            try:
-                sign, plan_id, *rest = json.loads(line)
-            except ValueError:
-                continue  # a line torn by a power cut
-            if sign == "+" and plan_id in self._result_ids:
-                outgoing.append(Outgoing(plan_id, rest[0] if rest else None))
-            elif sign == "-":
-                sent = next((o for o in outgoing if o.plan_id == plan_id), None)
-                if sent is not None:
-                    outgoing.remove(sent)
-        return outgoing
-
-    def _log_outbox(self, entry: list[Any]) -> None:
-        with open(self._outbox, "a", encoding="utf-8") as log:
-            log.write(json.dumps(entry) + "\n")
+        return str(self._last_seq)
 
     def receive(self, plan_id: str, body: bytes, reply_to: str | None) -> None:
         """Keep a received message durably (call before acking it)."""
         seq = self._next_seq()
-        record = {
-            "ID": plan_id,
-            "Data": base64.b64encode(body).decode("ascii"),
-            "ReplyTo": reply_to,
-        }
-        write_json(self._inbox / f"{seq}.json", record)
-        self._pending.append(StoredMessage(seq, plan_id, body, reply_to))
+        data = base64.b64encode(body).decode("ascii")
+        self._append(["P", seq, plan_id, reply_to, data], sync=True)
+        self._pending[seq] = StoredMessage(seq, plan_id, body, reply_to)
 
     def is_queued(self, plan_id: str) -> bool:
-        """True while a plan with this id waits in the inbox or runs."""
-        return any(message.plan_id == plan_id for message in self._pending)
+        """True while a plan with this id waits or runs."""
+        return any(message.plan_id == plan_id for message in self._pending.values())
 
     def pending(self) -> list[StoredMessage]:
         """Stored plans not yet answered, oldest first."""
-        return list(self._pending)
+        return list(self._pending.values())
 
     def start_attempt(self, message: StoredMessage) -> int:
         """Count one more start of this plan; returns the count including this one."""
-        path = self.root / "attempts"
-        try:
-            seq, count = path.read_text().split()
-        except (FileNotFoundError, ValueError):
-            seq, count = "", "0"
-        attempts = int(count) + 1 if seq == message.seq else 1
-        write_in_place(path, f"{message.seq} {attempts:09d}")
-        return attempts
+        self._append(["A", message.seq])
+        self._attempts[message.seq] += 1
+        return self._attempts[message.seq]
+
+    # -- results -----------------------------------------------------------------------
 
     def has_result(self, plan_id: str) -> bool:
         """True when ``plan_id`` already ran and its result is kept."""
-        return plan_id in self._result_ids
+        return plan_id in self._results
 
     def stored_result(self, plan_id: str) -> dict[str, Any]:
         """The result recorded for ``plan_id`` (see :meth:`has_result`)."""
-        return json.loads((self._results / f"{plan_id}.json").read_text(encoding="utf-8"))
+        return self._results[plan_id]
 
     def finish(self, message: StoredMessage, result: dict[str, Any]) -> None:
-        """Record the result of an inbox plan, queue it for sending, drop the plan."""
-        write_json(self._results / f"{message.plan_id}.json", result, sync=False)
-        self._result_ids.add(message.plan_id)
-        self.resend(message.plan_id, message.reply_to)
-        (self._inbox / f"{message.seq}.json").unlink(missing_ok=True)
-        self._pending.remove(message)
+        """Record the result of a pending plan and queue it for sending."""
+        self._append(["R", message.seq, message.plan_id, message.reply_to, result])
+        del self._pending[message.seq]
+        self._attempts.pop(message.seq, None)
+        self._keep(message.plan_id, result)
+        self._outgoing.append(Outgoing(message.plan_id, message.reply_to, result))
 
     def resend(self, plan_id: str, reply_to: str | None) -> None:
-        """Queue the stored result of ``plan_id`` for (re)sending."""
-        self._log_outbox(["+", plan_id, reply_to])
-        self._outgoing.append(Outgoing(plan_id, reply_to))
+        """Queue the stored result of ``plan_id`` for sending again."""
+        result = self._results[plan_id]
+        self._append(["R", None, plan_id, reply_to, result])
+        self._outgoing.append(Outgoing(plan_id, reply_to, result))
 
     def outbox(self) -> list[Outgoing]:
         """Results to publish, oldest first."""
         return list(self._outgoing)
 
     def sent(self, outgoing: Outgoing) -> None:
-        """Forget an outbox entry once the broker has it."""
+        """Forget an outbox entry once the broker has confirmed it."""
         self._outgoing.remove(outgoing)
-        if self._outgoing:
-            self._log_outbox(["-", outgoing.plan_id])
-        else:
-            os.truncate(self._outbox, 0)
-
-    def _prune_results(self) -> None:
-        results = sorted(self._results.glob("*.json"), key=lambda p: p.stat().st_mtime)
-        for old in results[:-KEPT_RESULTS]:
-            old.unlink(missing_ok=True)
+        self._append(["S", outgoing.plan_id])
+        self._compact_if_big()

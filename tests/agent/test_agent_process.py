@@ -308,3 +308,22 @@ def test_failed_reboot_still_answers(make_agent, reader):
     publish_raw(agent.queue, json.dumps(plan), message_id="reboot-2")
     assert reader.get(10)[1]["Body"] == 5
     assert "reboot for plan reboot-2 did not happen (exit code 4" in agent.log()
+
+
+def test_direct_runs_match_the_shell_and_each_plan_sees_only_its_files(client, make_agent):
+    agent = make_agent(client)
+    # no "#!" line: cannot be executed directly, so it runs through the shell
+    assert call_script(client, agent, "echo no shebang; ls\n") == "no shebang\nrun.sh"
+    # a script killed by a signal reads as the shell reports it (128 + 9)
+    killed = call_script(
+        client,
+        agent,
+        "#!/bin/sh\nkill -9 $$\n",
+        body="return run().exitCode",
+        Options={"verifyExitcode": False},
+    )
+    assert killed == 137
+    # what a plan leaves in the shared work folder is gone before the next plan runs
+    call_script(client, agent, "#!/bin/sh\ntouch left-over\nmkdir -p d && ln -s /etc d/link\n")
+    assert call_script(client, agent, "#!/bin/sh\nfind . | sort\n") == ".\n./run.sh"
+    assert call_script(client, agent, "#!/bin/sh\nfind . | sort\n") == ".\n./run.sh"

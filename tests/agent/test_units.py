@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from murano_agent import plans
+from murano_agent import plans, storage
 from murano_agent.config import ConfigError, load_config
 from murano_agent.executors import ps_literal
+from murano_agent.files import sweep
 from murano_agent.plans import PlanError
 from murano_agent.security import Rejected, StampGuard
 from murano_agent.storage import PlanStore
@@ -154,10 +155,47 @@ def test_store_survives_reopening_and_remembers_results(tmp_path):
     assert again.start_attempt(pending[0]) == 2
     again.finish(pending[0], {"r": 1})
     assert not again.is_queued("p1") and again.stored_result("p1") == {"r": 1}
-    [outgoing] = PlanStore(tmp_path).outbox()
-    assert (outgoing.plan_id, outgoing.reply_to) == ("p1", "reply")
+    [reopened] = PlanStore(tmp_path).outbox()
+    assert (reopened.plan_id, reopened.reply_to, reopened.result) == ("p1", "reply", {"r": 1})
+    [outgoing] = again.outbox()
     again.sent(outgoing)
     assert again.outbox() == [] and [m.plan_id for m in again.pending()] == ["p2"]
+    last = PlanStore(tmp_path)
+    assert last.outbox() == [] and last.stored_result("p1") == {"r": 1}
+    assert [m.plan_id for m in last.pending()] == ["p2"]
+
+
+def test_store_skips_a_torn_journal_line_and_compacts(tmp_path, monkeypatch):
+    store = PlanStore(tmp_path)
+    store.receive("p1", b"one", None)
+    with open(tmp_path / "journal", "ab") as journal:
+        journal.write(b'["P", "9", "torn')  # a crash in the middle of a write
+    store = PlanStore(tmp_path)
+    assert [m.plan_id for m in store.pending()] == ["p1"]
+    monkeypatch.setattr(storage, "COMPACT_BYTES", 200)
+    monkeypatch.setattr(storage, "KEPT_RESULTS", 2)
+    for index in range(5):
+        store.receive(f"q{index}", b"x" * 50, None)
+        store.finish(store.pending()[-1], {"n": index})
+        store.sent(store.outbox()[0])
+    assert (tmp_path / "journal").stat().st_size < 600
+    again = PlanStore(tmp_path)
+    assert [m.plan_id for m in again.pending()] == ["p1"] and again.outbox() == []
+    assert not again.has_result("q2") and again.stored_result("q4") == {"n": 4}
+
+
+def test_sweep_keeps_only_the_files_about_to_be_rewritten(tmp_path):
+    (tmp_path / "run" / "sub").mkdir(parents=True)
+    (tmp_path / "run" / "deploy.sh").write_text("old")
+    (tmp_path / "run" / "output.log").write_text("left by a script")
+    (tmp_path / "run" / "sub" / "lib.sh").write_text("lib")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "run" / "link").symlink_to(tmp_path / "other")
+    sweep(tmp_path, {"run/deploy.sh", "run/link", "run/sub/lib.sh"})
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    assert left == ["run", "run/deploy.sh", "run/sub", "run/sub/lib.sh"]
+    sweep(tmp_path, set())
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_stamp_guard_persists_and_requires_growth(tmp_path):
