@@ -43,8 +43,13 @@ def merge(base: Any, patch: Any) -> Any:
     return patch
 
 
-def _cloud(call: NativeCall) -> StackService:
-    service = call.executor.services.get("cloud")
+def _cloud(call: NativeCall) -> StackService | None:
+    """The executor's cloud; None where none is configured (as in package tests)."""
+    return call.executor.services.get("cloud")
+
+
+def _require_cloud(call: NativeCall) -> StackService:
+    service = _cloud(call)
     if service is None:
         raise RuntimeError("no cloud is configured for this engine (services['cloud'])")
     return service
@@ -63,10 +68,10 @@ class _State:
         self.environment: dict[str, Any] = {}
         self.applied = True
 
-    def load(self, service: StackService) -> dict[str, Any]:
-        """The template, read from the cloud the first time (``{}`` for no stack)."""
+    def load(self, service: StackService | None) -> dict[str, Any]:
+        """The template, read from the cloud the first time (``{}`` for no stack or cloud)."""
         if self.template is None:
-            stack = service.get(self.name)
+            stack = service.get(self.name) if service is not None else None
             if stack is None:
                 self.template, self.parameters = {}, {}
             else:
@@ -144,7 +149,7 @@ class HeatStack:
     @method
     def output(call: NativeCall) -> Any:
         state = call.native.state
-        service = _cloud(call)
+        service = _require_cloud(call)
         stack = service.wait(state.name, raise_on_failure=False)
         return values.freeze(dict(stack.outputs) if stack is not None else {})
 
@@ -158,7 +163,7 @@ class HeatStack:
         template = copy.deepcopy(pushed)
         template.setdefault("heat_template_version", HOT_VERSION)
         template.setdefault("description", state.description or f"Stack {state.name}")
-        push_stack(_cloud(call), state.name, template, state.parameters, state.files,
+        push_stack(_require_cloud(call), state.name, template, state.parameters, state.files,
                    state.environment)
         state.applied = state.template == pushed
 
@@ -166,6 +171,6 @@ class HeatStack:
     def delete(call: NativeCall) -> None:
         state = call.native.state
         service = _cloud(call)
-        if state.load(service) or service.get(state.name) is not None:
+        if service is not None and (state.load(service) or service.get(state.name) is not None):
             remove_stack(service, state.name)
         state.template, state.applied = {}, True
