@@ -39,6 +39,24 @@ class AgentClient:
         self._conn: kombu.Connection | None = None
         self._declared: set[str] = set()
         self._listener = ResultListener(broker_url, self.result_queue)
+        self._regions: dict[str, AgentClient] = {}
+
+    def for_region(self, region: str) -> AgentClient:
+        """The client of region ``region`` (results on its own queue) on the same broker,
+        with the same signing key; made once, closed with this one."""
+        if f"-execution-results-{region}".lower() == self.result_queue:
+            return self
+        with self._lock:
+            sibling = self._regions.get(region)
+            if sibling is None:
+                sibling = self._regions[region] = AgentClient(self._url, region)
+                sibling._signer = self._signer
+                sibling._stamps = self._stamps  # stamps keep growing whichever client sends
+            return sibling
+
+    def listen(self) -> None:
+        """Start consuming the result queue now (``call`` also starts it when needed)."""
+        self._listener.start()
 
     @staticmethod
     def queue_name(environment_id: str, instance_id: str) -> str:
@@ -90,7 +108,12 @@ class AgentClient:
         return True
 
     def close(self) -> None:
-        """Stop the result listener and close the publishing connection."""
+        """Stop the result listener and close the publishing connection (and the other
+        regions' clients made by :meth:`for_region`)."""
+        with self._lock:
+            siblings, self._regions = list(self._regions.values()), {}
+        for sibling in siblings:
+            sibling.close()
         self._listener.stop()
         with self._lock:
             if self._conn is not None:

@@ -5,6 +5,7 @@ Importing this package registers every native class with
 """
 
 from murano_engine.system import (  # noqa: F401
+    agent,
     core,
     gc,
     heat_stack,

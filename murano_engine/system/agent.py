@@ -1,0 +1,202 @@
+"""io.murano.system.Agent and AgentListener: execution plans for the agents in instances.
+
+An ``Agent`` is made per instance (``new(sys:Agent, host => $instance)``); it
+sends plans to the input queue ``e<environmentId>-h<instanceId>`` and waits for
+results on the result queue of the host's region, whose ``AgentListener``
+names it (``-execution-results-<name>``). Broker traffic goes through the
+``agents`` service (a :class:`murano_engine.messaging.AgentClient`).
+
+Agent failures reach MuranoPL as exceptions catchable by Murano's names:
+``murano.engine.system.agent.AgentException`` (an error result; ``extra`` holds
+what the agent reported: ``message``, ``details`` - for a failed script its
+``exitCode``, ``stdout`` and ``stderr`` -, ``errorCode``, ``time``, ``extra``),
+``murano.engine.system.agent.TimeoutException`` (also known by Murano's
+``murano.common.exceptions.TimeoutException``) and, when ``[engine]
+disable_murano_agent`` is set, ``murano.common.exceptions.PolicyViolationException``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from murano_engine.dsl import values
+from murano_engine.dsl.errors import MuranoPlException
+from murano_engine.dsl.natives import NativeCall, method, native_class
+from murano_engine.dsl.objects import MuranoObject, real_object
+from murano_engine.messaging import AgentClient, AgentError, AgentTimeout, PlanBuildError
+
+AGENT_EXCEPTION = "murano.engine.system.agent.AgentException"
+TIMEOUT_EXCEPTION = "murano.engine.system.agent.TimeoutException"
+#: Murano raises its timeouts and refusals with these names.
+COMMON_TIMEOUT = "murano.common.exceptions.TimeoutException"
+POLICY_VIOLATION = "murano.common.exceptions.PolicyViolationException"
+
+
+def _engine_option(call: NativeCall, name: str, default: Any) -> Any:
+    config = call.executor.services.get("config") or {}
+    return (config.get("engine") or {}).get(name, default)
+
+
+def _exception(
+    call: NativeCall, names: list[str], error: Exception, info: Any
+) -> MuranoPlException:
+    """``error`` as the MuranoPL exception ``names``, with ``info`` as its ``extra``."""
+    return MuranoPlException(
+        names, str(error), call.frame.stack(), extra=values.freeze(info), native=error
+    )
+
+
+def _owner_of_class(obj: MuranoObject, class_name: str) -> MuranoObject | None:
+    current = obj.owner
+    while current is not None:
+        if any(cls.name == class_name for cls in current.murano_class.ancestors()):
+            return current
+        current = current.owner
+    return None
+
+
+@native_class("io.murano.system.AgentListener")
+class AgentListener:
+    """The result queue of one region: ``-execution-results-<name>`` (lower case)."""
+
+    def __init__(self, call: NativeCall, name: str) -> None:
+        self.region = str(name)
+
+    def client(self, call: NativeCall) -> AgentClient:
+        return call.executor.services["agents"].for_region(self.region)
+
+    @method
+    def queueName(call: NativeCall) -> str:  # noqa: N802 - MuranoPL name
+        return call.native.client(call).result_queue
+
+    @method
+    def start(call: NativeCall) -> None:
+        """Consume the result queue now (calls start it anyway)."""
+        call.native.client(call).listen()
+
+
+@native_class("io.murano.system.Agent")
+class Agent:
+    """The agent in ``host``: plans go to ``e<envId>-h<hostId>``."""
+
+    def __init__(self, call: NativeCall, host: Any) -> None:
+        target = real_object(host)
+        if target is None:
+            raise ValueError("sys:Agent needs a host object")
+        environment = _owner_of_class(target, "io.murano.Environment")
+        if environment is None:
+            raise ValueError(f"host {target.id} is not owned by an io.murano.Environment")
+        self.host = target
+        self.environment = environment
+        self.queue = AgentClient.queue_name(environment.id, target.id)
+        self._client: AgentClient | None = None
+
+    def client(self, call: NativeCall) -> AgentClient:
+        """The client of the host's region (found on first use: regions come after hosts)."""
+        if self._client is None:
+            executor = call.executor
+            if self.host.murano_class.find_method("getRegion") is not None:
+                holder = real_object(executor.call(self.host, "getRegion", caller=call.frame))
+            else:
+                holder = self.environment
+            listener = real_object(
+                executor.get_property(holder, "agentListener", call.frame, lenient=True)
+                if holder is not None
+                else None
+            )
+            agents: AgentClient = executor.services["agents"]
+            self._client = listener.native.client(call) if listener is not None else agents
+        return self._client
+
+    @staticmethod
+    def _check_enabled(call: NativeCall) -> None:
+        if _engine_option(call, "disable_murano_agent", False):
+            error = PermissionError("Use of murano-agent is disallowed by the server configuration")
+            names = [POLICY_VIOLATION, "murano.dsl.exceptions.PolicyViolationException"]
+            raise _exception(call, names, error, None)
+
+    @staticmethod
+    def _plan(call: NativeCall, template: Any) -> dict[str, Any]:
+        """The wire plan for ``template``; script files come from the calling package's
+        ``Resources/scripts``."""
+        caller = call.caller_class()
+        package = caller.package if caller is not None else call.frame.murano_class.package
+        try:
+            return call.native.client(call).build_plan(
+                values.thaw(template), lambda name: package.read_resource(f"scripts/{name}")
+            )
+        except PlanBuildError as exc:
+            raise _exception(call, [AGENT_EXCEPTION], exc, {"message": str(exc)}) from exc
+
+    @staticmethod
+    def _timeout(call: NativeCall, timeout: Any) -> float:
+        return float(_engine_option(call, "agent_timeout", 3600) if timeout is None else timeout)
+
+    @staticmethod
+    def _wait(call: NativeCall, plan: dict[str, Any], timeout: Any) -> Any:
+        agent: Agent = call.native
+        try:
+            result = agent.client(call).call(agent.queue, plan, Agent._timeout(call, timeout))
+        except AgentTimeout as exc:
+            raise _exception(call, [TIMEOUT_EXCEPTION, COMMON_TIMEOUT], exc, exc.info) from exc
+        except AgentError as exc:
+            raise _exception(call, [AGENT_EXCEPTION], exc, exc.info) from exc
+        return values.freeze(result)
+
+    @method
+    def call(call: NativeCall, template: Any, resources: Any = None, timeout: Any = None) -> Any:
+        """Build a plan from ``template`` (scripts from the calling package: ``resources``
+        only says so, as in Murano), send it, wait for its result and return it."""
+        Agent._check_enabled(call)
+        return Agent._wait(call, Agent._plan(call, template), timeout)
+
+    @method
+    def send(call: NativeCall, template: Any, resources: Any = None) -> None:
+        """Build and send a plan without waiting for its result."""
+        Agent._check_enabled(call)
+        agent: Agent = call.native
+        agent.client(call).send(agent.queue, Agent._plan(call, template))
+
+    @method
+    def callRaw(call: NativeCall, plan: Any, timeout: Any = None) -> Any:  # noqa: N802
+        """Send an already built plan as it is and wait for its result."""
+        Agent._check_enabled(call)
+        return Agent._wait(call, values.thaw(plan), timeout)
+
+    @method
+    def sendRaw(call: NativeCall, plan: Any) -> None:  # noqa: N802
+        """Send an already built plan as it is, without waiting."""
+        Agent._check_enabled(call)
+        agent: Agent = call.native
+        agent.client(call).send(agent.queue, values.thaw(plan))
+
+    @method
+    def buildExecutionPlan(call: NativeCall, template: Any, resources: Any = None) -> Any:  # noqa: N802
+        """The wire plan ``call``/``send`` would send for ``template``."""
+        return values.freeze(Agent._plan(call, template))
+
+    @method
+    def isReady(call: NativeCall, timeout: Any = 100) -> bool:  # noqa: N802
+        """True when the agent answers a no-op plan within ``timeout`` seconds."""
+        Agent._check_enabled(call)
+        agent: Agent = call.native
+        return agent.client(call).is_ready(agent.queue, Agent._timeout(call, timeout))
+
+    @method
+    def waitReady(call: NativeCall, timeout: Any = 100) -> None:  # noqa: N802
+        """Wait for the agent to answer a no-op plan; a TimeoutException after ``timeout`` s."""
+        Agent._check_enabled(call)
+        agent: Agent = call.native
+        seconds = Agent._timeout(call, timeout)
+        if not agent.client(call).is_ready(agent.queue, seconds):
+            error = AgentTimeout(agent.queue, seconds)
+            raise _exception(call, [TIMEOUT_EXCEPTION, COMMON_TIMEOUT], error, error.info)
+
+    @method
+    def queueName(call: NativeCall) -> str:  # noqa: N802
+        return call.native.queue
+
+    @method
+    def signingKey(call: NativeCall, linePrefix: str = "") -> str:  # noqa: N802, N803
+        """The engine's public key agents verify plans with (PKCS#1 PEM), or ''."""
+        return call.native.client(call).signing_key(str(linePrefix or ""))
