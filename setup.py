@@ -20,15 +20,22 @@ setup(
         "cryptography>=41",
         "semantic_version>=2.10",
         "jsonpatch>=1.33",
+        "SQLAlchemy>=2.0.21",
+        "alembic>=1.12",
+        "psycopg[binary]>=3.1",
+        "Werkzeug>=3.0",
+        "waitress>=3.0",
     ],
     extras_require={
-        "test": ["pytest>=8", "ruff>=0.5"],
+        "test": ["pytest>=8", "ruff>=0.5", "python-muranoclient>=2.0"],
+        "keystone": ["keystonemiddleware>=10"],
     },
     entry_points={
         "console_scripts": [
             "murano-engine=murano_engine.cli:main",
             "murano-test-runner=murano_engine.test_runner:main",
             "murano-agent=murano_agent.cli:main",
+            "murano-api=murano_engine.api.server:main",
         ],
     },
 )

@@ -155,6 +155,11 @@ def build_parser() -> argparse.ArgumentParser:
     validate = commands.add_parser("validate", help="check a package and list every problem")
     validate.add_argument("path", help="package folder or zip")
     validate.set_defaults(handler=_validate)
+
+    worker = commands.add_parser("worker", help="run engine tasks that murano-api queues")
+    worker.add_argument("--config-file", required=True, help="murano-api configuration file")
+    worker.set_defaults(handler=lambda o: __import__(
+        "murano_engine.api.workers", fromlist=["serve_worker"]).serve_worker(o))
     return parser
 
 

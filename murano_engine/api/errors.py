@@ -88,7 +88,6 @@ def render(error: ApiError, accept: str | None,
                 "error": inner}
         return "application/json", json.dumps(body).encode()
     lines = [error.message] + list(error.problems or [])
-    items = "".join(f"<p>{html.escape(line)}</p>" for line in lines)
-    page = (f"<html><head><title>{error.status} {title}</title></head><body>"
-            f"<h1>{error.status} {title}</h1>{items}</body></html>")
+    items = "".join(f"<p>{html.escape(line)}</p>\n" for line in lines)
+    page = f"<html><body>\n<h1>{error.status} {title}</h1>\n{items}</body></html>\n"
     return "text/html; charset=UTF-8", page.encode()

@@ -1,0 +1,405 @@
+"""The WSGI application: routes of Murano's API v1, request logs and JSON errors."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.routing import Map, Rule
+from werkzeug.wrappers import Request, Response
+
+from murano_engine.api import catalog, environments, templates
+from murano_engine.api.auth import Context
+from murano_engine.api.config import Settings
+from murano_engine.api.db import Store
+from murano_engine.api.errors import ApiError, BadRequest, TooLarge, render
+
+LOG = logging.getLogger("murano_engine.api.requests")
+JSON_LIMIT = 16 * 1024 * 1024
+SESSION_HEADER = "X-Configuration-Session"
+
+# (path, methods, endpoint, summary); the OpenAPI document is built from this table.
+ROUTES: list[tuple[str, tuple[str, ...], str, str]] = [
+    ("/", ("GET",), "versions", "API versions"),
+    ("/v1/openapi.json", ("GET",), "openapi", "This OpenAPI document"),
+    ("/v1/environments", ("GET",), "list_envs", "List the project's environments"),
+    ("/v1/environments", ("POST",), "create_env", "Create an environment"),
+    ("/v1/environments/<env_id>", ("GET",), "show_env", "Show an environment and its services"),
+    ("/v1/environments/<env_id>", ("PUT",), "rename_env", "Rename an environment"),
+    ("/v1/environments/<env_id>", ("DELETE",), "delete_env",
+     "Delete an environment (through the engine; ?abandon=true drops it)"),
+    ("/v1/environments/<env_id>/lastStatus", ("GET",), "last_status",
+     "Latest status report of each service"),
+    ("/v1/environments/<env_id>/model/", ("GET",), "get_model", "The object model"),
+    ("/v1/environments/<env_id>/model/<path:path>", ("GET",), "get_model",
+     "Part of the object model"),
+    ("/v1/environments/<env_id>/model/", ("PATCH",), "patch_model",
+     "JSON-patch the session's object model"),
+    ("/v1/environments/<env_id>/configure", ("POST",), "configure",
+     "Open a configuration session"),
+    ("/v1/environments/<env_id>/sessions/<session_id>", ("GET",), "show_session",
+     "Show a session"),
+    ("/v1/environments/<env_id>/sessions/<session_id>", ("DELETE",), "delete_session",
+     "Discard a session"),
+    ("/v1/environments/<env_id>/sessions/<session_id>/deploy", ("POST",), "deploy",
+     "Deploy a session"),
+    ("/v1/environments/<env_id>/services", ("GET", "POST", "PUT", "DELETE"), "services",
+     "Read or edit the services (writes need X-Configuration-Session)"),
+    ("/v1/environments/<env_id>/services/<path:path>", ("GET", "POST", "PUT", "DELETE"),
+     "services", "Read or edit part of the services"),
+    ("/v1/environments/<env_id>/deployments", ("GET",), "list_deployments",
+     "Deployments of an environment"),
+    ("/v1/environments/<env_id>/deployments/<task_id>", ("GET",), "reports",
+     "Status reports of a deployment (?service_id= filters)"),
+    ("/v1/deployments", ("GET",), "all_deployments", "Deployments of all environments"),
+    ("/v1/environments/<env_id>/actions/<action_id>", ("POST",), "call_action",
+     "Run an object's action"),
+    ("/v1/environments/<env_id>/actions/<action_id>", ("GET",), "action_result",
+     "Result of an action's task"),
+    ("/v1/actions", ("POST",), "static_action", "Call a public static method"),
+    ("/v1/catalog/packages", ("GET",), "list_packages", "Search the catalog"),
+    ("/v1/catalog/packages", ("POST",), "upload_package",
+     "Upload a package (multipart: the zip and __metadata__ JSON)"),
+    ("/v1/catalog/packages/<package_id>", ("GET",), "show_package", "Show a package"),
+    ("/v1/catalog/packages/<package_id>", ("PATCH",), "update_package",
+     "Update tags, categories, is_public, enabled, name or description"),
+    ("/v1/catalog/packages/<package_id>", ("DELETE",), "delete_package", "Delete a package"),
+    ("/v1/catalog/packages/<package_id>/download", ("GET",), "download",
+     "The package's zip"),
+    ("/v1/catalog/packages/<package_id>/ui", ("GET",), "ui", "The UI definition"),
+    ("/v1/catalog/packages/<package_id>/logo", ("GET",), "logo", "The logo"),
+    ("/v1/catalog/packages/<package_id>/supplier_logo", ("GET",), "supplier_logo",
+     "The supplier's logo"),
+    ("/v1/catalog/categories", ("GET",), "list_categories", "List categories"),
+    ("/v1/catalog/categories", ("POST",), "create_category", "Create a category"),
+    ("/v1/catalog/categories/<category_id>", ("GET",), "show_category",
+     "Show a category and its packages"),
+    ("/v1/catalog/categories/<category_id>", ("DELETE",), "delete_category",
+     "Delete an unused category"),
+    ("/v1/templates", ("GET",), "list_templates", "List environment templates"),
+    ("/v1/templates", ("POST",), "create_template", "Create an environment template"),
+    ("/v1/templates/<template_id>", ("GET",), "show_template", "Show a template"),
+    ("/v1/templates/<template_id>", ("PUT",), "update_template", "Update a template"),
+    ("/v1/templates/<template_id>", ("DELETE",), "delete_template", "Delete a template"),
+    ("/v1/templates/<template_id>/create-environment", ("POST",), "template_env",
+     "Create an environment (and session) from a template"),
+    ("/v1/templates/<template_id>/clone", ("POST",), "clone_template",
+     "Copy a template into the caller's project"),
+    ("/v1/templates/<template_id>/services", ("GET", "POST"), "template_services",
+     "List or add a template's applications"),
+    ("/v1/templates/<template_id>/services/<path:path>", ("GET", "PUT", "DELETE"),
+     "template_services", "Show, replace or remove a template's application"),
+]
+PUBLIC = {"versions", "openapi"}
+
+
+def openapi_document() -> dict[str, Any]:
+    """OpenAPI 3 description of every route."""
+    paths: dict[str, dict[str, Any]] = {}
+    for path, methods, endpoint, summary in ROUTES:
+        name = path.replace("<path:path>", "{path}")
+        params = []
+        while "<" in name:
+            start, end = name.index("<"), name.index(">")
+            params.append(name[start + 1:end])
+            name = name[:start] + "{" + name[start + 1:end] + "}" + name[end + 1:]
+        params += ["path"] if "{path}" in name else []
+        for method in methods:
+            paths.setdefault(name, {})[method.lower()] = {
+                "operationId": f"{endpoint}_{method.lower()}", "summary": summary,
+                "parameters": [{"name": p, "in": "path", "required": True,
+                                "schema": {"type": "string"}} for p in params],
+                "security": [] if endpoint in PUBLIC else [{"token": []}],
+                "responses": {"200": {"description": "success"},
+                              "default": {"description": "an error in Murano's shape"}}}
+    return {"openapi": "3.0.3",
+            "info": {"title": "Murano application catalog API", "version": "1.0"},
+            "components": {"securitySchemes": {"token": {"type": "apiKey", "in": "header",
+                                                         "name": "X-Auth-Token"}}},
+            "paths": paths}
+
+
+def json_response(body: Any, status: int = 200) -> Response:
+    return Response(json.dumps(body), status=status, mimetype="application/json")
+
+
+class Api:
+    """The application; one instance serves every thread."""
+
+    def __init__(self, settings: Settings, store: Store, dispatcher: Any,
+                 identify: Callable[[dict[str, Any]], Context]) -> None:
+        self.settings = settings
+        self.store = store
+        self.dispatcher = dispatcher
+        self.identify = identify
+        self.url_map = Map([Rule(p, methods=m, endpoint=e) for p, m, e, _ in ROUTES],
+                           strict_slashes=False, merge_slashes=True)
+        self.openapi = json.dumps(openapi_document()).encode()
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        started = time.perf_counter()
+        request = Request(environ)
+        request_id = f"req-{uuid.uuid4()}"
+        try:
+            endpoint, args = self.url_map.bind_to_environ(environ).match()
+            context = None if endpoint in PUBLIC else self.identify(environ)
+            response = getattr(self, "on_" + endpoint)(request, context, **args)
+        except ApiError as exc:
+            response = self.error(request, exc)
+        except RequestEntityTooLarge:
+            response = self.error(request, TooLarge("the request body is too large"))
+        except HTTPException as exc:
+            response = self.error(request, ApiError(exc.description or exc.name,
+                                                    status=exc.code or 500))
+        except Exception as exc:  # noqa: BLE001 - one bad request must not stop the API
+            LOG.exception("%s %s failed", request.method, request.path)
+            response = self.error(request, ApiError(f"{type(exc).__name__}: {exc}"),
+                                  traceback.format_exc())
+        response.headers["x-openstack-request-id"] = request_id
+        LOG.info("%s %s %s %d %.1fms", request_id, request.method, request.full_path.rstrip("?"),
+                 response.status_code, (time.perf_counter() - started) * 1000)
+        return response(environ, start_response)
+
+    def error(self, request: Request, exc: ApiError, trace: str | None = None) -> Response:
+        content_type, body = render(exc, request.headers.get("Accept"), trace)
+        return Response(body, status=exc.status, content_type=content_type)
+
+    # -- helpers -------------------------------------------------------------
+    @staticmethod
+    def body(request: Request, required: bool = True) -> Any:
+        if request.content_length and request.content_length > JSON_LIMIT:
+            raise TooLarge(f"a JSON body has at most {JSON_LIMIT} bytes")
+        data = request.get_data(cache=False)
+        if not data.strip():
+            if required:
+                raise BadRequest("the request needs a JSON body")
+            return None
+        try:
+            return json.loads(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BadRequest(f"the body is not valid JSON: {exc}") from None
+
+    @staticmethod
+    def params(request: Request) -> dict[str, list[str]]:
+        return {k: request.args.getlist(k) for k in request.args}
+
+    def submit(self, task: dict | None) -> None:
+        if task is not None:
+            self.dispatcher.submit(task)
+
+    # -- versions ----------------------------------------------------------
+    def on_versions(self, request: Request, _: None) -> Response:
+        return json_response({"versions": [{"id": "v1.0", "status": "CURRENT", "links": [
+            {"rel": "self", "href": request.host_url + "v1/"}]}]}, 300)
+
+    def on_openapi(self, request: Request, _: None) -> Response:
+        return Response(self.openapi, mimetype="application/json")
+
+    # -- environments ------------------------------------------------------
+    def on_list_envs(self, request: Request, ctx: Context) -> Response:
+        return json_response(environments.list_envs(self.store, ctx, self.params(request)))
+
+    def on_create_env(self, request: Request, ctx: Context) -> Response:
+        env = environments.create_env(self.store, ctx, self.body(request),
+                                      self.settings.environment_class)
+        return json_response(environments.env_json(env, "ready"))
+
+    def on_show_env(self, request: Request, ctx: Context, env_id: str) -> Response:
+        return json_response(environments.show_env(self.store, ctx, env_id,
+                                                   request.headers.get(SESSION_HEADER)))
+
+    def on_rename_env(self, request: Request, ctx: Context, env_id: str) -> Response:
+        return json_response(environments.rename_env(self.store, ctx, env_id,
+                                                     self.body(request)))
+
+    def on_delete_env(self, request: Request, ctx: Context, env_id: str) -> Response:
+        abandon = request.args.get("abandon", "false").lower() == "true"
+        self.submit(environments.delete_env(self.store, ctx, env_id, abandon))
+        return Response(status=200)
+
+    def on_last_status(self, request: Request, ctx: Context, env_id: str) -> Response:
+        return json_response(environments.last_status(self.store, ctx, env_id,
+                                                      request.headers.get(SESSION_HEADER)))
+
+    def on_get_model(self, request: Request, ctx: Context, env_id: str,
+                     path: str = "") -> Response:
+        return json_response(environments.get_model(self.store, ctx, env_id, path,
+                                                     request.headers.get(SESSION_HEADER)))
+
+    def on_patch_model(self, request: Request, ctx: Context, env_id: str) -> Response:
+        return json_response(environments.patch_model(
+            self.store, ctx, env_id, request.headers.get(SESSION_HEADER), self.body(request)))
+
+    # -- sessions ----------------------------------------------------------
+    def on_configure(self, request: Request, ctx: Context, env_id: str) -> Response:
+        return json_response(environments.configure(self.store, ctx, env_id))
+
+    def on_show_session(self, request: Request, ctx: Context, env_id: str,
+                        session_id: str) -> Response:
+        return json_response(environments.show_session(self.store, ctx, env_id, session_id))
+
+    def on_delete_session(self, request: Request, ctx: Context, env_id: str,
+                          session_id: str) -> Response:
+        environments.delete_session(self.store, ctx, env_id, session_id)
+        return Response(status=200)
+
+    def on_deploy(self, request: Request, ctx: Context, env_id: str,
+                  session_id: str) -> Response:
+        self.submit(environments.deploy(self.store, ctx, env_id, session_id))
+        return Response(status=200)
+
+    # -- services ----------------------------------------------------------
+    def on_services(self, request: Request, ctx: Context, env_id: str,
+                    path: str = "") -> Response:
+        session_id = request.headers.get(SESSION_HEADER)
+        if request.method == "GET":
+            return json_response(environments.get_services(self.store, ctx, env_id, path,
+                                                           session_id))
+        value = self.body(request) if request.method != "DELETE" else None
+        result = environments.edit_services(self.store, ctx, env_id, session_id,
+                                            request.method, path, value)
+        return json_response(result) if result is not None else Response(status=200)
+
+    # -- deployments and actions -------------------------------------------
+    def on_list_deployments(self, request: Request, ctx: Context, env_id: str) -> Response:
+        return json_response(environments.list_deployments(self.store, ctx, env_id))
+
+    def on_all_deployments(self, request: Request, ctx: Context) -> Response:
+        return json_response(environments.list_deployments(self.store, ctx, None))
+
+    def on_reports(self, request: Request, ctx: Context, env_id: str, task_id: str) -> Response:
+        return json_response(environments.reports(self.store, ctx, env_id, task_id,
+                                                  request.args.getlist("service_id")))
+
+    def on_call_action(self, request: Request, ctx: Context, env_id: str,
+                       action_id: str) -> Response:
+        task = environments.call_action(self.store, ctx, env_id, action_id,
+                                        self.body(request, required=False) or {})
+        self.submit(task)
+        return json_response({"task_id": task["task_id"]})
+
+    def on_action_result(self, request: Request, ctx: Context, env_id: str,
+                         action_id: str) -> Response:
+        return json_response(environments.action_result(self.store, ctx, env_id, action_id))
+
+    def on_static_action(self, request: Request, ctx: Context) -> Response:
+        body = self.body(request)
+        if not isinstance(body, dict) or not body.get("className") or \
+                not body.get("methodName"):
+            raise BadRequest("className and methodName are required")
+        if not isinstance(body.get("parameters") or {}, dict):
+            raise BadRequest("parameters are a JSON object")
+        return json_response(self.dispatcher.call_static(ctx, body))
+
+    # -- catalog -----------------------------------------------------------
+    def on_list_packages(self, request: Request, ctx: Context) -> Response:
+        return json_response(catalog.list_packages(self.store, self.settings, ctx,
+                                                   self.params(request)))
+
+    def on_upload_package(self, request: Request, ctx: Context) -> Response:
+        limit = self.settings.package_size_limit
+        if request.content_length and request.content_length > limit + 1024 * 1024:
+            raise TooLarge(f"the upload is {request.content_length} bytes; packages have at "
+                           f"most {limit} bytes")
+        request.max_content_length = limit + 1024 * 1024
+        request.max_form_memory_size = 1024 * 1024
+        if request.mimetype != "multipart/form-data":
+            raise BadRequest("upload the package as multipart/form-data")
+        files = list(request.files.values())
+        if len(files) != 1:
+            raise BadRequest("the upload needs exactly one package file")
+        data = files[0].read(limit + 1)
+        metadata: Any = {}
+        if request.form.get("__metadata__"):
+            try:
+                metadata = json.loads(request.form["__metadata__"])
+            except ValueError as exc:
+                raise BadRequest(f"__metadata__ is not valid JSON: {exc}") from None
+            if not isinstance(metadata, dict):
+                raise BadRequest("__metadata__ is a JSON object")
+        return json_response(catalog.create_package(self.store, self.settings, ctx, data,
+                                                    metadata))
+
+    def on_show_package(self, request: Request, ctx: Context, package_id: str) -> Response:
+        return json_response(catalog.show_package(self.store, ctx, package_id))
+
+    def on_update_package(self, request: Request, ctx: Context, package_id: str) -> Response:
+        return json_response(catalog.update_package(self.store, ctx, package_id,
+                                                    self.body(request)))
+
+    def on_delete_package(self, request: Request, ctx: Context, package_id: str) -> Response:
+        catalog.delete_package(self.store, ctx, package_id)
+        return Response(status=200)
+
+    def on_download(self, request: Request, ctx: Context, package_id: str) -> Response:
+        data = catalog.package_blob(self.store, ctx, package_id, "archive")
+        return Response(data, mimetype="application/octet-stream", headers={
+            "Content-Disposition": f"attachment; filename={package_id}.zip"})
+
+    def on_ui(self, request: Request, ctx: Context, package_id: str) -> Response:
+        return Response(catalog.package_blob(self.store, ctx, package_id, "ui_definition"),
+                        mimetype="text/plain")
+
+    def on_logo(self, request: Request, ctx: Context, package_id: str) -> Response:
+        return Response(catalog.package_blob(self.store, ctx, package_id, "logo"),
+                        mimetype="application/octet-stream")
+
+    def on_supplier_logo(self, request: Request, ctx: Context, package_id: str) -> Response:
+        return Response(catalog.package_blob(self.store, ctx, package_id, "supplier_logo"),
+                        mimetype="application/octet-stream")
+
+    def on_list_categories(self, request: Request, ctx: Context) -> Response:
+        return json_response(catalog.list_categories(self.store, self.settings,
+                                                     self.params(request)))
+
+    def on_create_category(self, request: Request, ctx: Context) -> Response:
+        return json_response(catalog.create_category(self.store, self.body(request)))
+
+    def on_show_category(self, request: Request, ctx: Context, category_id: str) -> Response:
+        return json_response(catalog.show_category(self.store, ctx, category_id))
+
+    def on_delete_category(self, request: Request, ctx: Context, category_id: str) -> Response:
+        catalog.delete_category(self.store, category_id)
+        return Response(status=200)
+
+    # -- templates ---------------------------------------------------------
+    def on_list_templates(self, request: Request, ctx: Context) -> Response:
+        return json_response(templates.list_templates(self.store, ctx, self.params(request)))
+
+    def on_create_template(self, request: Request, ctx: Context) -> Response:
+        return json_response(templates.create_template(self.store, ctx, self.body(request)))
+
+    def on_show_template(self, request: Request, ctx: Context, template_id: str) -> Response:
+        return json_response(templates.show_template(self.store, ctx, template_id))
+
+    def on_update_template(self, request: Request, ctx: Context, template_id: str) -> Response:
+        return json_response(templates.update_template(self.store, ctx, template_id,
+                                                       self.body(request)))
+
+    def on_delete_template(self, request: Request, ctx: Context, template_id: str) -> Response:
+        templates.delete_template(self.store, ctx, template_id)
+        return Response(status=200)
+
+    def on_template_env(self, request: Request, ctx: Context, template_id: str) -> Response:
+        return json_response(templates.create_environment(
+            self.store, ctx, template_id, self.body(request), self.settings.environment_class))
+
+    def on_clone_template(self, request: Request, ctx: Context, template_id: str) -> Response:
+        return json_response(templates.clone_template(self.store, ctx, template_id,
+                                                      self.body(request)))
+
+    def on_template_services(self, request: Request, ctx: Context, template_id: str,
+                             path: str = "") -> Response:
+        if request.method == "GET":
+            return json_response(templates.template_services(self.store, ctx, template_id,
+                                                             path))
+        value = self.body(request) if request.method != "DELETE" else None
+        result = templates.edit_template_services(self.store, ctx, template_id,
+                                                  request.method, path, value)
+        return json_response(result) if result is not None else Response(status=200)

@@ -1,0 +1,576 @@
+"""Environments, configuration sessions, services, deployments and actions.
+
+An environment's ``description`` is its model: ``{"Objects": {..., "services":
+[...]}, "Attributes": [...], "ObjectsCopy": ...}``. A session holds a draft
+copy and the environment ``version`` it started from; deploying it takes the
+environment (``acquired_by``) with one conditional UPDATE, so a stale session
+or a second deployment is refused and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import jsonpatch
+from sqlalchemy import func, select, update
+
+from murano_engine.api import db
+from murano_engine.api.auth import Context
+from murano_engine.api.errors import BadRequest, Conflict, Forbidden, NotFound
+from murano_engine.api.paths import insert_at, remove_at, replace_at, resolve
+
+BUSY = ("deploying", "deleting")
+MODEL_PATCH_DENIED = ("/?", "/services")
+
+
+# -- model helpers ---------------------------------------------------------------
+
+def new_model(env_id: str, name: str, body: Mapping[str, Any], env_class: str) -> dict:
+    objects: dict[str, Any] = {"?": {"id": env_id, "type": env_class}, "name": name,
+                               "services": []}
+    if body.get("region"):
+        objects["region"] = body["region"]
+    if body.get("defaultNetworks") is not None:
+        objects["defaultNetworks"] = body["defaultNetworks"]
+    return {"Objects": objects, "Attributes": []}
+
+
+def to_engine(description: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The stored model as the engine reads it (``services`` become ``applications``)."""
+    model = copy.deepcopy(dict(description or {}))
+    objects = model.get("Objects")
+    if isinstance(objects, dict):
+        objects["applications"] = objects.pop("services", [])
+    return model
+
+
+def from_engine(model: Mapping[str, Any]) -> dict[str, Any]:
+    stored = {k: model.get(k) for k in ("Objects", "Attributes", "ObjectsCopy")}
+    for key in ("Objects", "ObjectsCopy"):
+        objects = stored.get(key)
+        if isinstance(objects, dict):
+            objects["services"] = objects.pop("applications", None) or []
+    return stored
+
+
+def _services(description: Mapping[str, Any] | None) -> list:
+    objects = (description or {}).get("Objects")
+    return list(objects.get("services") or []) if isinstance(objects, dict) else []
+
+
+# -- environments ----------------------------------------------------------------
+
+def _statuses(session: db.DbSession, env_ids: list[str]) -> dict[str, str]:
+    rows = session.execute(select(db.Session.environment_id, db.Session.state)
+                           .where(db.Session.environment_id.in_(env_ids))
+                           .order_by(db.Session.updated.desc())).all()
+    by_env: dict[str, list[str]] = {}
+    for env_id, state in rows:
+        by_env.setdefault(env_id, []).append(state)
+    return {env_id: status_of(by_env.get(env_id, [])) for env_id in env_ids}
+
+
+def status_of(states: list[str]) -> str:
+    """Murano's environment status from its sessions' states, newest first."""
+    for busy in BUSY:
+        if busy in states:
+            return busy
+    finished = [s for s in states if s != "opened"]
+    if finished and finished[0] in ("deploy failure", "delete failure"):
+        return finished[0]
+    return "pending" if "opened" in states else "ready"
+
+
+def env_json(env: db.Environment, status: str) -> dict[str, Any]:
+    objects = (env.description or {}).get("Objects") or {}
+    return {"id": env.id, "name": env.name, "created": env.created.isoformat(),
+            "updated": env.updated.isoformat(), "networking": {}, "status": status,
+            "tenant_id": env.tenant_id, "version": env.version,
+            "description_text": env.description_text, "region": objects.get("region"),
+            "acquired_by": env.acquired_by}
+
+
+def get_env(session: db.DbSession, context: Context, env_id: str) -> db.Environment:
+    env = session.get(db.Environment, env_id)
+    if env is None or (env.tenant_id != context.project_id and not context.is_admin):
+        raise NotFound(f"environment {env_id} is not found")
+    return env
+
+
+def list_envs(store: db.Store, context: Context,
+              params: Mapping[str, list[str]]) -> dict[str, Any]:
+    query = select(db.Environment).order_by(db.Environment.created)
+    all_tenants = (params.get("all_tenants") or ["false"])[-1].lower() == "true"
+    tenant = (params.get("tenant") or [None])[-1]
+    if (all_tenants or tenant) and not context.is_admin:
+        raise Forbidden("listing other projects' environments needs the admin role")
+    if tenant:
+        query = query.where(db.Environment.tenant_id == tenant)
+    elif not all_tenants:
+        query = query.where(db.Environment.tenant_id == context.project_id)
+    with store.read() as session:
+        envs = session.scalars(query).all()
+        statuses = _statuses(session, [e.id for e in envs])
+    return {"environments": [env_json(e, statuses[e.id]) for e in envs]}
+
+
+def required_name(body: Any) -> str:
+    name = body.get("name") if isinstance(body, dict) else None
+    if not isinstance(name, str) or not name.strip():
+        raise BadRequest("a name is required")
+    if len(name) > 255:
+        raise BadRequest("a name has at most 255 characters")
+    return name
+
+
+def create_env(store: db.Store, context: Context, body: Any, env_class: str,
+               services: list | None = None) -> db.Environment:
+    name = required_name(body)
+    with store.write() as session:
+        if session.scalar(select(db.Environment.id).where(
+                db.Environment.tenant_id == context.project_id, db.Environment.name == name)):
+            raise Conflict(f"environment {name!r} already exists")
+        env = db.Environment(id=db.new_id(), name=name, tenant_id=context.project_id)
+        env.description = new_model(env.id, name, body, env_class)
+        if services:
+            env.description["Objects"]["services"] = services
+        session.add(env)
+    return env
+
+
+def show_env(store: db.Store, context: Context, env_id: str,
+             session_id: str | None) -> dict[str, Any]:
+    with store.read() as session:
+        env = get_env(session, context, env_id)
+        body = env_json(env, _statuses(session, [env_id])[env_id])
+        description = env.description
+        if session_id:
+            description = _session(session, env, session_id).description
+    body["services"] = _services(description)
+    return body
+
+
+def rename_env(store: db.Store, context: Context, env_id: str, body: Any) -> dict[str, Any]:
+    name = required_name(body)
+    with store.write() as session:
+        env = get_env(session, context, env_id)
+        if session.scalar(select(db.Environment.id).where(
+                db.Environment.tenant_id == env.tenant_id, db.Environment.name == name,
+                db.Environment.id != env_id)):
+            raise Conflict(f"environment {name!r} already exists")
+        env.name = name
+        description = copy.deepcopy(env.description)
+        if isinstance(description.get("Objects"), dict):
+            description["Objects"]["name"] = name
+        env.description = description
+        status = _statuses(session, [env_id])[env_id]
+    return env_json(env, status)
+
+
+def last_status(store: db.Store, context: Context, env_id: str,
+                session_id: str | None) -> dict[str, Any]:
+    with store.read() as session:
+        env = get_env(session, context, env_id)
+        description = _session(session, env, session_id).description if session_id \
+            else env.description
+        ids = [s.get("?", {}).get("id") for s in _services(description) if isinstance(s, dict)]
+        latest: dict[str, Any] = {i: None for i in ids if i}
+        rows = session.scalars(select(db.Status).join(db.Task)
+                               .where(db.Task.environment_id == env_id,
+                                      db.Status.entity_id.in_(list(latest)))
+                               .order_by(db.Status.created)).all()
+        for row in rows:
+            latest[row.entity_id] = status_json(row)
+    return {"lastStatuses": latest}
+
+
+def get_model(store: db.Store, context: Context, env_id: str, path: str,
+              session_id: str | None) -> Any:
+    with store.read() as session:
+        env = get_env(session, context, env_id)
+        description = _session(session, env, session_id).description if session_id \
+            else env.description
+    return resolve(description.get("Objects"), path)
+
+
+def patch_model(store: db.Store, context: Context, env_id: str, session_id: str | None,
+                patch: Any) -> Any:
+    if not isinstance(patch, list):
+        raise BadRequest("the body must be a JSON-patch list")
+    for change in patch:
+        if not isinstance(change, dict) or change.get("op") not in ("add", "replace", "remove"):
+            raise BadRequest("each change needs an op of add, replace or remove")
+        if str(change.get("path", "")).startswith(MODEL_PATCH_DENIED):
+            raise Forbidden(f"{change.get('path')} cannot be changed through the model")
+    with store.write() as session:
+        env = get_env(session, context, env_id)
+        draft = _editable(session, env, session_id)
+        try:
+            objects = jsonpatch.apply_patch(draft.description.get("Objects") or {}, patch)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+            raise BadRequest(f"the patch does not apply: {exc}") from None
+        draft.description = {**draft.description, "Objects": objects}
+    return objects
+
+
+# -- sessions --------------------------------------------------------------------
+
+def session_json(row: db.Session) -> dict[str, Any]:
+    return {"id": row.id, "environment_id": row.environment_id, "user_id": row.user_id,
+            "state": row.state, "version": row.version, "created": row.created.isoformat(),
+            "updated": row.updated.isoformat()}
+
+
+def _session(session: db.DbSession, env: db.Environment, session_id: str) -> db.Session:
+    row = session.get(db.Session, session_id)
+    if row is None or row.environment_id != env.id:
+        raise NotFound(f"session {session_id} is not found in environment {env.id}")
+    return row
+
+
+def _editable(session: db.DbSession, env: db.Environment, session_id: str | None) -> db.Session:
+    if not session_id:
+        raise BadRequest("the X-Configuration-Session header is required")
+    row = _session(session, env, session_id)
+    if row.state != "opened":
+        raise Forbidden(f"session {session_id} is {row.state} and cannot be changed")
+    if row.version != env.version:
+        raise Forbidden(f"session {session_id} is stale: the environment was deployed since")
+    return row
+
+
+def configure(store: db.Store, context: Context, env_id: str) -> dict[str, Any]:
+    with store.write() as session:
+        env = get_env(session, context, env_id)
+        if env.acquired_by:
+            raise Forbidden(f"environment {env_id} is being deployed; try again later")
+        row = db.Session(environment_id=env_id, user_id=context.user_id, state="opened",
+                         version=env.version, description=copy.deepcopy(env.description))
+        session.add(row)
+        session.flush()
+        return session_json(row)
+
+
+def show_session(store: db.Store, context: Context, env_id: str,
+                 session_id: str) -> dict[str, Any]:
+    with store.read() as session:
+        env = get_env(session, context, env_id)
+        row = _session(session, env, session_id)
+        if row.user_id != context.user_id and not context.is_admin:
+            raise Forbidden(f"session {session_id} belongs to another user")
+        if row.state == "opened" and row.version != env.version:
+            raise Forbidden(f"session {session_id} is stale: the environment was deployed since")
+        return session_json(row)
+
+
+def delete_session(store: db.Store, context: Context, env_id: str, session_id: str) -> None:
+    with store.write() as session:
+        env = get_env(session, context, env_id)
+        row = _session(session, env, session_id)
+        if row.user_id != context.user_id and not context.is_admin:
+            raise Forbidden(f"session {session_id} belongs to another user")
+        if row.state in BUSY:
+            raise Forbidden(f"session {session_id} is {row.state}; it cannot be deleted now")
+        session.delete(row)
+
+
+# -- services --------------------------------------------------------------------
+
+def get_services(store: db.Store, context: Context, env_id: str, path: str,
+                 session_id: str | None) -> Any:
+    with store.read() as session:
+        env = get_env(session, context, env_id)
+        description = _session(session, env, session_id).description if session_id \
+            else env.description
+    return resolve(_services(description), path)
+
+
+def checked_service(value: Any) -> dict:
+    if not isinstance(value, dict) or not isinstance(value.get("?"), dict) \
+            or not value["?"].get("type"):
+        raise BadRequest("a service is an object with a '?' header that names its type")
+    header = value["?"]
+    header.setdefault("id", db.new_id())
+    return value
+
+
+def edit_services(store: db.Store, context: Context, env_id: str, session_id: str | None,
+                  method: str, path: str, value: Any = None) -> Any:
+    """Add (POST), replace (PUT) or remove (DELETE) part of a session's services."""
+    with store.write() as session:
+        env = get_env(session, context, env_id)
+        draft = _editable(session, env, session_id)
+        services = _services(draft.description)
+        if method == "POST":
+            if path.strip("/"):
+                added = copy.deepcopy(value)
+                services = insert_at(services, path, added)
+            else:
+                added = [checked_service(v) for v in value] if isinstance(value, list) \
+                    else checked_service(value)
+                services = services + (added if isinstance(added, list) else [added])
+            result = added
+        elif method == "PUT":
+            if not path.strip("/"):
+                if not isinstance(value, list):
+                    raise BadRequest("the services are a list")
+                services = [checked_service(v) for v in value]
+            else:
+                services = replace_at(services, path, value)
+            result = value
+        else:
+            services = remove_at(services, path)
+            result = None
+        description = copy.deepcopy(draft.description)
+        description.setdefault("Objects", {})["services"] = services
+        draft.description = description
+    return result
+
+
+# -- deployments -----------------------------------------------------------------
+
+def status_json(row: db.Status) -> dict[str, Any]:
+    return {"id": row.id, "task_id": row.task_id, "entity_id": row.entity_id,
+            "entity": row.entity, "text": row.text, "level": row.level,
+            "details": row.details, "timestamp": row.timestamp,
+            "created": row.created.isoformat(), "updated": row.updated.isoformat()}
+
+
+def deployment_state(finished: bool, levels: set[str]) -> str:
+    suffix = "_w_errors" if "error" in levels else "_w_warnings" if "warning" in levels else ""
+    if not finished:
+        return "running" + suffix
+    return "completed" + suffix if suffix else "success"
+
+
+def _deployments(session: db.DbSession, env_ids: list[str]) -> list[dict[str, Any]]:
+    tasks = session.scalars(select(db.Task).where(db.Task.environment_id.in_(env_ids))
+                            .order_by(db.Task.created)).all()
+    levels: dict[str, set[str]] = {}
+    for task_id, level in session.execute(
+            select(db.Status.task_id, db.Status.level).distinct()
+            .where(db.Status.task_id.in_([t.id for t in tasks]))).all():
+        levels.setdefault(task_id, set()).add(level)
+    out = []
+    for task in tasks:
+        failed = bool((task.result or {}).get("isException"))
+        task_levels = levels.get(task.id, set()) | ({"error"} if failed else set())
+        out.append({"id": task.id, "environment_id": task.environment_id,
+                    "action": task.action, "result": task.result,
+                    "started": task.started.isoformat(),
+                    "finished": task.finished.isoformat() if task.finished else None,
+                    "created": task.created.isoformat(), "updated": task.updated.isoformat(),
+                    "state": deployment_state(task.finished is not None, task_levels)})
+    return out
+
+
+def list_deployments(store: db.Store, context: Context, env_id: str | None) -> dict[str, Any]:
+    with store.read() as session:
+        if env_id is not None:
+            ids = [get_env(session, context, env_id).id]
+        else:
+            ids = list(session.scalars(select(db.Environment.id).where(
+                db.Environment.tenant_id == context.project_id)))
+        return {"deployments": _deployments(session, ids)}
+
+
+def reports(store: db.Store, context: Context, env_id: str, task_id: str,
+            service_ids: list[str]) -> dict[str, Any]:
+    with store.read() as session:
+        get_env(session, context, env_id)
+        task = session.get(db.Task, task_id)
+        if task is None or task.environment_id != env_id:
+            raise NotFound(f"deployment {task_id} is not found in environment {env_id}")
+        query = select(db.Status).where(db.Status.task_id == task_id)
+        if service_ids:
+            query = query.where(db.Status.entity_id.in_(service_ids))
+        rows = session.scalars(query.order_by(db.Status.created)).all()
+    return {"reports": [status_json(r) for r in rows]}
+
+
+def add_status(session: db.DbSession, task_id: str, text: str, level: str = "info",
+               entity_id: str | None = None, details: str | None = None,
+               timestamp: str | None = None, entity: str = "environment") -> None:
+    session.add(db.Status(task_id=task_id, entity_id=entity_id, entity=entity, text=text,
+                          level=level, details=details, timestamp=timestamp))
+
+
+def _acquire(session: db.DbSession, env: db.Environment, session_id: str, version: int) -> None:
+    """Take the environment for one deployment, or say why it cannot be taken."""
+    taken = session.execute(update(db.Environment).where(
+        db.Environment.id == env.id, db.Environment.acquired_by.is_(None),
+        db.Environment.version == version).values(acquired_by=session_id))
+    if taken.rowcount != 1:
+        session.refresh(env)
+        if env.acquired_by:
+            raise Forbidden(f"environment {env.id} is being deployed by session "
+                            f"{env.acquired_by}; wait until it finishes")
+        raise Forbidden(f"session {session_id} is stale: the environment was deployed since")
+
+
+def make_task(env: db.Environment, task_id: str, context: Context, model: dict,
+              action: dict | None) -> dict[str, Any]:
+    """The task the engine runs (Murano's shape)."""
+    model = {**to_engine(model), "project_id": env.tenant_id, "user_id": context.user_id}
+    return {"id": env.id, "action": action, "model": model, "project_id": env.tenant_id,
+            "user_id": context.user_id, "token": context.token, "task_id": task_id}
+
+
+def deploy(store: db.Store, context: Context, env_id: str, session_id: str) -> dict | None:
+    """Hand a session to the engine; returns the task to dispatch (None if just deleted)."""
+    with store.write() as session:
+        env = get_env(session, context, env_id)
+        row = _session(session, env, session_id)
+        if row.state != "opened":
+            raise Forbidden(f"session {session_id} is {row.state}; it cannot be deployed again")
+        _acquire(session, env, session_id, row.version)
+        objects = row.description.get("Objects")
+        if objects is None and not session.scalar(
+                select(func.count()).select_from(db.Task)
+                .where(db.Task.environment_id == env_id)):
+            session.delete(env)
+            return None
+        action = None if objects is None else {"object_id": env_id, "method": "deploy",
+                                                "args": {}}
+        row.state = "deploying" if action else "deleting"
+        task = db.Task(id=db.new_id(), environment_id=env_id, session_id=session_id,
+                       description=row.description, action=action)
+        session.add(task)
+        session.flush()
+        add_status(session, task.id, "Action deploy is scheduled" if action
+                   else "Deletion is scheduled", entity_id=env_id)
+        return make_task(env, task.id, context, row.description, action)
+
+
+def delete_env(store: db.Store, context: Context, env_id: str, abandon: bool) -> dict | None:
+    """Abandon (drop the rows) or delete through the engine; returns a task to dispatch."""
+    with store.write() as session:
+        env = get_env(session, context, env_id)
+        deployed = session.scalar(select(func.count()).select_from(db.Task)
+                                  .where(db.Task.environment_id == env_id))
+        if abandon or not deployed:
+            if env.acquired_by and not abandon:
+                raise Forbidden(f"environment {env_id} is being deployed")
+            session.delete(env)
+            return None
+        row = db.Session(id=db.new_id(), environment_id=env_id, user_id=context.user_id,
+                         state="opened", version=env.version,
+                         description={**env.description, "Objects": None})
+        session.add(row)
+        session.flush()
+    return deploy(store, context, env_id, row.id)
+
+
+def _find_action(objects: Any, action_id: str) -> tuple[str, str] | None:
+    stack = [objects]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            header = value.get("?")
+            if isinstance(header, dict):
+                action = (header.get("_actions") or {}).get(action_id)
+                if isinstance(action, dict) and action.get("enabled", True):
+                    return header["id"], action["name"]
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return None
+
+
+def call_action(store: db.Store, context: Context, env_id: str, action_id: str,
+                args: Any) -> dict[str, Any]:
+    """Run an object's public method on the deployed model in a fresh session."""
+    if not isinstance(args, dict):
+        raise BadRequest("action arguments are a JSON object")
+    with store.write() as session:
+        env = get_env(session, context, env_id)
+        found = _find_action((env.description or {}).get("Objects"), action_id)
+        if found is None:
+            raise NotFound(f"action {action_id} is not found in environment {env_id}")
+        object_id, method = found
+        row = db.Session(id=db.new_id(), environment_id=env_id, user_id=context.user_id,
+                         state="opened", version=env.version,
+                         description=copy.deepcopy(env.description))
+        session.add(row)
+        session.flush()
+        _acquire(session, env, row.id, row.version)
+        row.state = "deploying"
+        action = {"object_id": object_id, "method": method, "args": args}
+        task = db.Task(id=db.new_id(), environment_id=env_id, session_id=row.id,
+                       description=env.description, action=action)
+        session.add(task)
+        session.flush()
+        add_status(session, task.id, f"Action {method} is scheduled", entity_id=object_id)
+        return make_task(env, task.id, context, env.description, action)
+
+
+def action_result(store: db.Store, context: Context, env_id: str, task_id: str) -> Any:
+    with store.read() as session:
+        get_env(session, context, env_id)
+        task = session.get(db.Task, task_id)
+        if task is None or task.environment_id != env_id:
+            raise NotFound(f"task {task_id} is not found in environment {env_id}")
+        return task.result
+
+
+# -- results from the engine -----------------------------------------------------
+
+def store_report(store: db.Store, task_id: str, report: Mapping[str, Any]) -> None:
+    """Keep one status report of a running task."""
+    with store.write() as session:
+        task = session.get(db.Task, task_id)
+        if task is None:
+            return
+        entity_id = report.get("id")
+        add_status(session, task_id, str(report.get("text") or ""),
+                   str(report.get("level") or "info"), entity_id=entity_id,
+                   details=report.get("details"), timestamp=str(report.get("timestamp") or ""),
+                   entity="environment" if entity_id == task.environment_id else "service")
+
+
+def process_result(store: db.Store, task_id: str, result: Mapping[str, Any]) -> None:
+    """Store the engine's result: the new model, the task result, the session state."""
+    with store.write() as session:
+        task = session.get(db.Task, task_id)
+        if task is None or task.finished is not None:
+            return
+        env = session.get(db.Environment, task.environment_id)
+        outcome = dict(result.get("action") or {})
+        failed = bool(outcome.get("isException"))
+        errors = session.scalar(select(func.count()).select_from(db.Status).where(
+            db.Status.task_id == task_id, db.Status.level == "error")) or 0
+        warnings = session.scalar(select(func.count()).select_from(db.Status).where(
+            db.Status.task_id == task_id, db.Status.level == "warning")) or 0
+        deleting = task.action is None
+        task.finished = db.now()
+        task.result = outcome
+        word = "Deletion" if deleting else "Deployment"
+        text = f"{word} finished"
+        if failed or errors:
+            text += " with errors"
+        elif warnings:
+            text += " with warnings"
+        add_status(session, task_id, text, "error" if failed else "info",
+                   entity_id=task.environment_id)
+        model = from_engine(result.get("model") or {})
+        row = session.get(db.Session, task.session_id) if task.session_id else None
+        if row is not None:
+            failure = "delete failure" if deleting else "deploy failure"
+            row.state = failure if failed or errors else "deployed"
+        env.acquired_by = None
+        if result.get("model") is None:
+            return
+        if deleting and model.get("Objects") is None and not failed:
+            session.delete(env)
+            return
+        env.description = {**(env.description or {}), **model}
+        env.version += 1
+
+
+def release_stuck(store: db.Store, task_id: str, message: str) -> None:
+    """Finish a task that could not be handed to the engine, so the environment is free."""
+    process_result(store, task_id, {"action": {"isException": True, "result": {
+        "message": message}}, "model": None})
+

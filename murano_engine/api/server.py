@@ -1,0 +1,73 @@
+"""``murano-api --config-file FILE``: migrate the database and serve the API."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from typing import Any
+
+from murano_engine.api import auth, db, workers
+from murano_engine.api.app import Api
+from murano_engine.api.config import Settings, load_settings
+
+LOG = logging.getLogger(__name__)
+
+
+def build(settings: Settings) -> tuple[Any, Any]:
+    """The WSGI application (behind Keystone when configured) and its dispatcher."""
+    store = db.Store(settings.database)
+    db.upgrade(store.engine)
+    dispatcher: Any = workers.AmqpDispatcher(store, settings) if settings.uses_broker \
+        else workers.LocalDispatcher(store, settings)
+    if settings.auth_strategy == "keystone":
+        app: Any = auth.wrap_keystone(Api(settings, store, dispatcher, auth.keystone_identity),
+                                      settings.keystone)
+    elif settings.auth_strategy == "tokens":
+        app = Api(settings, store, dispatcher, auth.TokenFile(settings.token_file))
+    else:
+        raise SystemExit(f"error: unknown auth strategy {settings.auth_strategy!r}")
+    return app, dispatcher
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="murano-api", description="Murano v1 API server.")
+    parser.add_argument("--config-file", help="INI file (see murano_engine/api/config.py)")
+    parser.add_argument("--quiet", action="store_true", help="no request log")
+    options = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
+    if options.quiet:
+        logging.getLogger("murano_engine.api.requests").setLevel(logging.WARNING)
+    sys.setrecursionlimit(100_000)
+    threading.stack_size(256 * 1024 * 1024)
+    settings = load_settings(options.config_file)
+    app, dispatcher = build(settings)
+
+    from waitress.server import create_server
+
+    server = create_server(app, host=settings.bind_host, port=settings.bind_port,
+                           threads=settings.api_threads, ident="murano-api",
+                           max_request_body_size=settings.package_size_limit + 2 * 1024 * 1024)
+
+    def stop(_signum: int, _frame: Any) -> None:
+        server.close()
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    LOG.info("murano-api serves http://%s:%d/ (%s, %s)", settings.bind_host, settings.bind_port,
+             "RabbitMQ workers" if settings.uses_broker else "in-process engine",
+             settings.database.split("://")[0])
+    try:
+        server.run()
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        dispatcher.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
