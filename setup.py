@@ -9,6 +9,10 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["murano_engine*", "murano_agent*"]),
     include_package_data=True,
+    # The agent's service files and sample config, installed beside its code.
+    package_data={
+        "murano_agent": ["packaging/*.sample", "packaging/*.service", "packaging/*.ps1"],
+    },
     install_requires=[
         "yaql>=3.0",
         "PyYAML>=6.0",
