@@ -30,6 +30,7 @@ Namespaces:
   =: test.agents
   std: io.murano
   sys: io.murano.system
+  conf: io.murano.configuration
 
 Name: Driver
 
@@ -128,6 +129,13 @@ Methods:
   key:
     Body:
       - Return: $.agent.signingKey('>')
+
+  shell:
+    Arguments:
+      - command:
+          Contract: $.string()
+    Body:
+      - Return: conf:Linux.runCommand($.agent, $command)
 """
 
 HOST = """\
@@ -233,6 +241,11 @@ def test_queue_names_follow_the_environment_and_host_ids(run: Run) -> None:
 def test_call_returns_the_script_output(run: Run) -> None:
     assert run.call("echo", "hello") == "got hello"
     assert run.call("raw") == 42
+
+
+def test_core_library_run_command_goes_through_the_agent(run: Run) -> None:
+    result = run.call("shell", "echo out; echo err >&2")
+    assert (result["exitCode"], result["stdout"], result["stderr"]) == (0, "out", "err")
 
 
 def test_failing_script_is_catchable_as_agent_exception_with_details(run: Run) -> None:
