@@ -89,7 +89,7 @@ class Status(Timestamped, Base):
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
     task_id: Mapped[str] = mapped_column(ForeignKey("task.id", ondelete="CASCADE"), index=True)
     entity_id: Mapped[str | None] = mapped_column(String(255), nullable=True)
-    entity: Mapped[str | None] = mapped_column(String(10), nullable=True)
+    entity: Mapped[str | None] = mapped_column(String(32), nullable=True)
     text: Mapped[str] = mapped_column(Text)
     level: Mapped[str] = mapped_column(String(32))
     details: Mapped[str | None] = mapped_column(Text, nullable=True)

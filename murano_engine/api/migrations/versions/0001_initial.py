@@ -164,7 +164,7 @@ def upgrade() -> None:
         sa.Column("id", sa.String(length=36), nullable=False),
         sa.Column("task_id", sa.String(length=36), nullable=False),
         sa.Column("entity_id", sa.String(length=255), nullable=True),
-        sa.Column("entity", sa.String(length=10), nullable=True),
+        sa.Column("entity", sa.String(length=32), nullable=True),
         sa.Column("text", sa.Text(), nullable=False),
         sa.Column("level", sa.String(length=32), nullable=False),
         sa.Column("details", sa.Text(), nullable=True),

@@ -1,0 +1,157 @@
+"""A real ``murano-api`` on loopback (SQLite or PostgreSQL, in-process engine or RabbitMQ)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+PACKAGES = Path(__file__).parent / "packages"
+PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+AMQP = "amqp://guest:guest@127.0.0.1:5672//"
+TOKENS = {"tok-a": ("proj-a", "alice", []), "tok-b": ("proj-b", "bob", []),
+          "tok-admin": ("admin", "root", ["admin"])}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the process exited with {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on port {port}")
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test run (dropped afterwards)."""
+    from sqlalchemy import create_engine, text
+
+    name = f"murano_api_test_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"),
+                {"n": name})
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+        admin.dispose()
+
+
+class ApiServer:
+    """One ``murano-api`` process and helpers to talk to it."""
+
+    def __init__(self, folder: Path, database: str, broker: bool, **extra: str) -> None:
+        self.folder = folder
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        suffix = uuid.uuid4().hex[:8]
+        (folder / "tokens.yaml").write_text("".join(
+            f"{t}: {{project_id: {p}, user_id: {u}, roles: {r}}}\n"
+            for t, (p, u, r) in TOKENS.items()))
+        lines = ["[DEFAULT]", f"bind_port = {self.port}",
+                 f"transport_url = {AMQP if broker else ''}",
+                 "[database]", f"connection = {database}",
+                 "[engine]", "environment_class = com.example.apitest.Environment",
+                 f"task_queue = murano-tasks-{suffix}", f"result_queue = murano-results-{suffix}",
+                 "[auth]", "token_file = tokens.yaml", "[murano]"]
+        lines += [f"{k} = {v}" for k, v in extra.items()]
+        self.config = folder / "api.conf"
+        self.config.write_text("\n".join(lines) + "\n")
+        self.log = open(folder / "api.log", "w")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "murano_engine.api.server", "--config-file",
+             str(self.config)], stdout=self.log, stderr=subprocess.STDOUT)
+        self.workers: list[subprocess.Popen] = []
+        wait_for_port(self.port, self.process)
+        self.http = requests.Session()
+
+    def request(self, method: str, path: str, token: str = "tok-a", **kwargs: Any) -> Any:
+        headers = {"X-Auth-Token": token, "Accept": "application/json",
+                   **kwargs.pop("headers", {})}
+        return self.http.request(method, self.url + path, headers=headers, timeout=30, **kwargs)
+
+    def ok(self, method: str, path: str, token: str = "tok-a", **kwargs: Any) -> Any:
+        response = self.request(method, path, token, **kwargs)
+        assert response.status_code == 200, response.text
+        return response.json() if response.content else None
+
+    def murano(self, *args: str, token: str = "tok-a", stdin: str | None = None,
+               check: bool = True) -> subprocess.CompletedProcess:
+        command = ["murano", "--os-no-client-auth", "--murano-url", self.url,
+                   "--os-auth-token", token, *args]
+        done = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=60)
+        if check:
+            assert done.returncode == 0, done.stdout + done.stderr
+        return done
+
+    def start_worker(self) -> subprocess.Popen:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "murano_engine.cli", "worker", "--config-file",
+             str(self.config)], stdout=self.log, stderr=subprocess.STDOUT)
+        self.workers.append(worker)
+        return worker
+
+    def wait_env(self, env_id: str, states: tuple[str, ...] = ("ready", "deploy failure"),
+                 timeout: float = 30) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            env = self.ok("GET", f"/v1/environments/{env_id}")
+            if env["status"] in states:
+                return env
+            time.sleep(0.1)
+        raise TimeoutError(f"environment {env_id} stayed {env['status']}")
+
+    def stop(self) -> None:
+        for process in [*self.workers, self.process]:
+            if process.poll() is None:
+                process.terminate()
+        for process in [*self.workers, self.process]:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        self.http.close()
+        self.log.close()
+        if os.environ.get("MURANO_API_TEST_LOG"):
+            print((self.folder / "api.log").read_text())
+
+
+@pytest.fixture
+def start_api(tmp_path: Path) -> Iterator[Any]:
+    started: list[ApiServer] = []
+
+    def start(database: str | None = None, broker: bool = False, **extra: str) -> ApiServer:
+        folder = tmp_path / f"api{len(started)}"
+        folder.mkdir()
+        server = ApiServer(folder, database or f"sqlite:///{folder}/murano.sqlite", broker,
+                           **extra)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
