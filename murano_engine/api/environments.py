@@ -62,14 +62,18 @@ def _services(description: Mapping[str, Any] | None) -> list:
 
 # -- environments ----------------------------------------------------------------
 
-def _statuses(session: db.DbSession, env_ids: list[str]) -> dict[str, str]:
-    rows = session.execute(select(db.Session.environment_id, db.Session.state)
-                           .where(db.Session.environment_id.in_(env_ids))
+def _statuses(session: db.DbSession, envs: list[db.Environment]) -> dict[str, str]:
+    """Status of each environment; open sessions that went stale do not count."""
+    versions = {e.id: e.version for e in envs}
+    rows = session.execute(select(db.Session.environment_id, db.Session.state,
+                                  db.Session.version)
+                           .where(db.Session.environment_id.in_(list(versions)))
                            .order_by(db.Session.updated.desc())).all()
     by_env: dict[str, list[str]] = {}
-    for env_id, state in rows:
-        by_env.setdefault(env_id, []).append(state)
-    return {env_id: status_of(by_env.get(env_id, [])) for env_id in env_ids}
+    for env_id, state, version in rows:
+        if state != "opened" or version == versions[env_id]:
+            by_env.setdefault(env_id, []).append(state)
+    return {env_id: status_of(by_env.get(env_id, [])) for env_id in versions}
 
 
 def status_of(states: list[str]) -> str:
@@ -112,7 +116,7 @@ def list_envs(store: db.Store, context: Context,
         query = query.where(db.Environment.tenant_id == context.project_id)
     with store.read() as session:
         envs = session.scalars(query).all()
-        statuses = _statuses(session, [e.id for e in envs])
+        statuses = _statuses(session, list(envs))
     return {"environments": [env_json(e, statuses[e.id]) for e in envs]}
 
 
@@ -144,7 +148,7 @@ def show_env(store: db.Store, context: Context, env_id: str,
              session_id: str | None) -> dict[str, Any]:
     with store.read() as session:
         env = get_env(session, context, env_id)
-        body = env_json(env, _statuses(session, [env_id])[env_id])
+        body = env_json(env, _statuses(session, [env])[env_id])
         description = env.description
         if session_id:
             description = _session(session, env, session_id).description
@@ -165,7 +169,7 @@ def rename_env(store: db.Store, context: Context, env_id: str, body: Any) -> dic
         if isinstance(description.get("Objects"), dict):
             description["Objects"]["name"] = name
         env.description = description
-        status = _statuses(session, [env_id])[env_id]
+        status = _statuses(session, [env])[env_id]
     return env_json(env, status)
 
 

@@ -1,0 +1,146 @@
+"""Bad requests get the right status and a clear message; nothing is changed or lost."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+
+from murano_engine.api.catalog import check_archive, pack_folder
+from murano_engine.api.config import Settings
+from murano_engine.api.environments import status_of
+from murano_engine.api.errors import ApiError
+from tests.api.conftest import PACKAGES
+
+
+def _zip(files: dict[str, bytes | str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _error(response, status: int) -> dict:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["code"] == status and body["error"]["message"]
+    return body["error"]
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    from tests.api.conftest import ApiServer
+
+    server = ApiServer(tmp_path_factory.mktemp("api"), "sqlite:///{}".format(
+        tmp_path_factory.mktemp("db") / "m.sqlite"), False, package_size_limit="0.05")
+    server.ok("POST", "/v1/catalog/packages", files={"p": ("p.zip", pack_folder(
+        PACKAGES / "apitest"))})
+    yield server
+    server.stop()
+
+
+def test_auth_and_tenants(api):
+    assert api.request("GET", "/v1/environments", token="").status_code == 401
+    assert api.request("GET", "/v1/environments", token="wrong").status_code == 401
+    env = api.ok("POST", "/v1/environments", json={"name": "private"})
+    _error(api.request("GET", f"/v1/environments/{env['id']}", "tok-b"), 404)
+    assert api.ok("GET", "/v1/environments", "tok-b")["environments"] == []
+    assert api.ok("GET", "/v1/catalog/packages", "tok-b")["packages"] == []
+    package = api.ok("GET", "/v1/catalog/packages")["packages"][0]
+    _error(api.request("DELETE", f"/v1/catalog/packages/{package['id']}", "tok-b"), 404)
+    _error(api.request("GET", "/v1/environments?all_tenants=true"), 403)
+    assert len(api.ok("GET", "/v1/environments?all_tenants=true", "tok-admin")[
+        "environments"]) == 1
+    api.ok("DELETE", f"/v1/environments/{env['id']}")
+
+
+def test_bad_uploads_change_nothing(api):
+    before = api.ok("GET", "/v1/catalog/packages")
+
+    def upload(data: bytes) -> object:
+        return api.request("POST", "/v1/catalog/packages", files={"p": ("p.zip", data)})
+
+    _error(upload(b"x" * 60_000), 413)
+    assert "outside" in _error(upload(_zip({"../evil.yaml": "x", "manifest.yaml": "x"})),
+                               400)["message"]
+    assert "zip bomb" in _error(upload(_zip({"manifest.yaml": "FullName: a.b",
+                                             "big.bin": b"\0" * 3_000_000})), 400)["message"]
+    _error(upload(b"not a zip"), 400)
+    broken = _error(upload(_zip({"manifest.yaml": "Format: MuranoPL/1.4\nType: Wrong\n"})), 400)
+    assert any("FullName" in p for p in broken["problems"])
+    bad_class = _zip({"manifest.yaml": "FullName: a.b\nClasses:\n  a.b.C: C.yaml\n",
+                      "Classes/C.yaml": "Name: a.b.C\nMethods:\n  m:\n    Body:\n"
+                                        "      - $x: $.(\n"})
+    assert _error(upload(bad_class), 400)["problems"]
+    needs = _zip({"manifest.yaml": "FullName: a.c\nRequire:\n  com.example.missing: 1\n"})
+    assert "com.example.missing" in _error(upload(needs), 400)["problems"][0]
+    _error(upload(pack_folder(PACKAGES / "apitest")), 409)
+    assert api.ok("GET", "/v1/catalog/packages") == before
+
+
+def test_bad_requests(api):
+    _error(api.request("POST", "/v1/environments", data="{not json"), 400)
+    _error(api.request("POST", "/v1/environments", json={"name": ""}), 400)
+    api.ok("POST", "/v1/environments", json={"name": "dup"})
+    _error(api.request("POST", "/v1/environments", json={"name": "dup"}), 409)
+    _error(api.request("GET", "/v1/environments/nope"), 404)
+    _error(api.request("GET", "/v1/catalog/packages/nope"), 404)
+    _error(api.request("GET", "/v1/catalog/packages?limit=x"), 400)
+    _error(api.request("GET", "/v1/no/such/path"), 404)
+    _error(api.request("PATCH", "/v1/catalog/packages/nope", json=[]), 404)
+    _error(api.request("POST", "/v1/catalog/categories", json={"name": "x" * 81}), 400)
+    html = api.request("GET", "/v1/environments/nope", headers={"Accept": "*/*"})
+    assert html.status_code == 404 and "environment nope is not found" in html.text
+
+
+def test_stale_session_and_concurrent_deploy(api):
+    env = api.ok("POST", "/v1/environments", json={"name": "race"})
+    base = f"/v1/environments/{env['id']}"
+    first = api.ok("POST", f"{base}/configure")["id"]
+    second = api.ok("POST", f"{base}/configure")["id"]
+    slow = {"?": {"id": "s1", "type": "com.example.apitest.Echo"}, "name": "slow", "delay": 2}
+    hdr = {"X-Configuration-Session": first}
+    _error(api.request("POST", f"{base}/services", json=slow), 400)
+    _error(api.request("POST", f"{base}/services", json={"no": "header"}, headers=hdr), 400)
+    api.ok("POST", f"{base}/services", json=slow, headers=hdr)
+    api.ok("POST", f"{base}/sessions/{first}/deploy")
+    assert "being deployed" in _error(api.request("POST", f"{base}/sessions/{second}/deploy"),
+                                      403)["message"]
+    _error(api.request("POST", f"{base}/sessions/{first}/deploy"), 403)
+    _error(api.request("POST", f"{base}/configure"), 403)
+    assert api.wait_env(env["id"])["services"][0]["greeting"] == "hello from slow"
+    assert "stale" in _error(api.request("POST", f"{base}/sessions/{second}/deploy"),
+                             403)["message"]
+    _error(api.request("POST", f"{base}/services", json=slow,
+                       headers={"X-Configuration-Session": second}), 403)
+    assert len(api.ok("GET", f"{base}/services")) == 1
+
+
+def test_failed_deployment_reports_errors(api):
+    env = api.ok("POST", "/v1/environments", json={"name": "fails"})
+    base = f"/v1/environments/{env['id']}"
+    sid = api.ok("POST", f"{base}/configure")["id"]
+    api.ok("POST", f"{base}/services", headers={"X-Configuration-Session": sid},
+           json={"?": {"type": "com.example.apitest.Echo"}, "name": "bad", "fail": True})
+    api.ok("POST", f"{base}/sessions/{sid}/deploy")
+    assert api.wait_env(env["id"])["status"] == "deploy failure"
+    deployment = api.ok("GET", f"{base}/deployments")["deployments"][0]
+    assert deployment["state"] == "completed_w_errors"
+    reports = api.ok("GET", f"{base}/deployments/{deployment['id']}")["reports"]
+    assert any("bad was asked to fail" in r["text"] and r["level"] == "error" for r in reports)
+
+
+def test_archive_checks():
+    settings = Settings(package_size_limit=1000, package_unpacked_limit=10_000)
+    for name in ("/abs.yaml", "a/../../b", "C:/x"):
+        with pytest.raises(ApiError, match="outside"):
+            check_archive(_zip({name: "x"}), settings)
+    with pytest.raises(ApiError) as error:
+        check_archive(_zip({"a": "y" * 20_000}), settings)
+    assert error.value.status == 413
+    assert status_of(["opened", "deployed"]) == "pending"
+    assert status_of(["deploy failure", "opened"]) == "deploy failure"
+    assert status_of(["opened", "deploying"]) == "deploying"
+    assert status_of(["deployed"]) == "ready"
