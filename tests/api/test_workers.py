@@ -1,0 +1,50 @@
+"""Engine workers over the real RabbitMQ: reports flow back, a dead worker's task is taken over."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+from murano_engine.api.catalog import pack_folder
+from tests.api.conftest import PACKAGES
+
+
+def _wait_report(api, base: str, task_id: str, text: str, timeout: float = 30) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        reports = api.ok("GET", f"{base}/deployments/{task_id}")["reports"]
+        if any(text in r["text"] for r in reports):
+            return reports
+        time.sleep(0.1)
+    raise TimeoutError(f"no report {text!r}: {reports}")
+
+
+def test_worker_killed_mid_deployment_is_replaced(start_api, pg_database):
+    api = start_api(pg_database, broker=True)
+    first = api.start_worker()
+    api.ok("POST", "/v1/catalog/packages", files={"p": ("p.zip", pack_folder(
+        PACKAGES / "apitest"))})
+    assert api.ok("POST", "/v1/actions", json={
+        "className": "com.example.apitest.Echo", "methodName": "add",
+        "parameters": {"a": 1, "b": 2}}) == 3
+    missing = api.request("POST", "/v1/actions", json={
+        "className": "com.example.apitest.Echo", "methodName": "nope"})
+    assert missing.status_code == 404
+
+    env = api.ok("POST", "/v1/environments", json={"name": "worked"})
+    base = f"/v1/environments/{env['id']}"
+    sid = api.ok("POST", f"{base}/configure")["id"]
+    api.ok("POST", f"{base}/services", headers={"X-Configuration-Session": sid},
+           json={"?": {"type": "com.example.apitest.Echo"}, "name": "slow", "delay": 3})
+    api.ok("POST", f"{base}/sessions/{sid}/deploy")
+    task_id = api.ok("GET", f"{base}/deployments")["deployments"][0]["id"]
+    _wait_report(api, base, task_id, "took the task")
+    api.start_worker()
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    reports = _wait_report(api, base, task_id, "Deployment finished", timeout=40)
+    assert any("again, after another worker stopped" in r["text"] for r in reports)
+    finished = api.ok("GET", f"/v1/environments/{env['id']}")
+    assert finished["status"] == "ready"
+    assert finished["services"][0]["greeting"] == "hello from slow"
+    assert api.ok("GET", f"{base}/deployments")["deployments"][0]["state"] == "success"
