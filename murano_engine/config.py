@@ -88,9 +88,11 @@ def load_config(path: str | Path | None = None,
     for key, value in env.items():
         if not key.startswith("MURANO_"):
             continue
-        section, _, option = key[len("MURANO_"):].lower().partition("_")
-        if section in config and option:
-            _set(config, section, option, value, f"environment variable {key}")
+        rest = key[len("MURANO_"):].lower()
+        section = next((name for name in config if rest.startswith(name + "_")), None)
+        if section is not None:
+            _set(config, section, rest[len(section) + 1:], value,
+                 f"environment variable {key}")
     if not config["rabbitmq"]["url"] and not heat_configured(config):
         config["rabbitmq"]["url"] = "memory://"
     return config

@@ -50,8 +50,10 @@ def run_task(task: Mapping[str, Any], loader: PackageLoader, *,
     result: Any = None
     failed = False
     root = None
+    loaded = False
     try:
         root = model.load_model(executor, incoming)
+        loaded = True
         collector.collect(executor)
         if action is None:
             if root is not None:
@@ -72,7 +74,11 @@ def run_task(task: Mapping[str, Any], loader: PackageLoader, *,
         report(reporter, environment_id, environment_id, result["message"], "error",
                result.get("traceback"))
         LOG.error("task for environment %s failed: %s", environment_id, result["message"])
-    new_model = serializer.serialize_model(root)
+    # When the model could not even be loaded nothing ran: the result is the
+    # previous snapshot, so nothing earlier runs recorded is lost.
+    new_model = serializer.serialize_model(root) if loaded else {
+        "Objects": incoming.get("ObjectsCopy"), "ObjectsCopy": incoming.get("ObjectsCopy"),
+        "Attributes": incoming.get("Attributes") or []}
     for key in ("SystemData", "project_id", "user_id"):
         if key in incoming:
             new_model[key] = incoming[key]

@@ -180,3 +180,26 @@ def test_action_must_be_public(tmp_path, packages, capsys):
 def test_model_root_must_be_an_object():
     with pytest.raises(SystemExit, match="'\\?' header"):
         incoming_model({"name": "no header"}, None)
+
+
+def test_model_that_fails_to_load_keeps_the_previous_state(tmp_path, packages, capsys):
+    assert _run(tmp_path, packages, "deploy", _model({"id": "a"})) == 0
+    before = json.loads((tmp_path / "state.json").read_text())
+    broken = _model({"id": "a"})
+    broken["apps"][0]["name"] = None
+    assert _run(tmp_path, packages, "deploy", broken) == 1
+    assert "t.env.App.name" in capsys.readouterr().err
+    after = json.loads((tmp_path / "state.json").read_text())
+    assert after["Objects"] == before["Objects"]
+    assert after["Attributes"] == before["Attributes"]
+    EVENTS.clear()
+    assert _run(tmp_path, packages, "destroy") == 0
+    assert EVENTS == ["destroy a"]
+
+
+def test_environment_variables_override_sections_with_underscores():
+    from murano_engine.config import load_config
+    config = load_config(None, {"MURANO_LOCAL_CLOUD_STATE_DIR": "/x",
+                                "MURANO_ENGINE_AGENT_TIMEOUT": "7"})
+    assert config["local_cloud"]["state_dir"] == "/x"
+    assert config["engine"]["agent_timeout"] == 7
