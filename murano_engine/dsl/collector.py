@@ -90,11 +90,15 @@ def destroy(executor: Executor, doomed: list[MuranoObject]) -> None:
             for subscriber, handler in list(obj.dependencies):
                 if handler and not subscriber.destroyed:
                     _muted(executor, subscriber, handler, [obj])
-        for obj in _destruction_order(doomed):
+        order = _destruction_order(doomed)
+        for obj in order:
             for cls in reversed(obj.murano_class.init_order()):
                 method = cls.methods.get(".destroy")
                 if method is not None:
                     _muted_method(executor, obj, method)
+        # Marked only when every .destroy has run, so an owner's .destroy can
+        # still use its (already cleaned up) children.
+        for obj in order:
             obj.destroyed = True
             obj.attributes.clear()
             executor.objects.pop(obj.id, None)

@@ -88,6 +88,8 @@ class Executor:
         self.doomed: set[int] = set()
         self.meta_cache: dict[Any, list[MuranoObject]] = {}
         self._class_configs: dict[MuranoClass, Mapping[str, Any]] = {}
+        self.loading_index: dict[str, Mapping] | None = None
+        self._adoptable: set[str] = set()
 
     # -- contexts ------------------------------------------------------------
     def root_context(self, package: Any) -> Any:
@@ -472,7 +474,12 @@ class Executor:
         return values_
 
     def object_by_id(self, object_id: str) -> MuranoObject | None:
-        return self.objects.get(object_id)
+        """An object by id; while a model loads, one defined later in it is made now."""
+        found = self.objects.get(object_id)
+        if found is None and self.loading_index and object_id in self.loading_index:
+            found = self.object_from_contract(self.loading_index[object_id], None, None)
+            self._adoptable.add(found.id)
+        return found
 
     def object_from_contract(self, value: Mapping, default_cls: MuranoClass,
                              owner: MuranoObject | None, dry_run: bool = False) -> MuranoObject:
@@ -480,7 +487,13 @@ class Executor:
         from murano_engine.dsl import model
         spec = model.parse_object(value, self, default_cls)
         if spec.object_id and spec.object_id in self.objects:
-            return self.objects[spec.object_id]
+            existing = self.objects[spec.object_id]
+            if spec.object_id in self._adoptable and owner is not None:
+                # Referenced by id before its definition was reached: the
+                # definition's holder owns it.
+                self._adoptable.discard(spec.object_id)
+                existing.owner = owner
+            return existing
         obj = self.shell(spec.cls, owner, spec.object_id, spec.name, register=not dry_run)
         model.apply_header(obj, spec)
         self.initialize(obj, spec.props, None, dry_run=dry_run)

@@ -100,23 +100,26 @@ def apply_header(obj: MuranoObject, spec: ObjectSpec) -> None:
 def load_model(executor: Executor, model: Mapping) -> MuranoObject | None:
     """Load ``Objects``, ``ObjectsCopy`` and ``Attributes``; returns the root object.
 
-    Every object gets its id first (so references resolve in any order), then
-    properties are set, then every ``.init`` runs. Objects only in
-    ``ObjectsCopy`` were removed by the user: the garbage collection that
-    follows destroys them.
+    Objects come into being when a ``class()`` contract takes their dict, so
+    the holding object owns them; a reference by id to an object defined
+    further on makes it at once. Every ``.init`` runs after the whole model is
+    loaded. Objects only in ``ObjectsCopy`` were removed by the user: they are
+    made too, and the garbage collection that follows destroys them.
     """
     objects = model.get("Objects")
     copy = model.get("ObjectsCopy")
-    created: list[tuple[MuranoObject, ObjectSpec]] = []
+    index: dict[str, Mapping] = {}
+    _index_objects(objects, index)
+    live_ids = set(index)
+    _index_objects(copy, index)
+    executor.loading_index = index
     executor.pending_init_begin()
     try:
-        root = _create_shells(executor, objects, None, created) if objects else None
+        root = executor.object_from_contract(objects, None, None) if objects else None
         if copy:
-            _create_shells(executor, copy, None, created)
-        for obj, spec in created:
-            if not obj.initialized:
-                executor.initialize(obj, spec.props, None)
+            _load_removed(executor, copy, None, live_ids)
     finally:
+        executor.loading_index = None
         pending = executor.pending_init_end()
     for attribute in model.get("Attributes") or ():
         object_id, owner_class, name, value = attribute
@@ -130,27 +133,35 @@ def load_model(executor: Executor, model: Mapping) -> MuranoObject | None:
     return root
 
 
-def _create_shells(executor: Executor, value: Any, owner: MuranoObject | None,
-                   created: list[tuple[MuranoObject, ObjectSpec]]) -> MuranoObject | None:
+def _index_objects(value: Any, index: dict[str, Mapping]) -> None:
+    if isinstance(value, Mapping):
+        header = value.get("?")
+        if isinstance(header, Mapping) and header.get("id") and "type" in header:
+            index.setdefault(str(header["id"]), value)
+        for item in value.values():
+            _index_objects(item, index)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _index_objects(item, index)
+
+
+def _load_removed(executor: Executor, value: Any, owner: MuranoObject | None,
+                  live_ids: set[str]) -> None:
+    """Make the objects of the previous model that the new one no longer has."""
     if isinstance(value, Mapping):
         if is_object_dict(value):
             spec = parse_object(value, executor)
-            existing = executor.objects.get(spec.object_id) if spec.object_id else None
-            if existing is None:
-                obj = executor.shell(spec.cls, owner, spec.object_id, spec.name)
-                apply_header(obj, spec)
-                created.append((obj, spec))
-            else:
-                obj = existing
+            obj = executor.objects.get(spec.object_id) if spec.object_id else None
+            if obj is None and spec.object_id not in live_ids:
+                obj = executor.object_from_contract(value, None, owner)
             for item in spec.props.values():
-                _create_shells(executor, item, obj, created)
-            return obj
+                _load_removed(executor, item, obj or owner, live_ids)
+            return
         for item in value.values():
-            _create_shells(executor, item, owner, created)
+            _load_removed(executor, item, owner, live_ids)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            _create_shells(executor, item, owner, created)
-    return None
+            _load_removed(executor, item, owner, live_ids)
 
 
 def copy_with_new_ids(executor: Executor, value: Mapping) -> Any:
