@@ -7,6 +7,7 @@ declare queues identically.
 from __future__ import annotations
 
 import ssl
+import time
 
 import kombu
 
@@ -41,15 +42,34 @@ def is_amqp(conn: kombu.Connection) -> bool:
 
 def prepare(conn: kombu.Connection, name: str, confirm_publish: bool = True) -> kombu.Connection:
     """Tune a new connection: a ``name`` shown by the broker and, with ``confirm_publish``,
-    publishes that wait for the broker's confirm (AMQP); or a short polling interval
-    (in-process ``memory://``)."""
+    publishes that wait for the broker's confirm (AMQP only)."""
     if is_amqp(conn):
         conn.transport_options.update(
             confirm_publish=confirm_publish, client_properties={"connection_name": name}
         )
-    else:
-        conn.transport_options.setdefault("polling_interval", 0.01)
     return conn
+
+
+#: Seconds between polls of the in-process ``memory://`` transport.
+MEMORY_POLL_SECONDS = 0.01
+
+
+def drain(conn: kombu.Connection, timeout: float) -> None:
+    """Handle the broker traffic that arrives within ``timeout`` seconds (if any).
+
+    ``memory://`` is polled here, not by kombu: kombu sleeps between polls with
+    the ``time.sleep`` it imported, which under eventlet monkey-patching would
+    hold up every green thread; ``time.sleep`` looked up now is the green one.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.drain_events(timeout=timeout if is_amqp(conn) else 0)
+            return
+        except TimeoutError:
+            if is_amqp(conn) or time.monotonic() >= deadline:
+                return
+            time.sleep(MEMORY_POLL_SECONDS)
 
 
 def connect(cfg: RabbitConfig, name: str, confirm_publish: bool = True) -> kombu.Connection:

@@ -114,10 +114,7 @@ class AgentService:
                     continue
                 if self._cfg.rabbitmq.heartbeat:
                     conn.heartbeat_check()
-                try:
-                    conn.drain_events(timeout=POLL_SECONDS)
-                except TimeoutError:
-                    pass
+                broker.drain(conn, POLL_SECONDS)
             sender.await_confirms(POLL_SECONDS)
 
     def _on_message(self, message: kombu.Message) -> None:
@@ -262,10 +259,7 @@ class _ResultSender:
         """Wait up to ``timeout`` seconds for the confirms still due (before disconnecting)."""
         deadline = time.monotonic() + timeout
         while self._in_flight and (left := deadline - time.monotonic()) > 0:
-            try:
-                self._conn.drain_events(timeout=left)
-            except TimeoutError:
-                return
+            broker.drain(self._conn, left)
 
     def _confirmed(self, tag: int, multiple: bool) -> list[Outgoing]:
         tags = [t for t in self._in_flight if t <= tag] if multiple else [tag]

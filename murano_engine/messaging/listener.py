@@ -85,10 +85,7 @@ class ResultListener:
                 queue = broker.agent_queue(self.queue)
                 with kombu.Consumer(conn, [queue], on_message=self._on_message, no_ack=True):
                     while not self._stopping.is_set():
-                        try:
-                            conn.drain_events(timeout=POLL_SECONDS)
-                        except TimeoutError:
-                            pass
+                        broker.drain(conn, POLL_SECONDS)
             except (*conn.connection_errors, *conn.channel_errors, OSError) as exc:
                 LOG.warning("result listener on %s lost its connection: %s", self.queue, exc)
             finally:
