@@ -90,6 +90,8 @@ def _run(options: argparse.Namespace) -> int:
 
 
 def _environment(options: argparse.Namespace, action: str) -> int:
+    from murano_engine import concurrency
+    concurrency.setup()
     from murano_engine.deploy import run_command
     positional = {"deploy": ["model"], "action": ["object_id", "method"]}.get(action, [])
     words = split_load_dirs(options.load_packages_from,

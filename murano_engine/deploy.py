@@ -132,9 +132,11 @@ def close_services(services: Mapping[str, Any]) -> None:
 
 
 def run_command(options: Any, action: str) -> int:
-    """Run deploy, destroy or an action; print reports; save the state."""
-    from murano_engine import concurrency
-    concurrency.setup()
+    """Run deploy, destroy or an action; print reports; save the state.
+
+    The command line calls :func:`murano_engine.concurrency.setup` first, so
+    that sockets and subprocesses are cooperative before kombu is imported.
+    """
     from murano_engine.config import load_config
     from murano_engine.dsl.packages import PackageLoader
     from murano_engine.tasks import run_task
