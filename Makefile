@@ -1,7 +1,8 @@
 # The two set-up commands (see README): `make demo` and `make test`.
 PYTHON ?= python3
+STATE ?= state/linux-cluster.json
 
-.PHONY: demo test lint bench install
+.PHONY: demo demo-destroy test lint bench install
 
 install: .make-installed
 
@@ -9,8 +10,16 @@ install: .make-installed
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch .make-installed
 
+# Deploys the replicated key-value store (2 nodes) on the embedded local cloud.
 demo: .make-installed
-	murano-engine run -l examples examples.hello.Cluster.plan
+	@mkdir -p $(dir $(STATE))
+	murano-engine deploy examples/linux-cluster.json -l dsl_packages --state $(STATE)
+	@$(PYTHON) -c "import json,sys; a=json.load(open('$(STATE)'))['Objects']['applications'][0]; \
+	m=a.get('masterAddress'); print(f'Reach it: curl -s http://{m}/status   (write: curl -X PUT --data v http://{m}/kv/k; read a replica: curl http://127.0.0.1:{a[\"basePort\"]+1}/kv/k)') if m else None"
+	@echo "Tear it down: make demo-destroy"
+
+demo-destroy: .make-installed
+	murano-engine destroy -l dsl_packages --state $(STATE)
 
 test: .make-installed
 	$(PYTHON) -m pytest
@@ -20,3 +29,6 @@ lint: .make-installed
 
 bench: .make-installed
 	$(PYTHON) benchmarks/dsl_bench.py
+	$(PYTHON) benchmarks/agent_bench.py
+	$(PYTHON) benchmarks/deploy_bench.py
+	$(PYTHON) benchmarks/api_bench.py

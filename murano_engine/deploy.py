@@ -105,6 +105,23 @@ def _merge(value: Any, before: Mapping[str, Mapping]) -> Any:
     return value
 
 
+def print_outputs(given: Mapping[str, Any], deployed: Mapping[str, Any],
+                  stream: TextIO = sys.stdout) -> None:
+    """Each application's outputs: the plain values the deployment set."""
+    given_apps = {str((a.get("?") or {}).get("id")): a for a in given.get("applications") or ()
+                  if isinstance(a, Mapping)}
+    for app in deployed.get("applications") or ():
+        header = app.get("?") or {}
+        before = given_apps.get(str(header.get("id")), {})
+        outputs = {k: v for k, v in app.items()
+                   if k != "?" and k not in before and isinstance(v, (str, int, float, bool))}
+        name = app.get("name") or header.get("id")
+        kind = str(header.get("type", "")).split("/")[0]
+        print(f"{name} ({kind})", file=stream)
+        for key, value in sorted(outputs.items()):
+            print(f"  {key}: {value}", file=stream)
+
+
 def write_state(path: Path, model: Mapping[str, Any]) -> None:
     temporary = path.with_suffix(path.suffix + ".tmp")
     temporary.write_text(json.dumps(model, indent=2, sort_keys=True, default=str) + "\n",
@@ -187,7 +204,9 @@ def run_command(options: Any, action: str) -> int:
         print(f"{action} failed after {elapsed:.1f} s; state saved to {state_path}",
               file=sys.stderr)
         return 1
-    if action not in ("deploy", "destroy"):
+    if action == "deploy":
+        print_outputs(model.get("Objects") or {}, new_model.get("Objects") or {})
+    elif action != "destroy":
         print(json.dumps(outcome["result"], indent=2, sort_keys=True, default=str))
     done = f"state saved to {state_path}" if state_path.exists() else "state removed"
     print(f"{action} finished in {elapsed:.1f} s with {printer.count} report(s); {done}")
