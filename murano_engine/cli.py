@@ -26,6 +26,10 @@ def run_guarded(body: Callable[[], int], debug: bool = False) -> int:
         return body()
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (``... | head``): stop quietly, as Unix tools do.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stays open until exit
+        return 141
     except Exception as exc:  # noqa: BLE001 - every error ends in one clear message
         print(describe_error(exc), file=sys.stderr)
         if debug:
