@@ -20,22 +20,24 @@ DEFAULT_STATE = "murano-state.json"
 
 
 class ProgressPrinter:
-    """Prints each status report as it happens, with the elapsed time."""
+    """Prints each status report as it happens: time, applications done, level, object."""
 
-    def __init__(self, stream: TextIO = sys.stdout) -> None:
+    def __init__(self, applications: int = 0, stream: TextIO = sys.stdout) -> None:
         self.stream = stream
         self.started = time.monotonic()
         self.count = 0
-        self.errors = 0
+        self.applications = applications
+        self.deployed: set[str] = set()
 
     def __call__(self, report: Mapping[str, Any]) -> None:
         self.count += 1
+        if report.get("event") == "application-deployed":
+            self.deployed.add(str(report.get("id")))
         level = str(report.get("level") or "info")
-        if level == "error":
-            self.errors += 1
         elapsed = time.monotonic() - self.started
         entity = str(report.get("id") or "-")[:8]
-        print(f"[{elapsed:7.1f}s] #{self.count:<3} {level:<7} {entity:<8} {report.get('text')}",
+        done = f"{len(self.deployed)}/{self.applications} apps" if self.applications else ""
+        print(f"[{elapsed:7.1f}s {done:>9}] {level:<7} {entity:<8} {report.get('text')}",
               file=self.stream, flush=True)
 
 
@@ -180,7 +182,8 @@ def run_command(options: Any, action: str) -> int:
     loader = PackageLoader(options.load_packages_from)
     for problem in loader.problems:
         print(f"warning: {problem}", file=sys.stderr)
-    printer = ProgressPrinter()
+    applications = objects.get("applications") if action == "deploy" else None
+    printer = ProgressPrinter(len(applications) if isinstance(applications, list) else 0)
     services = engine_services(config)
     try:
         print(f"{action}: environment {environment_id or '(none)'}", flush=True)

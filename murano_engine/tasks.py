@@ -28,13 +28,21 @@ Reporter = Callable[[dict[str, Any]], None]
 
 
 def report(reporter: Reporter | None, environment_id: str | None, entity_id: str | None,
-           text: str, level: str = "info", details: str | None = None) -> None:
-    """Send one status report (the shape Murano's API stores)."""
+           text: str, level: str = "info", details: str | None = None,
+           event: str | None = None) -> None:
+    """Send one status report (the shape Murano's API stores).
+
+    ``event`` names a milestone progress displays count, such as
+    ``application-deployed``.
+    """
     if reporter is None:
         return
-    reporter({"id": entity_id or environment_id, "environment_id": environment_id,
-              "text": text, "details": details, "level": level,
-              "timestamp": boundary.outside().now()})
+    entry = {"id": entity_id or environment_id, "environment_id": environment_id,
+             "text": text, "details": details, "level": level,
+             "timestamp": boundary.outside().now()}
+    if event:
+        entry["event"] = event
+    reporter(entry)
 
 
 def run_task(task: Mapping[str, Any], loader: PackageLoader, *,

@@ -30,7 +30,7 @@ class InstanceNotifier:
                          unitCount: Any = None) -> None:  # noqa: N803
         units = f" ({unitCount} units)" if unitCount is not None else ""
         send(call, call.native.environment, obj, f"{title or _label(obj)} is deployed{units}",
-             "info")
+             "info", event="application-deployed")
 
     @method
     def untrackApplication(call: NativeCall, obj: Any) -> None:  # noqa: N802

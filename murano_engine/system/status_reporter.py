@@ -18,12 +18,13 @@ def environment_id(call: NativeCall, environment: Any) -> str | None:
     return target.id if target is not None else None
 
 
-def send(call: NativeCall, environment: Any, entity: Any, text: Any, level: str) -> None:
+def send(call: NativeCall, environment: Any, entity: Any, text: Any, level: str,
+         event: str | None = None) -> None:
     """One report about ``entity`` (an object, an id or null) to the ``reporter`` service."""
     target = real_object(entity)
     entity_id = target.id if target is not None else (str(entity) if entity else None)
     tasks.report(call.executor.services.get("reporter"), environment_id(call, environment),
-                 entity_id, str(text), level)
+                 entity_id, str(text), level, event=event)
 
 
 @native_class("io.murano.system.StatusReporter")
