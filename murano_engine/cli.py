@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import traceback
@@ -22,6 +23,9 @@ def run_guarded(body: Callable[[], int], debug: bool = False) -> int:
     recursion ends in a MuranoPL error rather than Python's.
     """
     sys.setrecursionlimit(RECURSION_LIMIT)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # Commands print a failed task's error themselves, with its MuranoPL stack.
+    logging.getLogger("murano_engine.tasks").setLevel(logging.ERROR)
     try:
         return body()
     except KeyboardInterrupt:

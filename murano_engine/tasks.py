@@ -81,7 +81,7 @@ def run_task(task: Mapping[str, Any], loader: PackageLoader, *,
         result = describe_failure(exc)
         report(reporter, environment_id, environment_id, result["message"], "error",
                result.get("traceback"))
-        LOG.error("task for environment %s failed: %s", environment_id, result["message"])
+        LOG.warning("task for environment %s failed: %s", environment_id, result["message"])
     # When the model could not even be loaded nothing ran: the result is the
     # previous snapshot, so nothing earlier runs recorded is lost.
     new_model = serializer.serialize_model(root) if loaded else {
