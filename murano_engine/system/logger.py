@@ -28,33 +28,21 @@ class Logger:
             log.log(level, _format(message, args, kwargs))
 
     @method
-    def trace(call: NativeCall, message: Any, *args: Any, **kwargs: Any) -> None:
-        Logger._emit(call, 5, message, args, kwargs)
-
-    @method
-    def debug(call: NativeCall, message: Any, *args: Any, **kwargs: Any) -> None:
-        Logger._emit(call, logging.DEBUG, message, args, kwargs)
-
-    @method
-    def info(call: NativeCall, message: Any, *args: Any, **kwargs: Any) -> None:
-        Logger._emit(call, logging.INFO, message, args, kwargs)
-
-    @method
-    def warning(call: NativeCall, message: Any, *args: Any, **kwargs: Any) -> None:
-        Logger._emit(call, logging.WARNING, message, args, kwargs)
-
-    @method
-    def error(call: NativeCall, message: Any, *args: Any, **kwargs: Any) -> None:
-        Logger._emit(call, logging.ERROR, message, args, kwargs)
-
-    @method
-    def critical(call: NativeCall, message: Any, *args: Any, **kwargs: Any) -> None:
-        Logger._emit(call, logging.CRITICAL, message, args, kwargs)
-
-    @method
     def exception(call: NativeCall, exc: Any, message: Any, *args: Any, **kwargs: Any) -> None:
         text = _format(message, args, kwargs)
         detail = ""
         if exc is not None and hasattr(exc, "murano_class"):
             detail = f": [{exc.props.get('name')}] {exc.props.get('message')}"
         call.native.log.error("%s%s", text, detail)
+
+
+def _level_method(level: int) -> object:
+    def log(call: NativeCall, message: Any, *args: Any, **kwargs: Any) -> None:
+        Logger._emit(call, level, message, args, kwargs)
+    return method(log)
+
+
+for _name, _level in (("trace", 5), ("debug", logging.DEBUG), ("info", logging.INFO),
+                      ("warning", logging.WARNING), ("error", logging.ERROR),
+                      ("critical", logging.CRITICAL)):
+    setattr(Logger, _name, _level_method(_level))
