@@ -31,6 +31,9 @@ class Settings:
     auth_strategy: str = "tokens"
     token_file: Path | None = None
     keystone: dict[str, str] = field(default_factory=dict)
+    # The file itself: its engine sections ([local_cloud], [heat], [rabbitmq],
+    # [networking]) configure the engine runs, as in Murano's one murano.conf.
+    config_file: Path | None = None
 
     @property
     def uses_broker(self) -> bool:
@@ -47,6 +50,7 @@ def load_settings(path: str | Path | None) -> Settings:
     if not parser.read(path):
         raise FileNotFoundError(f"configuration file {path} cannot be read")
     here = path.resolve().parent
+    settings.config_file = path.resolve()
 
     def get(section: str, key: str, default: str) -> str:
         if parser.has_option(section, key):

@@ -32,9 +32,16 @@ def new_model(env_id: str, name: str, body: Mapping[str, Any], env_class: str) -
                                "services": []}
     if body.get("region"):
         objects["region"] = body["region"]
-    if body.get("defaultNetworks") is not None:
-        objects["defaultNetworks"] = body["defaultNetworks"]
+    networks = body.get("defaultNetworks")
+    objects["defaultNetworks"] = networks if networks is not None else default_networks(name)
     return {"Objects": objects, "Attributes": []}
+
+
+def default_networks(name: str) -> dict[str, Any]:
+    """What Murano gives an environment created without ``defaultNetworks``: its own network."""
+    return {"environment": {"?": {"id": db.new_id(), "type": "io.murano.resources.NeutronNetwork"},
+                            "name": f"{name}-network"},
+            "flat": None}
 
 
 def to_engine(description: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("murano_engine.api.requests").setLevel(logging.WARNING)
     sys.setrecursionlimit(100_000)
     threading.stack_size(256 * 1024 * 1024)
+    workers.load_green_threads()
     settings = load_settings(options.config_file)
     app, dispatcher = build(settings)
 

@@ -43,14 +43,45 @@ def json_safe(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+class EngineServices:
+    """The cloud and the agents' broker of one process, opened for its first task.
+
+    Every task of the process shares them (the local cloud keeps its stacks and
+    the servers' agents in the process that opened its state folder); the
+    engine sections of the API's configuration file say what they are.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._services: dict[str, Any] | None = None
+
+    def get(self) -> dict[str, Any]:
+        with self._lock:
+            if self._services is None:
+                from murano_engine.config import load_config
+                from murano_engine.deploy import engine_services
+
+                self._services = engine_services(load_config(self.settings.config_file))
+            return self._services
+
+    def close(self) -> None:
+        with self._lock:
+            services, self._services = self._services, None
+        if services is not None:
+            from murano_engine.deploy import close_services
+
+            close_services(services)
+
+
 def run_engine_task(store: db.Store, settings: Settings, task: Mapping[str, Any],
-                    reporter: Reporter) -> dict[str, Any]:
+                    reporter: Reporter, services: EngineServices) -> dict[str, Any]:
     """Run one task with the catalog's packages; failures become exception results."""
     from murano_engine.tasks import describe_failure, run_task
 
     try:
         loader = CatalogLoader(store, settings.packages_cache, str(task.get("project_id")))
-        result = run_task(task, loader, reporter=reporter, services={})
+        result = run_task(task, loader, reporter=reporter, services=services.get())
     except Exception as exc:  # noqa: BLE001 - a task that cannot start still ends
         LOG.exception("task %s could not run", task.get("task_id"))
         failure = describe_failure(exc)
@@ -104,6 +135,18 @@ def static_outcome(answer: Mapping[str, Any]) -> Any:
     raise ApiError(str(answer.get("message")), status=int(answer.get("status") or 503))
 
 
+def load_green_threads() -> None:
+    """Load eventlet in the main thread, before any engine task runs in another one.
+
+    Imported first from an engine thread, eventlet leaves that thread's state
+    lock held when the thread ends: joining it (the dispatcher's shutdown,
+    interpreter exit) then never returns and the process hangs at SIGTERM.
+    """
+    from murano_engine import concurrency
+
+    concurrency.sleep(0)
+
+
 # -- in-process ------------------------------------------------------------------
 
 class LocalDispatcher:
@@ -113,6 +156,7 @@ class LocalDispatcher:
         self.store = store
         self.settings = settings
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="engine")
+        self.services = EngineServices(settings)
 
     def submit(self, task: dict[str, Any]) -> None:
         self.pool.submit(self._run, task)
@@ -121,7 +165,8 @@ class LocalDispatcher:
         task_id = task["task_id"]
         try:
             result = run_engine_task(self.store, self.settings, task,
-                                     lambda r: environments.store_report(self.store, task_id, r))
+                                     lambda r: environments.store_report(self.store, task_id, r),
+                                     self.services)
             environments.process_result(self.store, task_id, result)
         except Exception:  # noqa: BLE001 - never leave an environment taken
             LOG.exception("task %s failed in the API process", task_id)
@@ -133,6 +178,7 @@ class LocalDispatcher:
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=False)
+        self.services.close()
 
 
 # -- RabbitMQ --------------------------------------------------------------------
@@ -247,6 +293,7 @@ class Worker(ConsumerMixin):
         self.task_queue, self.result_queue = _queues(settings)
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self._results = connection.clone()
+        self.services = EngineServices(settings)
 
     def get_consumers(self, consumer_class: Any, channel: Any) -> list:
         return [consumer_class(queues=[self.task_queue], accept=["json"],
@@ -278,7 +325,7 @@ class Worker(ConsumerMixin):
         reporter({"id": task.get("id"), "text": f"Worker {self.name} took the task{again}",
                   "level": "info", "timestamp": time.time()})
         LOG.info("task %s for environment %s%s", task_id, task.get("id"), again)
-        result = run_engine_task(self.store, self.settings, task, reporter)
+        result = run_engine_task(self.store, self.settings, task, reporter, self.services)
         self.send({"kind": "result", "task_id": task_id, "result": result})
 
 
@@ -291,6 +338,7 @@ def serve_worker(options: argparse.Namespace) -> int:
         raise SystemExit("error: the configuration has no transport_url; the API runs "
                          "tasks itself")
     threading.stack_size(256 * 1024 * 1024)
+    load_green_threads()
     store = db.Store(settings.database)
     worker = Worker(Connection(settings.transport_url), store, settings)
 
@@ -307,4 +355,6 @@ def serve_worker(options: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         worker.should_stop = True
         thread.join()
+    finally:
+        worker.services.close()
     return 0
