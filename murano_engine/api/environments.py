@@ -45,11 +45,19 @@ def default_networks(name: str) -> dict[str, Any]:
 
 
 def to_engine(description: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The stored model as the engine reads it (``services`` become ``applications``)."""
+    """The stored model as the engine reads it (``services`` become ``applications``).
+
+    ``ObjectsCopy`` too: deleting an environment destroys what it holds, and the
+    engine finds the applications (owned by the environment, destroyed before
+    its servers) under the environment class's own property name.
+    """
     model = copy.deepcopy(dict(description or {}))
     objects = model.get("Objects")
     if isinstance(objects, dict):
         objects["applications"] = objects.pop("services", [])
+    previous = model.get("ObjectsCopy")
+    if isinstance(previous, dict) and "services" in previous:
+        previous["applications"] = previous.pop("services")
     return model
 
 

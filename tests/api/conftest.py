@@ -64,7 +64,9 @@ def pg_database() -> Iterator[str]:
 class ApiServer:
     """One ``murano-api`` process and helpers to talk to it."""
 
-    def __init__(self, folder: Path, database: str, broker: bool, **extra: str) -> None:
+    def __init__(self, folder: Path, database: str, broker: bool,
+                 environment_class: str = "com.example.apitest.Environment",
+                 sections: dict[str, dict[str, str]] | None = None, **extra: str) -> None:
         self.folder = folder
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -75,10 +77,12 @@ class ApiServer:
         lines = ["[DEFAULT]", f"bind_port = {self.port}",
                  f"transport_url = {AMQP if broker else ''}",
                  "[database]", f"connection = {database}",
-                 "[engine]", "environment_class = com.example.apitest.Environment",
+                 "[engine]", f"environment_class = {environment_class}",
                  f"task_queue = murano-tasks-{suffix}", f"result_queue = murano-results-{suffix}",
                  "[auth]", "token_file = tokens.yaml", "[murano]"]
         lines += [f"{k} = {v}" for k, v in extra.items()]
+        for section, options in (sections or {}).items():
+            lines += [f"[{section}]", *(f"{k} = {v}" for k, v in options.items())]
         self.config = folder / "api.conf"
         self.config.write_text("\n".join(lines) + "\n")
         self.log = open(folder / "api.log", "w")  # noqa: SIM115 - closed in stop()
@@ -117,6 +121,7 @@ class ApiServer:
 
     def wait_env(self, env_id: str, states: tuple[str, ...] = ("ready", "deploy failure"),
                  timeout: float = 30) -> dict:
+        env: dict = {}
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             env = self.ok("GET", f"/v1/environments/{env_id}")
@@ -144,7 +149,7 @@ class ApiServer:
 def start_api(tmp_path: Path) -> Iterator[Any]:
     started: list[ApiServer] = []
 
-    def start(database: str | None = None, broker: bool = False, **extra: str) -> ApiServer:
+    def start(database: str | None = None, broker: bool = False, **extra: Any) -> ApiServer:
         folder = tmp_path / f"api{len(started)}"
         folder.mkdir()
         server = ApiServer(folder, database or f"sqlite:///{folder}/murano.sqlite", broker,

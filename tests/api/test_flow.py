@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
+import random
 import re
+import shutil
+import signal
+import socket
+import sys
 import time
+import urllib.request
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from murano_engine.api.catalog import pack_folder
 from tests.api.conftest import PACKAGES
 
 
@@ -15,65 +25,186 @@ def _ids(text: str) -> list[str]:
     return re.findall(r"\b[0-9a-f]{32}\b", text)
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_catalog_environment_deploy_action_delete(start_api, request, backend):
-    database = request.getfixturevalue("pg_database") if backend == "postgresql" else None
-    api = start_api(database)
-    api.murano("category-create", "Testing")
-    imported = api.murano("package-import", "--is-public", "-c", "Testing", "--",
-                          str(PACKAGES / "apitest"))
-    assert "com.example.apitest" in imported.stdout
-    listed = api.murano("package-list", "--search", "echo")
-    package_id = _ids(listed.stdout)[0]
-    shown = api.murano("package-show", package_id).stdout
-    assert "com.example.apitest.Echo" in shown and "Testing" in shown
-    api.murano("package-update", package_id, "--tags", "demo", "extra")
-    assert api.ok("GET", "/v1/catalog/packages?tag=extra")["packages"][0]["id"] == package_id
-    assert api.ok("GET", "/v1/catalog/packages?category=Testing&type=application",
-                  token="tok-b")["packages"][0]["is_public"] is True
+KV = Path(__file__).resolve().parents[2] / "dsl_packages" / "io.murano.apps.linux.ReplicatedKV"
+KV_CLASS = "io.murano.apps.linux.ReplicatedKV"
 
-    env_id = _ids(api.murano("environment-create", "env1").stdout)[0]
-    session_id = _ids(api.murano("environment-session-create", env_id).stdout)[0]
-    patch = [{"op": "add", "path": "/-", "value": {
-        "?": {"id": "===id1===", "type": "com.example.apitest.Echo"}, "name": "one"}}]
-    api.murano("environment-apps-edit", "--session-id", session_id, env_id,
-               stdin=json.dumps(patch))
-    api.murano("environment-deploy", "--session-id", session_id, env_id)
-    env = api.wait_env(env_id)
-    assert env["status"] == "ready" and env["version"] == 1
-    app = env["services"][0]
-    assert app["greeting"] == "hello from one"
 
-    deployments = api.murano("deployment-list", env_id).stdout
-    assert "success" in deployments
-    task_id = api.ok("GET", f"/v1/environments/{env_id}/deployments")["deployments"][0]["id"]
-    texts = [r["text"] for r in api.ok(
+def _ids(text: str) -> list[str]:
+    return re.findall(r"\b[0-9a-f]{32}\b", text)
+
+
+def _free_base_port(count: int) -> int:
+    """``count`` consecutive free loopback ports (the key-value nodes listen on them)."""
+    for _ in range(50):
+        base = random.randrange(20000, 60000)
+        sockets = []
+        try:
+            for port in range(base, base + count):
+                sockets.append(socket.socket())
+                sockets[-1].bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in sockets:
+                sock.close()
+    pytest.skip("no free loopback ports for the key-value nodes")
+
+
+def _kv_processes(marker: str) -> list[int]:
+    """The key-value servers started under the local cloud folder ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "kv.py" in command and marker in command:
+                found.append(int(entry.name))
+    return found
+
+
+def _status(port: int) -> dict:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as response:
+        return json.loads(response.read())
+
+
+def _wait_for(check, what: str, timeout: float = 60) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+    return value
+
+
+def _reports(api, env_id: str, task_id: str) -> list[str]:
+    return [r["text"] for r in api.ok(
         "GET", f"/v1/environments/{env_id}/deployments/{task_id}")["reports"]]
-    assert texts[0] == "Action deploy is scheduled" and texts[-1] == "Deployment finished"
+
+
+@pytest.mark.skipif(shutil.which("python3") is None or sys.platform != "linux",
+                    reason="the local cloud's Linux guests need python3 on Linux")
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_linux_app_deploy_reports_action_delete(start_api, request, tmp_path, backend):
+    """The replicated key-value store through the API on the local cloud, then deleted."""
+    database = request.getfixturevalue("pg_database") if backend == "postgresql" else None
+    cloud = tmp_path / "cloud"
+    api = start_api(database, environment_class="io.murano.Environment",
+                    sections={"local_cloud": {"state_dir": str(cloud)}})
+    base = _free_base_port(3)
+    archive = tmp_path / "ReplicatedKV.zip"
+    archive.write_bytes(pack_folder(KV))
+    try:
+        api.murano("category-create", "Testing")
+        imported = api.murano("package-import", "--is-public", "-c", "Testing", "--",
+                              str(archive))
+        assert KV_CLASS in imported.stdout
+        package_id = _ids(api.murano("package-list", "--search", "key-value").stdout)[0]
+        shown = api.murano("package-show", package_id).stdout
+        assert KV_CLASS in shown and "Testing" in shown
+        api.murano("package-update", package_id, "--tags", "demo", "extra")
+        assert api.ok("GET", "/v1/catalog/packages?tag=extra")["packages"][0]["id"] == \
+            package_id
+        assert api.ok("GET", "/v1/catalog/packages?category=Testing&type=application",
+                      token="tok-b")["packages"][0]["is_public"] is True
+
+        env_id = _ids(api.murano("environment-create", "kv-env").stdout)[0]
+        model = api.ok("GET", f"/v1/environments/{env_id}/model/")
+        assert model["?"]["type"] == "io.murano.Environment"
+        network = model["defaultNetworks"]["environment"]
+        assert network["?"]["type"] == "io.murano.resources.NeutronNetwork"
+        assert network["name"] == "kv-env-network" and model["defaultNetworks"]["flat"] is None
+        session_id = _ids(api.murano("environment-session-create", env_id).stdout)[0]
+        patch = [{"op": "add", "path": "/-", "value": {
+            "?": {"id": "===id1===", "type": KV_CLASS}, "name": "kv", "nodeCount": 2,
+            "basePort": base, "image": "debian-12", "flavor": "m1.small"}}]
+        api.murano("environment-apps-edit", "--session-id", session_id, env_id,
+                   stdin=json.dumps(patch))
+        api.murano("environment-deploy", "--session-id", session_id, env_id)
+        env = api.wait_env(env_id, timeout=180)
+        task_id = api.ok("GET", f"/v1/environments/{env_id}/deployments")[
+            "deployments"][0]["id"]
+        texts = _reports(api, env_id, task_id)
+        assert env["status"] == "ready", texts
+        assert env["version"] == 1
+        assert texts[0] == "Action deploy is scheduled" and texts[-1] == "Deployment finished"
+        for stage in range(1, 7):
+            assert any(f"kv - stage {stage}/6" in t for t in texts), (stage, texts)
+        assert any("read back from 1 replica(s)" in t for t in texts)
+        assert "success" in api.murano("deployment-list", env_id).stdout
+
+        app = env["services"][0]
+        assert app["masterNode"] == "kv-1" and app["masterAddress"] == f"127.0.0.1:{base}"
+        assert len(app["servers"]) == 2
+        assert _status(base)["role"] == "master"
+        replica = _status(base + 1)
+        assert replica["role"] == "replica" and replica["master"] == f"127.0.0.1:{base}"
+        assert len(_kv_processes(str(cloud))) == 2
+
+        # scaleTo, the application's public action: a third node joins the master
+        shown_env = api.murano("environment-show", env_id).stdout
+        assert f"{app['?']['id']}_scaleTo" in shown_env
+        called = api.murano("environment-action-call", env_id, "--action-id",
+                            f"{app['?']['id']}_scaleTo", "--arguments", "nodeCount=3").stdout
+        action_task = _ids(called)[-1]
+        result = _wait_for(lambda: "isException" in (out := api.murano(
+            "environment-action-get-result", env_id, "--task-id", action_task).stdout)
+            and out, "the action's result", 180)
+        assert "'isException': False" in result, result
+        scaled = api.wait_env(env_id, timeout=180)
+        assert scaled["status"] == "ready"
+        assert len(scaled["services"][0]["servers"]) == 3
+        assert scaled["services"][0]["nodeCount"] == 3
+        assert any("read back from 2 replica(s)" in t
+                   for t in _reports(api, env_id, action_task))
+        assert _status(base + 2)["master"] == f"127.0.0.1:{base}"
+        assert len(_kv_processes(str(cloud))) == 3
+
+        api.murano("environment-delete", "kv-env")
+        _wait_for(lambda: not api.ok("GET", "/v1/environments")["environments"],
+                  "the environment to be deleted", 120)
+        _wait_for(lambda: not _kv_processes(str(cloud)), "the key-value servers to stop", 10)
+        servers = cloud / "servers"
+        assert not servers.exists() or not any(servers.iterdir()), "a server sandbox is left"
+        with pytest.raises(OSError):
+            _status(base)
+        api.murano("package-delete", package_id)
+        assert api.ok("GET", "/v1/catalog/packages")["packages"] == []
+    finally:
+        for pid in _kv_processes(str(cloud)):  # only when an assertion failed first
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_echo_action_and_static_action(start_api):
+    """The small test package: an action with arguments and a static action, by the CLI."""
+    api = start_api()
+    api.ok("POST", "/v1/catalog/packages", files={"p": ("p.zip", _zip())})
+    env = api.ok("POST", "/v1/environments", json={"name": "env1"})
+    env_id = env["id"]
+    session_id = api.ok("POST", f"/v1/environments/{env_id}/configure")["id"]
+    api.ok("POST", f"/v1/environments/{env_id}/services",
+           headers={"X-Configuration-Session": session_id},
+           json={"?": {"id": "e1", "type": "com.example.apitest.Echo"}, "name": "one"})
+    api.ok("POST", f"/v1/environments/{env_id}/sessions/{session_id}/deploy")
+    app = api.wait_env(env_id)["services"][0]
+    assert app["greeting"] == "hello from one"
+    task_id = api.ok("GET", f"/v1/environments/{env_id}/deployments")["deployments"][0]["id"]
     assert api.ok("GET", f"/v1/environments/{env_id}/lastStatus")["lastStatuses"] == {
         app["?"]["id"]: None}
+    assert _reports(api, env_id, task_id)[-1] == "Deployment finished"
 
     called = api.murano("environment-action-call", env_id, "--action-id",
                         f"{app['?']['id']}_greet", "--arguments", "who=bob").stdout
     action_task = _ids(called)[-1]
-    deadline = time.monotonic() + 20
-    while "greets" not in (out := api.murano("environment-action-get-result", env_id,
-                                             "--task-id", action_task).stdout):
-        assert time.monotonic() < deadline, out
-        time.sleep(0.2)
+    out = _wait_for(lambda: "greets" in (text := api.murano(
+        "environment-action-get-result", env_id, "--task-id", action_task).stdout) and text,
+        "the action's result", 20)
     assert "one greets bob" in out
     assert api.wait_env(env_id)["services"][0]["greeting"] == "one greets bob"
     static = api.murano("static-action-call", "com.example.apitest.Echo", "add",
                         "--arguments", "a=2", "b=40").stdout
     assert "Static action result: 42" in static
-
-    api.murano("environment-delete", "env1")
-    deadline = time.monotonic() + 20
-    while api.ok("GET", "/v1/environments")["environments"]:
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
-    api.murano("package-delete", package_id)
-    assert api.ok("GET", "/v1/catalog/packages")["packages"] == []
 
 
 def test_templates_and_model(start_api):
@@ -105,6 +236,4 @@ def test_templates_and_model(start_api):
 
 
 def _zip() -> bytes:
-    from murano_engine.api.catalog import pack_folder
-
     return pack_folder(PACKAGES / "apitest")
