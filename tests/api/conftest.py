@@ -81,7 +81,9 @@ class ApiServer:
                  f"task_queue = murano-tasks-{suffix}", f"result_queue = murano-results-{suffix}",
                  "[auth]", "token_file = tokens.yaml", "[murano]"]
         lines += [f"{k} = {v}" for k, v in extra.items()]
-        for section, options in (sections or {}).items():
+        # never the user's own local cloud (~/.local/state): engine runs open it
+        sections = {"local_cloud": {"state_dir": str(folder / "cloud")}, **(sections or {})}
+        for section, options in sections.items():
             lines += [f"[{section}]", *(f"{k} = {v}" for k, v in options.items())]
         self.config = folder / "api.conf"
         self.config.write_text("\n".join(lines) + "\n")
