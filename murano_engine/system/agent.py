@@ -116,11 +116,13 @@ class Agent:
             raise _exception(call, names, error, None)
 
     @staticmethod
-    def _plan(call: NativeCall, template: Any) -> dict[str, Any]:
-        """The wire plan for ``template``; script files come from the calling package's
-        ``Resources/scripts``."""
-        caller = call.caller_class()
-        package = caller.package if caller is not None else call.frame.murano_class.package
+    def _plan(call: NativeCall, template: Any, resources: Any = None) -> dict[str, Any]:
+        """The wire plan for ``template``; script files come from ``Resources/scripts`` of
+        the package that made ``resources`` (as in Murano), else of the calling package."""
+        package = getattr(getattr(real_object(resources), "native", None), "package", None)
+        if package is None:
+            caller = call.caller_class()
+            package = caller.package if caller is not None else call.frame.murano_class.package
         try:
             return call.native.client(call).build_plan(
                 values.thaw(template), lambda name: package.read_resource(f"scripts/{name}")
@@ -148,14 +150,14 @@ class Agent:
         """Build a plan from ``template`` (scripts from the calling package: ``resources``
         only says so, as in Murano), send it, wait for its result and return it."""
         Agent._check_enabled(call)
-        return Agent._wait(call, Agent._plan(call, template), timeout)
+        return Agent._wait(call, Agent._plan(call, template, resources), timeout)
 
     @method
     def send(call: NativeCall, template: Any, resources: Any = None) -> None:
         """Build and send a plan without waiting for its result."""
         Agent._check_enabled(call)
         agent: Agent = call.native
-        agent.client(call).send(agent.queue, Agent._plan(call, template))
+        agent.client(call).send(agent.queue, Agent._plan(call, template, resources))
 
     @method
     def callRaw(call: NativeCall, plan: Any, timeout: Any = None) -> Any:  # noqa: N802
@@ -173,7 +175,7 @@ class Agent:
     @method
     def buildExecutionPlan(call: NativeCall, template: Any, resources: Any = None) -> Any:  # noqa: N802
         """The wire plan ``call``/``send`` would send for ``template``."""
-        return values.freeze(Agent._plan(call, template))
+        return values.freeze(Agent._plan(call, template, resources))
 
     @method
     def isReady(call: NativeCall, timeout: Any = 100) -> bool:  # noqa: N802

@@ -27,6 +27,12 @@ def _read(call: NativeCall, name: str, owner: Any) -> bytes:
 
 @native_class("io.murano.system.Resources")
 class Resources:
+    def __init__(self, call: NativeCall) -> None:
+        # The package of the code that made this object: Agent.call reads
+        # execution-plan scripts from it.
+        caller = call.caller_class()
+        self.package = caller.package if caller is not None else None
+
     @static
     def string(call: NativeCall, name: str, owner: Any = None, binary: bool = False) -> Any:
         data = _read(call, name, owner)

@@ -31,6 +31,7 @@ Namespaces:
   std: io.murano
   sys: io.murano.system
   conf: io.murano.configuration
+  lib: test.agents.lib
 
 Name: Driver
 
@@ -136,6 +137,39 @@ Methods:
           Contract: $.string()
     Body:
       - Return: conf:Linux.runCommand($.agent, $command)
+
+  relayed:
+    Body:
+      - $template:
+          FormatVersion: '2.1.0'
+          Body: return run('relayed').stdout
+          Scripts:
+            run:
+              Type: Application
+              EntryPoint: echo.sh
+      - Return: lib:Relay.call($.agent, $template, new(sys:Resources))
+"""
+
+RELAY = """\
+Namespaces:
+  =: test.agents.lib
+
+# A helper in another package: the scripts still come from the package that
+# made the Resources object, as in Murano.
+Name: Relay
+
+Methods:
+  call:
+    Usage: Static
+    Arguments:
+      - agent:
+          Contract: $
+      - template:
+          Contract: {}
+      - resources:
+          Contract: $
+    Body:
+      - Return: $agent.call($template, $resources)
 """
 
 HOST = """\
@@ -171,8 +205,16 @@ def loader(tmp_path_factory: pytest.TempPathFactory) -> PackageLoader:
             Classes:
               test.agents.Driver: Driver.yaml
               test.agents.Host: Host.yaml
+            Require:
+              test.agents.lib:
             """)
     )
+    lib = root.parent / "test.agents.lib"
+    (lib / "Classes").mkdir(parents=True)
+    (lib / "Classes" / "Relay.yaml").write_text(RELAY)
+    (lib / "manifest.yaml").write_text(
+        "Format: 1.4\nType: Library\nFullName: test.agents.lib\n"
+        "Classes:\n  test.agents.lib.Relay: Relay.yaml\n")
     return PackageLoader([root.parent])
 
 
@@ -241,6 +283,10 @@ def test_queue_names_follow_the_environment_and_host_ids(run: Run) -> None:
 def test_call_returns_the_script_output(run: Run) -> None:
     assert run.call("echo", "hello") == "got hello"
     assert run.call("raw") == 42
+
+
+def test_scripts_come_from_the_package_that_made_the_resources(run: Run) -> None:
+    assert run.call("relayed") == "got relayed"
 
 
 def test_core_library_run_command_goes_through_the_agent(run: Run) -> None:
