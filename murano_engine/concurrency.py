@@ -53,11 +53,6 @@ def current() -> Any:
     return greenlet.getcurrent()
 
 
-def spawn(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Start ``func`` in a new green thread; ``.wait()`` returns its result."""
-    return _eventlet().spawn(func, *args, **kwargs)
-
-
 class Event:
     """A one-shot event carrying a value (or an exception) to its waiters."""
 
@@ -68,24 +63,12 @@ class Event:
         if not self._event.ready():
             self._event.send(value)
 
-    def send_exception(self, exc: BaseException) -> None:
-        if not self._event.ready():
-            self._event.send_exception(exc)
-
-    def ready(self) -> bool:
-        return self._event.ready()
-
     def wait(self, timeout: float | None = None) -> Any:
         if timeout is None:
             return self._event.wait()
         with _eventlet().Timeout(timeout, False):
             return self._event.wait()
         raise TimeoutError(f"no result within {timeout} s")
-
-
-def Semaphore(count: int = 1) -> Any:  # noqa: N802 - reads like the class it makes
-    """A counting semaphore for green threads."""
-    return _eventlet().semaphore.Semaphore(count)
 
 
 def run_all(funcs: Iterable[Callable[[], Any]], limit: int | None = None) -> list[Any]:

@@ -91,7 +91,7 @@ class Runtime:
     def contract_function(self, name: str) -> Callable[..., Any] | None:
         raise NotImplementedError
 
-    def murano_function(self, name: str, method: bool) -> Any:
+    def murano_function(self, name: str) -> Any:
         raise NotImplementedError
 
 
@@ -373,7 +373,7 @@ def _compile_function(node: ast.Function) -> Evaluator:
     name = node.name
     args, kwargs = _compile_arguments(node.args)
     yaql_args = _yaql_args(node.args, args, kwargs)
-    spec = runtime.murano_function(name, method=False)
+    spec = runtime.murano_function(name)
     if spec is not None and not spec.raw:
         func = spec.func
 

@@ -141,7 +141,7 @@ class InterpreterRuntime(compiler.Runtime):
     def contract_function(self, name: str) -> Callable[..., Any] | None:
         return CONTRACT_FUNCTIONS.get(name)
 
-    def murano_function(self, name: str, method: bool) -> FunctionSpec | None:
+    def murano_function(self, name: str) -> FunctionSpec | None:
         return FUNCTIONS.get(name)
 
 

@@ -69,12 +69,6 @@ def static(func: Callable[..., Any]) -> Callable[..., Any]:
     return staticmethod(func)  # type: ignore[return-value]
 
 
-def public(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a native method as an action (``Scope: Public``)."""
-    inner = func.__func__ if isinstance(func, staticmethod) else func
-    inner.murano_scope = "Public"  # type: ignore[attr-defined]
-    return func
-
 
 def attach_native(cls: MuranoClass) -> None:
     """Give a freshly built class the Python methods registered under its name."""

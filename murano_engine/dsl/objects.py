@@ -84,9 +84,6 @@ class TypeRef:
         return self.murano_class.name
 
 
-def is_object(value: Any) -> bool:
-    return isinstance(value, (MuranoObject, ObjectView))
-
 
 def real_object(value: Any) -> MuranoObject | None:
     """The object behind an object or a cast view, else None."""

@@ -332,16 +332,11 @@ def read_manifest(source: PackageSource) -> dict:
     if manifest.get("Tags") is not None and not isinstance(manifest["Tags"], list):
         problems.append("Tags must be a list")
     if problems:
-        raise errors.LoadErrors([LoadError(p, _key_position(manifest, p), file=where)
-                                 for p in problems])
+        position = manifest.position if isinstance(manifest, SourceMap) else None
+        raise errors.LoadErrors([LoadError(p, position, file=where) for p in problems])
     _parse_format(manifest.get("Format"), where)
     return manifest
 
-
-def _key_position(manifest: Any, problem: str) -> Position | None:
-    if isinstance(manifest, SourceMap):
-        return manifest.position
-    return None
 
 
 class PackageLoader:

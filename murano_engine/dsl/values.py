@@ -70,8 +70,3 @@ def thaw(value: Any) -> Any:
     if isinstance(value, (tuple, list, set, frozenset)):
         return [thaw(v) for v in value]
     return value
-
-
-def truth(value: Any) -> bool:
-    """MuranoPL truthiness: Python's (null, 0, '', empty collections are false)."""
-    return bool(value)
