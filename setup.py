@@ -1,6 +1,19 @@
 """Packaging for the Murano-style engine, its guest agent and its API."""
 
+from pathlib import Path
+
 from setuptools import find_packages, setup
+
+
+def core_library_files() -> list[tuple[str, list[str]]]:
+    """meta/ (the core library in MuranoPL), installed under share/murano-engine."""
+    groups: dict[str, list[str]] = {}
+    for path in sorted(Path("meta").rglob("*")):
+        if path.is_file():
+            groups.setdefault(str(Path("share/murano-engine") / path.parent), []).append(
+                str(path))
+    return sorted(groups.items())
+
 
 setup(
     name="murano-engine",
@@ -9,6 +22,7 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["murano_engine*", "murano_agent*"]),
     include_package_data=True,
+    data_files=core_library_files(),
     # The agent's service files and sample config, installed beside its code.
     package_data={
         "murano_agent": ["packaging/*.sample", "packaging/*.service", "packaging/*.ps1"],

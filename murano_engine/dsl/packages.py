@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,7 +25,15 @@ from murano_engine.dsl.expressions import try_parse
 from murano_engine.dsl.yaml_loader import SourceMap, load_documents, load_plain, position_of
 
 CORE_PACKAGE = "io.murano"
-META_DIR = Path(__file__).resolve().parents[2] / "meta"
+def _core_library_dir() -> Path:
+    """``meta/`` beside the source tree, or where ``pip install .`` put it."""
+    source_tree = Path(__file__).resolve().parents[2] / "meta"
+    if source_tree.is_dir():
+        return source_tree
+    return Path(sys.prefix) / "share" / "murano-engine" / "meta"
+
+
+META_DIR = _core_library_dir()
 FORMATS = {(1, 0), (1, 1), (1, 2), (1, 3), (1, 4)}
 _FULL_NAME = re.compile(r"^\w+(\.\w+)*$")
 _TYPES = ("Application", "Library")
