@@ -115,7 +115,10 @@ def _environment(options: argparse.Namespace, action: str) -> int:
 
 def _validate(options: argparse.Namespace) -> int:
     from murano_engine.dsl.validation import validate_package
-    problems = validate_package(Path(options.path))
+    path = Path(options.path)
+    # Required packages are looked up in -l folders and beside the package.
+    problems = validate_package(path, [Path(d) for d in options.load_packages_from]
+                                + [path.resolve().parent])
     for problem in problems:
         print(problem)
     if problems:
@@ -164,6 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = commands.add_parser("validate", help="check a package and list every problem")
     validate.add_argument("path", help="package folder or zip")
+    validate.add_argument("-l", "--load-packages-from", nargs="+", action="extend", default=[],
+                          metavar="DIR", help="folders holding the packages it requires "
+                          "(the package's own folder is searched too)")
     validate.set_defaults(handler=_validate)
 
     worker = commands.add_parser("worker", help="run engine tasks that murano-api queues")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from dsl_helpers import class_text, cli, write_package
@@ -117,3 +118,16 @@ def test_validate_a_broken_zip(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stdout.startswith(f"{broken}: broken package zip")
     assert "Traceback" not in done.stderr
+
+
+def test_required_packages_are_found_beside_the_package_or_with_l(tmp_path):
+    repo = Path(__file__).resolve().parents[2]
+    alone = tmp_path / "alone" / "io.murano.windows.FailoverCluster"
+    shutil.copytree(repo / "dsl_packages" / "io.murano.windows.FailoverCluster", alone)
+    missing = cli("validate", str(alone))
+    assert missing.returncode == 1
+    assert "package io.murano.windows.ActiveDirectory" in missing.stdout
+    found = cli("validate", str(alone), "-l", str(repo / "dsl_packages"))
+    assert found.returncode == 0, found.stdout + found.stderr
+    beside = cli("validate", str(repo / "dsl_packages" / "io.murano.windows.SqlServerCluster"))
+    assert beside.returncode == 0, beside.stdout + beside.stderr
