@@ -15,6 +15,7 @@ from typing import Any
 from murano_engine.clouds.local.addresses import FLOATING_POOL
 from murano_engine.clouds.local.resource import (
     Context,
+    DataOnlyResourceType,
     ResourceFailure,
     ResourceRecord,
     ResourceType,
@@ -45,7 +46,7 @@ def mac_address(port_id: str) -> str:
     return "fa:16:3e:" + ":".join(digits[i : i + 2] for i in range(4, 10, 2))
 
 
-class Net(ResourceType):
+class Net(DataOnlyResourceType):
     name = NET
     properties = frozenset(
         {
@@ -62,12 +63,6 @@ class Net(ResourceType):
     )
     attributes = frozenset({"name", "subnets", "admin_state_up", "status", "port_security_enabled"})
     updatable = properties
-
-    def create(self, ctx: Context, props: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        return ctx.services.new_id(), self._data(ctx, props, None)
-
-    def update(self, ctx: Context, record: ResourceRecord, props: dict[str, Any]) -> dict[str, Any]:
-        return self._data(ctx, props, record)
 
     @staticmethod
     def _data(ctx: Context, props: dict[str, Any], record: ResourceRecord | None) -> dict[str, Any]:
@@ -295,7 +290,7 @@ class Port(ResourceType):
         release_port(ctx, record.data)
 
 
-class Router(ResourceType):
+class Router(DataOnlyResourceType):
     name = ROUTER
     properties = frozenset(
         {
@@ -311,12 +306,6 @@ class Router(ResourceType):
     )
     attributes = frozenset({"name", "external_gateway_info", "admin_state_up", "status"})
     updatable = frozenset({"name", "external_gateway_info", "admin_state_up", "value_specs"})
-
-    def create(self, ctx: Context, props: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        return ctx.services.new_id(), self._data(ctx, props, None)
-
-    def update(self, ctx: Context, record: ResourceRecord, props: dict[str, Any]) -> dict[str, Any]:
-        return self._data(ctx, props, record)
 
     @staticmethod
     def _data(ctx: Context, props: dict[str, Any], record: ResourceRecord | None) -> dict[str, Any]:
@@ -429,17 +418,11 @@ def _check_rule(index: int, rule: Any) -> dict[str, Any]:
     return {"direction": "ingress", "ethertype": "IPv4", **rule}
 
 
-class SecurityGroup(ResourceType):
+class SecurityGroup(DataOnlyResourceType):
     name = "OS::Neutron::SecurityGroup"
     properties = frozenset({"name", "description", "rules", "tags"})
     attributes = frozenset({"name", "rules"})
     updatable = properties
-
-    def create(self, ctx: Context, props: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        return ctx.services.new_id(), self._data(ctx, props, None)
-
-    def update(self, ctx: Context, record: ResourceRecord, props: dict[str, Any]) -> dict[str, Any]:
-        return self._data(ctx, props, record)
 
     @staticmethod
     def _data(ctx: Context, props: dict[str, Any], record: ResourceRecord | None) -> dict[str, Any]:

@@ -113,3 +113,21 @@ class ResourceType:
     def reference(self, record: ResourceRecord) -> Any:
         """What ``get_resource`` gives (the physical id)."""
         return record.id
+
+
+class DataOnlyResourceType(ResourceType):
+    """A resource that is only a record: created with a fresh id, updated in place.
+
+    Subclasses say what the record holds in ``_data``; ``record`` is None on
+    creation and the current record on update.
+    """
+
+    def create(self, ctx: Context, props: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        return ctx.services.new_id(), self._data(ctx, props, None)
+
+    def update(self, ctx: Context, record: ResourceRecord, props: dict[str, Any]) -> dict[str, Any]:
+        return self._data(ctx, props, record)
+
+    @staticmethod
+    def _data(ctx: Context, props: dict[str, Any], record: ResourceRecord | None) -> dict[str, Any]:
+        raise NotImplementedError
