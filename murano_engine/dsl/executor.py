@@ -428,13 +428,13 @@ class Executor:
             if usage == "Runtime" and not any(s.has_default for s in specs):
                 continue
             pending.append((name, specs))
+        configured = self.class_config(obj.murano_class)
         while pending:
             deferred = []
             last_error: Exception | None = None
             for name, specs in pending:
                 spec = specs[0]
                 frame = Frame(self, None, obj, spec.declaring_class, caller, init_writes=True)
-                configured = self.class_config(obj.murano_class)
                 try:
                     if spec.usage == "Config":
                         value = configured.get(name)

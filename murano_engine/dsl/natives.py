@@ -9,6 +9,7 @@ instantiated for each object; its keyword arguments come from ``new()``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -99,12 +100,18 @@ def construct_native(executor: Executor, obj: MuranoObject, cls: MuranoClass,
     assert py_class is not None
     from murano_engine.dsl.executor import Frame
     frame = Frame(executor, None, obj, cls, caller)
+    accepts_all, parameters = _constructor_parameters(py_class)
+    kwargs = {k: v for k, v in arguments.items()
+              if isinstance(k, str) and (accepts_all or k in parameters)}
+    obj.native = py_class(NativeCall(executor, frame, obj), **kwargs)
+
+
+@functools.cache
+def _constructor_parameters(py_class: type) -> tuple[bool, frozenset[str]]:
+    """(takes any keyword, the keyword names) of a native class's ``__init__``."""
     parameters = inspect.signature(py_class.__init__).parameters
     accepts_all = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
-    kwargs = {k: v for k, v in arguments.items()
-              if isinstance(k, str) and (accepts_all or k in parameters) and k not in ("self",
-                                                                                       "call")}
-    obj.native = py_class(NativeCall(executor, frame, obj), **kwargs)
+    return accepts_all, frozenset(parameters) - {"self", "call"}
 
 
 def _load_system_classes() -> None:
