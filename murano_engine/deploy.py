@@ -67,7 +67,9 @@ def incoming_model(model: Any, previous: Mapping[str, Any] | None) -> dict[str, 
                          "(an io.murano.Environment)")
     result: dict[str, Any] = {"Objects": objects, "Attributes": [], "ObjectsCopy": None}
     if previous:
-        before = _objects_by_id(previous.get("Objects"))
+        from murano_engine.dsl.model import index_objects
+        before: dict[str, Mapping] = {}
+        index_objects(previous.get("Objects"), before)
         result["Objects"] = _merge(objects, before)
         result["ObjectsCopy"] = previous.get("Objects")
         result["Attributes"] = previous.get("Attributes") or []
@@ -76,19 +78,6 @@ def incoming_model(model: Any, previous: Mapping[str, Any] | None) -> dict[str, 
                 result[key] = previous[key]
     return result
 
-
-def _objects_by_id(value: Any, found: dict[str, Mapping] | None = None) -> dict[str, Mapping]:
-    found = {} if found is None else found
-    if isinstance(value, Mapping):
-        header = value.get("?")
-        if isinstance(header, Mapping) and header.get("id"):
-            found[str(header["id"])] = value
-        for item in value.values():
-            _objects_by_id(item, found)
-    elif isinstance(value, list):
-        for item in value:
-            _objects_by_id(item, found)
-    return found
 
 
 def _merge(value: Any, before: Mapping[str, Mapping]) -> Any:

@@ -109,9 +109,9 @@ def load_model(executor: Executor, model: Mapping) -> MuranoObject | None:
     objects = model.get("Objects")
     copy = model.get("ObjectsCopy")
     index: dict[str, Mapping] = {}
-    _index_objects(objects, index)
+    index_objects(objects, index)
     live_ids = set(index)
-    _index_objects(copy, index)
+    index_objects(copy, index)
     executor.loading_index = index
     executor.pending_init_begin()
     try:
@@ -133,16 +133,17 @@ def load_model(executor: Executor, model: Mapping) -> MuranoObject | None:
     return root
 
 
-def _index_objects(value: Any, index: dict[str, Mapping]) -> None:
+def index_objects(value: Any, index: dict[str, Mapping]) -> None:
+    """Add every object dict (``?`` header with id and type) under ``value`` to ``index``."""
     if isinstance(value, Mapping):
         header = value.get("?")
         if isinstance(header, Mapping) and header.get("id") and "type" in header:
             index.setdefault(str(header["id"]), value)
         for item in value.values():
-            _index_objects(item, index)
+            index_objects(item, index)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            _index_objects(item, index)
+            index_objects(item, index)
 
 
 def _load_removed(executor: Executor, value: Any, owner: MuranoObject | None,
