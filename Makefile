@@ -25,7 +25,7 @@ test: .make-installed
 	$(PYTHON) -m pytest
 
 lint: .make-installed
-	ruff check murano_engine murano_agent tests benchmarks
+	ruff check murano_engine murano_agent murano_common tests benchmarks
 
 bench: .make-installed
 	$(PYTHON) benchmarks/dsl_bench.py

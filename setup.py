@@ -20,7 +20,7 @@ setup(
     version="0.1.0",
     description="Deploy multi-machine applications written as MuranoPL packages",
     python_requires=">=3.11",
-    packages=find_packages(include=["murano_engine*", "murano_agent*"]),
+    packages=find_packages(include=["murano_engine*", "murano_agent*", "murano_common*"]),
     include_package_data=True,
     data_files=core_library_files(),
     # The agent's service files and sample config, installed beside its code.
