@@ -146,6 +146,7 @@ def _deploy(packages: Path, state_dir: Path, instant: bool,
     from murano_engine.config import load_config
     from murano_engine.deploy import close_services, engine_services
     from murano_engine.dsl.packages import PackageLoader
+    from murano_engine.interpreter import build_interpreter
     from murano_engine.tasks import run_task
 
     config = load_config(None, {"MURANO_LOCAL_CLOUD_STATE_DIR": str(state_dir)})
@@ -153,7 +154,7 @@ def _deploy(packages: Path, state_dir: Path, instant: bool,
     if instant:
         services["agents"] = InstantAgents(services["agents"])
     reports: list[dict] = []
-    loader = PackageLoader([packages])
+    loader = PackageLoader([packages], build_interpreter())
     task = {"id": "b0000000000000000000000000000001", "model": _model(plans),
             "action": {"object_id": "b0000000000000000000000000000001", "method": "deploy",
                        "args": {}}}

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
+from murano_engine.interpreter import build_interpreter
 
 MANIFEST = """\
 Format: MuranoPL/1.4
@@ -112,7 +113,7 @@ def _timed(func, repeat: int = 3) -> float:
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = _package(Path(tmp))
-        loader = PackageLoader([root])
+        loader = PackageLoader([root], build_interpreter())
         cls = loader.find_class("bench.dsl.Work")
 
         def call(method: str, *args):

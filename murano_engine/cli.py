@@ -68,8 +68,9 @@ def _run(options: argparse.Namespace) -> int:
     from murano_engine.dsl import errors, model, serializer
     from murano_engine.dsl.executor import Executor
     from murano_engine.dsl.packages import PackageLoader
+    from murano_engine.interpreter import build_interpreter
 
-    loader = PackageLoader(options.load_packages_from)
+    loader = PackageLoader(options.load_packages_from, build_interpreter())
     for problem in loader.problems:
         print(f"warning: {problem}", file=sys.stderr)
     class_name, _, method_name = options.target.rpartition(".")
@@ -113,11 +114,18 @@ def _environment(options: argparse.Namespace, action: str) -> int:
     return run_command(options, action)
 
 
+def _worker(options: argparse.Namespace) -> int:
+    from murano_engine.worker import serve_worker
+    return serve_worker(options)
+
+
 def _validate(options: argparse.Namespace) -> int:
     from murano_engine.dsl.validation import validate_package
+    from murano_engine.interpreter import build_interpreter
     path = Path(options.path)
     # Required packages are looked up in -l folders and beside the package.
-    problems = validate_package(path, [Path(d) for d in options.load_packages_from]
+    problems = validate_package(path, build_interpreter(),
+                                [Path(d) for d in options.load_packages_from]
                                 + [path.resolve().parent])
     for problem in problems:
         print(problem)
@@ -174,8 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     worker = commands.add_parser("worker", help="run engine tasks that murano-api queues")
     worker.add_argument("--config-file", required=True, help="murano-api configuration file")
-    worker.set_defaults(handler=lambda o: __import__(
-        "murano_engine.api.workers", fromlist=["serve_worker"]).serve_worker(o))
+    worker.set_defaults(handler=_worker)
     return parser
 
 

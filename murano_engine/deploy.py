@@ -14,7 +14,10 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from murano_engine.dsl.runtime import Interpreter
 
 DEFAULT_STATE = "murano-state.json"
 
@@ -121,15 +124,20 @@ def write_state(path: Path, model: Mapping[str, Any]) -> None:
 
 
 def engine_services(config: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The outside services a run uses: the cloud and the agents' broker."""
+    """The outside services a run uses: the cloud, the agents' broker, class configs."""
+    from murano_engine.class_configs import ClassConfigFiles
     from murano_engine.clouds import open_cloud
     from murano_engine.config import broker_url
     from murano_engine.messaging import AgentClient
     key = config["engine"].get("signing_key") or None
     signing_key = Path(key).read_text() if key else None
-    return {"cloud": open_cloud(config),
-            "agents": AgentClient(broker_url(config), signing_key_pem=signing_key),
-            "config": config}
+    services = {"cloud": open_cloud(config),
+                "agents": AgentClient(broker_url(config), signing_key_pem=signing_key),
+                "config": config}
+    folder = config["engine"].get("class_configs")
+    if folder:
+        services["class_configs"] = ClassConfigFiles(folder)
+    return services
 
 
 def close_services(services: Mapping[str, Any]) -> None:
@@ -139,14 +147,17 @@ def close_services(services: Mapping[str, Any]) -> None:
             service.close()
 
 
-def run_command(options: Any, action: str) -> int:
+def run_command(options: Any, action: str, interpreter: Interpreter | None = None) -> int:
     """Run deploy, destroy or an action; print reports; save the state.
+
+    The packages run with ``interpreter`` (by default the engine's own).
 
     The command line calls :func:`murano_engine.concurrency.setup` first, so
     that sockets and subprocesses are cooperative before kombu is imported.
     """
     from murano_engine.config import load_config
     from murano_engine.dsl.packages import PackageLoader
+    from murano_engine.interpreter import build_interpreter
     from murano_engine.tasks import run_task
 
     config = load_config(options.config)
@@ -168,7 +179,7 @@ def run_command(options: Any, action: str) -> int:
     else:
         task_action = {"object_id": options.object_id, "method": options.method,
                        "args": dict(options.args)}
-    loader = PackageLoader(options.load_packages_from)
+    loader = PackageLoader(options.load_packages_from, interpreter or build_interpreter())
     for problem in loader.problems:
         print(f"warning: {problem}", file=sys.stderr)
     applications = objects.get("applications") if action == "deploy" else None

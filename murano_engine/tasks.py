@@ -15,36 +15,15 @@ Status reports go to ``reporter`` as they happen.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from murano_engine import boundary
 from murano_engine.dsl import collector, errors, model, serializer
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
+from murano_engine.reports import Reporter, report
 
 LOG = logging.getLogger(__name__)
-Reporter = Callable[[dict[str, Any]], None]
-
-
-def report(reporter: Reporter | None, environment_id: str | None, entity_id: str | None,
-           text: str, level: str = "info", details: str | None = None,
-           event: str | None = None) -> None:
-    """Send one status report (the shape Murano's API stores).
-
-    ``event`` names a milestone progress displays count, such as
-    ``application-deployed``.
-    """
-    if reporter is None:
-        return
-    entry = {"id": entity_id or environment_id, "environment_id": environment_id,
-             "text": text, "details": details, "level": level,
-             "timestamp": boundary.outside().now()}
-    if event:
-        entry["event"] = event
-    reporter(entry)
-
-
 def run_task(task: Mapping[str, Any], loader: PackageLoader, *,
              reporter: Reporter | None = None,
              services: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -18,11 +18,12 @@ from typing import Any
 
 from murano_engine.dsl import errors, values
 from murano_engine.dsl.classes import MethodSpec, MuranoClass
+from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.executor import Executor, Frame
-from murano_engine.dsl.expressions import DslContext, frame_of
-from murano_engine.dsl.functions import function
 from murano_engine.dsl.objects import TypeRef, real_object
 from murano_engine.dsl.packages import PackageLoader
+from murano_engine.dsl.runtime import FunctionSpec, Interpreter
+from murano_engine.interpreter import build_interpreter
 from murano_engine.system.test_fixture import AssertionFailed
 
 FIXTURE = "io.murano.test.TestFixture"
@@ -109,7 +110,6 @@ def _target_class_name(target: Any) -> str:
     return str(target)
 
 
-@function("inject", raw=True)
 def inject(ctx: Any, target: Any, args: list, kwargs: dict) -> None:
     """``inject(target, method, mockObject, mockName)`` or ``inject(target, method, expr)``."""
     frame = frame_of(ctx)
@@ -146,7 +146,6 @@ def inject(ctx: Any, target: Any, args: list, kwargs: dict) -> None:
     executor.mocks[(class_name, method_name)] = expression_mock
 
 
-@function("originalMethod", method=False)
 def original_method(ctx: Any) -> Any:
     call = ctx.get_data("?originalCall")
     if call is None:
@@ -155,7 +154,6 @@ def original_method(ctx: Any) -> Any:
     return frame_of(ctx).executor.invoke(method, receiver, args, kwargs, caller, mocked=False)
 
 
-@function("withOriginal", method=False, raw=True)
 def with_original(ctx: Any, first: Any, args: list, kwargs: dict) -> Any:
     original = ctx.get_data("?originalContext")
     if original is None:
@@ -164,6 +162,18 @@ def with_original(ctx: Any, first: Any, args: list, kwargs: dict) -> Any:
     for name, evaluator in kwargs.items():
         child[name] = evaluator(original)
     return child
+
+
+MOCK_FUNCTIONS = {
+    "inject": FunctionSpec(inject, raw=True),
+    "originalMethod": FunctionSpec(original_method, method=False),
+    "withOriginal": FunctionSpec(with_original, method=False, raw=True),
+}
+
+
+def mocking_interpreter() -> Interpreter:
+    """The engine's interpreter with the mocking functions tests use."""
+    return build_interpreter(functions=MOCK_FUNCTIONS)
 
 
 # -- command line ----------------------------------------------------------------------
@@ -189,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(options: argparse.Namespace) -> int:
-    loader = PackageLoader(options.load_packages_from)
+    loader = PackageLoader(options.load_packages_from, mocking_interpreter())
     for problem in loader.problems:
         print(f"warning: {problem}", file=sys.stderr)
     tests = find_tests(loader, options.package, options.tests)

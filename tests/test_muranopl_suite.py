@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.test_runner import find_tests, run_test
+from murano_engine.test_runner import find_tests, mocking_interpreter, run_test
 
 SUITE = Path(__file__).parent / "muranopl"
-LOADER = PackageLoader([SUITE])
+LOADER = PackageLoader([SUITE], mocking_interpreter())
 PACKAGES = sorted(name for name in LOADER.packages if name.startswith("conformance.")
                   and find_tests(LOADER, name))
 CASES = [(cls, method) for name in PACKAGES for cls, method in find_tests(LOADER, name)]

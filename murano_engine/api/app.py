@@ -19,6 +19,7 @@ from murano_engine.api.auth import Context
 from murano_engine.api.config import Settings
 from murano_engine.api.db import Store
 from murano_engine.api.errors import ApiError, BadRequest, TooLarge, render
+from murano_engine.interpreter import build_interpreter
 
 LOG = logging.getLogger("murano_engine.api.requests")
 JSON_LIMIT = 16 * 1024 * 1024
@@ -138,6 +139,7 @@ class Api:
         self.store = store
         self.dispatcher = dispatcher
         self.identify = identify
+        self.interpreter = build_interpreter()
         self.url_map = Map([Rule(p, methods=m, endpoint=e) for p, m, e, _ in ROUTES],
                            strict_slashes=False, merge_slashes=True)
         self.openapi = json.dumps(openapi_document()).encode()
@@ -323,8 +325,8 @@ class Api:
                 raise BadRequest(f"__metadata__ is not valid JSON: {exc}") from None
             if not isinstance(metadata, dict):
                 raise BadRequest("__metadata__ is a JSON object")
-        return json_response(catalog.create_package(self.store, self.settings, ctx, data,
-                                                    metadata))
+        return json_response(catalog.create_package(self.store, self.settings, self.interpreter,
+                                                    ctx, data, metadata))
 
     def on_show_package(self, request: Request, ctx: Context, package_id: str) -> Response:
         return json_response(catalog.show_package(self.store, ctx, package_id))

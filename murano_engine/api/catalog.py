@@ -30,6 +30,7 @@ from murano_engine.dsl.packages import (
     read_manifest,
     version_matches,
 )
+from murano_engine.dsl.runtime import Interpreter
 from murano_engine.dsl.validation import validate_package
 
 SEP = "\x1f"
@@ -157,8 +158,8 @@ def _required(session: DbSession, context: Context, manifest: Mapping) -> tuple[
     return list(found.values()), missing
 
 
-def inspect_upload(store: db.Store, settings: Settings, context: Context,
-                   data: bytes) -> Upload:
+def inspect_upload(store: db.Store, settings: Settings, interpreter: Interpreter,
+                   context: Context, data: bytes) -> Upload:
     """Check an upload like ``murano-engine validate``, with requirements from the catalog."""
     archive = check_archive(data, settings)
     settings.packages_cache.mkdir(parents=True, exist_ok=True)
@@ -181,7 +182,7 @@ def inspect_upload(store: db.Store, settings: Settings, context: Context,
             source = cached_archive(store, settings.packages_cache, package_id, archive_hash)
             (deps / source.name).symlink_to(source)
         try:
-            problems = missing + validate_package(candidate, [deps])
+            problems = missing + validate_package(candidate, interpreter, [deps])
         except Exception as exc:  # noqa: BLE001 - any failure of the checker is a problem
             problems = missing + [f"{type(exc).__name__}: {exc}"]
         if problems:
@@ -209,10 +210,11 @@ def _optional(source: ZipSource, relpath: str) -> bytes | None:
     return source.read(relpath)
 
 
-def create_package(store: db.Store, settings: Settings, context: Context,
-                   data: bytes, metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """Validate an upload and add it to the catalog."""
-    upload = inspect_upload(store, settings, context, data)
+def create_package(store: db.Store, settings: Settings, interpreter: Interpreter,
+                   context: Context, data: bytes, metadata: Mapping[str, Any]
+                   ) -> dict[str, Any]:
+    """Validate an upload (with ``interpreter``'s native classes) and add it to the catalog."""
+    upload = inspect_upload(store, settings, interpreter, context, data)
     manifest = upload.manifest
     fqn = str(manifest["FullName"])
     version = str(parse_version(manifest.get("Version")))
@@ -587,12 +589,13 @@ class CatalogLoader(PackageLoader):
     ones of the same name and version. Archives are cached in ``cache_dir``.
     """
 
-    def __init__(self, store: db.Store, cache_dir: Path, project_id: str) -> None:
+    def __init__(self, store: db.Store, cache_dir: Path, project_id: str,
+                 interpreter: Interpreter) -> None:
         self._store = store
         self._cache_dir = cache_dir
         self._context = Context(project_id=project_id, user_id="", token="")
         self._asked: set[tuple[str, str]] = set()
-        super().__init__(())
+        super().__init__((), interpreter)
 
     def _pull(self, kind: str, name: str) -> None:
         if (kind, name) in self._asked:

@@ -9,6 +9,7 @@ import sys
 import threading
 from typing import Any
 
+from murano_engine import worker
 from murano_engine.api import auth, db, workers
 from murano_engine.api.app import Api
 from murano_engine.api.config import Settings, load_settings
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("murano_engine.api.requests").setLevel(logging.WARNING)
     sys.setrecursionlimit(100_000)
     threading.stack_size(256 * 1024 * 1024)
-    workers.load_green_threads()
+    worker.load_green_threads()
     settings = load_settings(options.config_file)
     app, dispatcher = build(settings)
 

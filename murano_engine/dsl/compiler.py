@@ -9,21 +9,26 @@ still runs through yaql's runner, with the arguments wrapped as
 :class:`Compiled` nodes so lambdas evaluate through the fast path again.
 
 A closure takes one argument, the evaluation context, and returns the value.
+Closures are compiled for one :class:`~murano_engine.dsl.runtime.Runtime`
+(member access, calls and Murano's functions), which they keep.
 """
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from yaql.language import contexts as yaql_contexts
 from yaql.language import exceptions as yaql_exceptions
 from yaql.language import expressions as ast
 from yaql.language import utils as yaql_utils
 
 from murano_engine.dsl import errors
+from murano_engine.dsl.contexts import PLAIN_CONTEXTS
 from murano_engine.dsl.values import MEMORY_QUOTA
+
+if TYPE_CHECKING:
+    from murano_engine.dsl.runtime import Runtime
 
 Evaluator = Callable[[Any], Any]
 NO_VALUE = yaql_utils.NO_VALUE
@@ -38,74 +43,39 @@ _SEQUENCES = (tuple, list)
 class Compiled(ast.Expression):
     """A compiled node that yaql's runner can still evaluate lazily."""
 
-    __slots__ = ("fn", "node")
+    __slots__ = ("fn", "node", "runtime")
 
-    def __init__(self, fn: Evaluator, node: ast.Expression) -> None:
+    def __init__(self, fn: Evaluator, node: ast.Expression, runtime: Runtime) -> None:
         self.fn = fn
         self.node = node
+        self.runtime = runtime
         self.uses_receiver = getattr(node, "uses_receiver", False)
 
     def __call__(self, receiver: Any, context: Any, engine: Any) -> Any:
         if receiver is NO_VALUE:
             return self.fn(context)
         node = self.node
+        runtime = self.runtime
         if isinstance(node, ast.KeywordConstant):
             return runtime.get_member(receiver, node.value, context)
         if type(node) is ast.Function:
-            args, kwargs = _compile_arguments(node.args)
+            args, kwargs = _compile_arguments(node.args, runtime)
             return runtime.call_member(receiver, node.name, args, kwargs, context,
-                                       _yaql_args(node.args, args, kwargs))
+                                       _yaql_args(node.args, args, kwargs, runtime))
         return self.fn(context)
 
     def __str__(self) -> str:
         return str(self.node)
 
 
-class Runtime:
-    """What compiled code needs from the interpreter; set by the executor.
-
-    Kept as one replaceable object so this module does not import the object
-    model (which imports expressions, which imports this).
-    """
-
-    engine: Any = None  # the yaql engine, for calls yaql's runner resolves
-
-    def get_member(self, receiver: Any, name: str, ctx: Any) -> Any:
-        raise NotImplementedError
-
-    def call_member(self, receiver: Any, name: str, args: list[Evaluator],
-                    kwargs: dict[str, Evaluator], ctx: Any, yaql_args: tuple) -> Any:
-        """``receiver.name(...)``; arguments are evaluated only if the callee is eager."""
-        raise NotImplementedError
-
-    def call_function(self, name: str, args: list[Evaluator], kwargs: dict[str, Evaluator],
-                      ctx: Any, yaql_args: tuple) -> Any:
-        raise NotImplementedError
-
-    def type_reference(self, prefix: str, name: str, ctx: Any) -> Any:
-        raise NotImplementedError
-
-    def is_instance(self, value: Any, type_ref: Any, ctx: Any) -> bool:
-        raise NotImplementedError
-
-    def contract_function(self, name: str) -> Callable[..., Any] | None:
-        raise NotImplementedError
-
-    def murano_function(self, name: str) -> Any:
-        raise NotImplementedError
-
-
-runtime: Runtime = Runtime()
-
-
-def compile_expression(node: ast.Expression, mode: int = NORMAL) -> Evaluator:
-    """Compile a parsed yaql expression (a ``Statement`` or any node)."""
+def compile_expression(node: ast.Expression, runtime: Runtime, mode: int = NORMAL) -> Evaluator:
+    """Compile a parsed yaql expression (a ``Statement`` or any node) for ``runtime``."""
     if isinstance(node, ast.Statement):
         node = node.expression
-    return _compile(node, mode)
+    return _compile(node, runtime, mode)
 
 
-def _compile(node: ast.Expression, mode: int = NORMAL) -> Evaluator:
+def _compile(node: ast.Expression, runtime: Runtime, mode: int = NORMAL) -> Evaluator:
     kind = type(node)
     if kind is ast.Constant or kind is ast.KeywordConstant:
         value = node.value
@@ -113,27 +83,28 @@ def _compile(node: ast.Expression, mode: int = NORMAL) -> Evaluator:
     if kind is ast.GetContextValue:
         return _compile_variable(node.path.value)
     if kind is ast.Wrap:
-        return _compile(node.expr, mode)
+        return _compile(node.expr, runtime, mode)
     if kind is ast.BinaryOperator:
-        return _compile_binary(node, mode)
+        return _compile_binary(node, runtime, mode)
     if kind is ast.UnaryOperator:
-        return _compile_unary(node, mode)
+        return _compile_unary(node, runtime, mode)
     if kind is ast.IndexExpression:
-        return _compile_index(node, mode)
+        return _compile_index(node, runtime, mode)
     if kind is ast.ListExpression:
-        items = [_compile(a, mode) for a in node.args]
+        items = [_compile(a, runtime, mode) for a in node.args]
         return lambda ctx: tuple(f(ctx) for f in items)
     if kind is ast.MapExpression:
-        return _compile_map(node, mode)
+        return _compile_map(node, runtime, mode)
     if kind is ast.Function:
-        return _compile_function(node)
+        return _compile_function(node, runtime)
     if kind is ast.MappingRuleExpression:
-        source, destination = _compile(node.source), _compile(node.destination)
+        source = _compile(node.source, runtime)
+        destination = _compile(node.destination, runtime)
         return lambda ctx: yaql_utils.MappingRule(source(ctx), destination(ctx))
-    return _yaql_fallback(node)
+    return _yaql_fallback(node, runtime)
 
 
-def _yaql_fallback(node: ast.Expression) -> Evaluator:
+def _yaql_fallback(node: ast.Expression, runtime: Runtime) -> Evaluator:
     def evaluate(ctx: Any) -> Any:
         return node(NO_VALUE, ctx, runtime.engine)
     return evaluate
@@ -165,11 +136,6 @@ def _compile_variable(name: str) -> Evaluator:
     return lookup
 
 
-# Context classes whose variables live in ``_data`` (checked by exact type:
-# ``isinstance`` on yaql's abstract context classes is slow).
-PLAIN_CONTEXTS: set[type] = {yaql_contexts.Context}
-
-
 # -- operators -----------------------------------------------------------------
 
 _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
@@ -180,18 +146,18 @@ _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
 _STRING_OPS = frozenset({"+", ">", "<", ">=", "<="})
 
 
-def _compile_binary(node: ast.BinaryOperator, mode: int) -> Evaluator:
+def _compile_binary(node: ast.BinaryOperator, runtime: Runtime, mode: int) -> Evaluator:
     op = node.operator
     left_node, right_node = node.args
     if op in (".", "?."):
-        return _compile_dot(left_node, right_node, op == "?.", mode)
+        return _compile_dot(left_node, right_node, op == "?.", runtime, mode)
     if op == ":":
         prefix, name = _keyword(left_node), _keyword(right_node)
         if prefix is not None and name is not None:
             return lambda ctx: runtime.type_reference(prefix, name, ctx)
-        return _yaql_fallback(node)
-    left = _compile(left_node, mode)
-    right = _compile(right_node, mode)
+        return _yaql_fallback(node, runtime)
+    left = _compile(left_node, runtime, mode)
+    right = _compile(right_node, runtime, mode)
     if op == "and":
         def both(ctx: Any) -> Any:
             a = left(ctx)
@@ -251,18 +217,18 @@ def _compile_binary(node: ast.BinaryOperator, mode: int) -> Evaluator:
     if op in ("=~", "!~"):
         return lambda ctx: fallback(ctx, left(ctx), right(ctx))
     # Operators with lazy operands (``->``) or unknown ones: yaql decides.
-    return _generic_operator(name, [left_node, right_node])
+    return _generic_operator(name, [left_node, right_node], runtime)
 
 
-def _compile_unary(node: ast.UnaryOperator, mode: int) -> Evaluator:
+def _compile_unary(node: ast.UnaryOperator, runtime: Runtime, mode: int) -> Evaluator:
     op = node.operator
     (arg_node,) = node.args
     if op == ":":
         name = _keyword(arg_node)
         if name is not None:
             return lambda ctx: runtime.type_reference("=", name, ctx)
-        return _yaql_fallback(node)
-    arg = _compile(arg_node, mode)
+        return _yaql_fallback(node, runtime)
+    arg = _compile(arg_node, runtime, mode)
     if op == "not":
         return lambda ctx: not arg(ctx)
     name = node.name
@@ -280,11 +246,12 @@ def _compile_unary(node: ast.UnaryOperator, mode: int) -> Evaluator:
                 return value
             return ctx(name, runtime.engine, NO_VALUE, ctx)(value)
         return plus
-    return _generic_operator(name, [arg_node])
+    return _generic_operator(name, [arg_node], runtime)
 
 
-def _generic_operator(name: str, arg_nodes: list[ast.Expression]) -> Evaluator:
-    args = tuple(_wrap(a) for a in arg_nodes)
+def _generic_operator(name: str, arg_nodes: list[ast.Expression], runtime: Runtime,
+                      ) -> Evaluator:
+    args = tuple(_wrap(a, runtime) for a in arg_nodes)
 
     def evaluate(ctx: Any) -> Any:
         return ctx(name, runtime.engine, NO_VALUE, ctx)(*args)
@@ -301,8 +268,8 @@ def _keyword(node: ast.Expression) -> str | None:
 # -- member access and calls ---------------------------------------------------
 
 def _compile_dot(left_node: ast.Expression, right_node: ast.Expression,
-                 null_safe: bool, mode: int) -> Evaluator:
-    left = _compile(left_node, mode)
+                 null_safe: bool, runtime: Runtime, mode: int) -> Evaluator:
+    left = _compile(left_node, runtime, mode)
     if isinstance(right_node, ast.KeywordConstant):
         name = right_node.value
 
@@ -315,8 +282,8 @@ def _compile_dot(left_node: ast.Expression, right_node: ast.Expression,
         return member
     if type(right_node) is ast.Function:
         name = right_node.name
-        args, kwargs = _compile_arguments(right_node.args)
-        yaql_args = _yaql_args(right_node.args, args, kwargs)
+        args, kwargs = _compile_arguments(right_node.args, runtime)
+        yaql_args = _yaql_args(right_node.args, args, kwargs, runtime)
         if mode == CONTRACT:
             contract = runtime.contract_function(name)
             if contract is not None:
@@ -332,7 +299,7 @@ def _compile_dot(left_node: ast.Expression, right_node: ast.Expression,
 
         return call
     op_name = "#operator_?." if null_safe else "#operator_."
-    right = _wrap(right_node)
+    right = _wrap(right_node, runtime)
 
     def other(ctx: Any) -> Any:
         return ctx(op_name, runtime.engine, NO_VALUE, ctx)(left(ctx), right)
@@ -340,22 +307,24 @@ def _compile_dot(left_node: ast.Expression, right_node: ast.Expression,
     return other
 
 
-def _compile_arguments(nodes: tuple) -> tuple[list[Evaluator], dict[str, Evaluator]]:
+def _compile_arguments(nodes: tuple, runtime: Runtime,
+                       ) -> tuple[list[Evaluator], dict[str, Evaluator]]:
     args: list[Evaluator] = []
     kwargs: dict[str, Evaluator] = {}
     for node in nodes:
         if isinstance(node, ast.MappingRuleExpression) \
                 and isinstance(node.source, ast.KeywordConstant):
-            kwargs[node.source.value] = _compile(node.destination)
+            kwargs[node.source.value] = _compile(node.destination, runtime)
         else:
             if kwargs:
                 raise errors.DslSyntaxError(
                     f"positional argument after a keyword argument in {node}")
-            args.append(_compile(node))
+            args.append(_compile(node, runtime))
     return args, kwargs
 
 
-def _yaql_args(nodes: tuple, args: list[Evaluator], kwargs: dict[str, Evaluator]) -> tuple:
+def _yaql_args(nodes: tuple, args: list[Evaluator], kwargs: dict[str, Evaluator],
+               runtime: Runtime) -> tuple:
     """The call's arguments as yaql nodes, for calls yaql's runner resolves."""
     out: list[Any] = []
     positional = iter(args)
@@ -363,16 +332,16 @@ def _yaql_args(nodes: tuple, args: list[Evaluator], kwargs: dict[str, Evaluator]
         if isinstance(node, ast.MappingRuleExpression) \
                 and isinstance(node.source, ast.KeywordConstant):
             out.append(ast.MappingRuleExpression(
-                node.source, Compiled(kwargs[node.source.value], node.destination)))
+                node.source, Compiled(kwargs[node.source.value], node.destination, runtime)))
         else:
-            out.append(Compiled(next(positional), node))
+            out.append(Compiled(next(positional), node, runtime))
     return tuple(out)
 
 
-def _compile_function(node: ast.Function) -> Evaluator:
+def _compile_function(node: ast.Function, runtime: Runtime) -> Evaluator:
     name = node.name
-    args, kwargs = _compile_arguments(node.args)
-    yaql_args = _yaql_args(node.args, args, kwargs)
+    args, kwargs = _compile_arguments(node.args, runtime)
+    yaql_args = _yaql_args(node.args, args, kwargs, runtime)
     spec = runtime.murano_function(name)
     if spec is not None and not spec.raw:
         func = spec.func
@@ -389,23 +358,23 @@ def _compile_function(node: ast.Function) -> Evaluator:
     return call
 
 
-def _wrap(node: ast.Expression) -> Compiled:
-    return Compiled(_compile(node), node)
+def _wrap(node: ast.Expression, runtime: Runtime) -> Compiled:
+    return Compiled(_compile(node, runtime), node, runtime)
 
 
 # -- indexing and literals -----------------------------------------------------
 
-def _compile_index(node: ast.IndexExpression, mode: int) -> Evaluator:
+def _compile_index(node: ast.IndexExpression, runtime: Runtime, mode: int) -> Evaluator:
     value_node, *index_nodes = node.args
-    value = _compile(value_node, mode)
+    value = _compile(value_node, runtime, mode)
     if len(index_nodes) != 1:
-        wrapped = tuple(_wrap(n) for n in index_nodes)
+        wrapped = tuple(_wrap(n, runtime) for n in index_nodes)
 
         def multi(ctx: Any) -> Any:
             return ctx("#indexer", runtime.engine, NO_VALUE, ctx)(value(ctx), *wrapped)
 
         return multi
-    index = _compile(index_nodes[0], mode)
+    index = _compile(index_nodes[0], runtime, mode)
 
     def subscript(ctx: Any) -> Any:
         container = value(ctx)
@@ -419,12 +388,13 @@ def _compile_index(node: ast.IndexExpression, mode: int) -> Evaluator:
     return subscript
 
 
-def _compile_map(node: ast.MapExpression, mode: int) -> Evaluator:
+def _compile_map(node: ast.MapExpression, runtime: Runtime, mode: int) -> Evaluator:
     pairs: list[tuple[Evaluator, Evaluator]] = []
     for rule in node.args:
         if not isinstance(rule, ast.MappingRuleExpression):
-            return _yaql_fallback(node)
-        pairs.append((_compile(rule.source, mode), _compile(rule.destination, mode)))
+            return _yaql_fallback(node, runtime)
+        pairs.append((_compile(rule.source, runtime, mode),
+                      _compile(rule.destination, runtime, mode)))
 
     def build(ctx: Any) -> Any:
         return yaql_utils.FrozenDict({k(ctx): v(ctx) for k, v in pairs})

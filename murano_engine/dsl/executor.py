@@ -16,9 +16,9 @@ from yaql.language.utils import FrozenDict
 from murano_engine import boundary, concurrency
 from murano_engine.dsl import errors, values
 from murano_engine.dsl.classes import WRITABLE_USAGES, MethodSpec, MuranoClass, PropertySpec
+from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.contracts import ContractScope
 from murano_engine.dsl.errors import MuranoPlException, StackFrame
-from murano_engine.dsl.expressions import DslContext
 from murano_engine.dsl.instructions import BREAK, CONTINUE
 from murano_engine.dsl.objects import MuranoObject, real_object
 from murano_engine.dsl.packages import PackageLoader
@@ -76,6 +76,7 @@ class Executor:
 
     def __init__(self, loader: PackageLoader, services: Mapping[str, Any] | None = None) -> None:
         self.loader = loader
+        self.runtime = loader.interpreter.runtime
         self.services = dict(services or {})
         self.objects: dict[str, MuranoObject] = {}
         self.statics: dict[tuple[MuranoClass, str], Any] = {}
@@ -95,8 +96,7 @@ class Executor:
     def root_context(self, package: Any) -> Any:
         root = package.root_context
         if root is None:
-            from murano_engine.dsl import functions
-            root = package.root_context = functions.root_context(package.legacy)
+            root = package.root_context = self.runtime.root_context(package.legacy)
         return root
 
     def class_frame(self, cls: MuranoClass) -> Frame:
@@ -461,15 +461,13 @@ class Executor:
             pending = deferred
 
     def class_config(self, cls: MuranoClass) -> Mapping[str, Any]:
-        """Values from the class's config file (``[engine] class_configs``)."""
+        """Configured property values of a class (the ``class_configs`` service's)."""
         try:
             return self._class_configs[cls]
         except KeyError:
             pass
-        folder = ((self.services.get("config") or {}).get("engine") or {}).get("class_configs")
-        values_ = {}
-        for spec in cls.init_order():
-            values_.update(read_class_config(folder, spec) if folder else {})
+        source = self.services.get("class_configs")
+        values_ = source(cls) if source is not None else {}
         self._class_configs[cls] = values_
         return values_
 
@@ -539,30 +537,6 @@ class Executor:
         if obj is not None and isinstance(obj.native, MuranoPlException):
             return obj.native
         return None
-
-
-def read_class_config(folder: str, cls: MuranoClass) -> dict[str, Any]:
-    """``<FQN>-<version>.json|yaml``, then ``-<major.minor>``, ``-<major>``, then unversioned
-    (the last only for major version 0)."""
-    import json
-    from pathlib import Path
-
-    import yaml
-    version = cls.version
-    stems = [f"{cls.name}-{version.major}.{version.minor}.{version.patch}",
-             f"{cls.name}-{version.major}.{version.minor}", f"{cls.name}-{version.major}"]
-    if version.major == 0:
-        stems.append(cls.name)
-    root = Path(folder).expanduser()
-    for stem in stems:
-        for suffix, parse in ((".json", json.loads), (".yaml", yaml.safe_load)):
-            path = root / (stem + suffix)
-            if path.is_file():
-                data = parse(path.read_text(encoding="utf-8"))
-                if not isinstance(data, dict):
-                    raise errors.LoadError("a class config must be a mapping", file=str(path))
-                return values.freeze(data)
-    return {}
 
 
 def _default_of(spec: Any) -> Any:

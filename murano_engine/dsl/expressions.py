@@ -10,11 +10,11 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from yaql.language import contexts as yaql_contexts
 from yaql.language import exceptions as yaql_exceptions
 from yaql.language import factory as yaql_factory
 
 from murano_engine.dsl import compiler, values
+from murano_engine.dsl.contexts import runtime_of
 from murano_engine.dsl.errors import LoadError, Position
 
 
@@ -52,14 +52,15 @@ class Expression:
     def evaluate(self, ctx: Any) -> Any:
         fn = self._fn
         if fn is None:
-            fn = self._fn = compiler.compile_expression(self.node)
+            fn = self._fn = compiler.compile_expression(self.node, runtime_of(ctx))
         return fn(ctx)
 
     def evaluate_contract(self, ctx: Any) -> Any:
         """Evaluate as a contract: ``$.string()``, ``$.class(T)`` ... are checks."""
         fn = self._contract_fn
         if fn is None:
-            fn = self._contract_fn = compiler.compile_expression(self.node, compiler.CONTRACT)
+            fn = self._contract_fn = compiler.compile_expression(
+                self.node, runtime_of(ctx), compiler.CONTRACT)
         return fn(ctx)
 
     def __repr__(self) -> str:
@@ -84,31 +85,3 @@ def try_parse(text: str, position: Position) -> Expression | None:
         return Expression(text, position, engine()(text))
     except (yaql_exceptions.YaqlException, KeyError, IndexError):
         return None
-
-
-class DslContext(yaql_contexts.Context):
-    """A yaql context that knows the MuranoPL frame it evaluates in."""
-
-    def __init__(self, parent: Any = None, frame: Any = None) -> None:
-        # The fields of yaql's Context, set directly: contexts are made per call.
-        self._parent_context = parent
-        self._convention = parent._convention if parent is not None else None
-        self._functions: dict = {}
-        self._data: dict = {}
-        self._exclusive_funcs: set = set()
-        self.frame = frame if frame is not None else getattr(parent, "frame", None)
-
-    def create_child_context(self) -> DslContext:
-        return DslContext(self)
-
-
-compiler.PLAIN_CONTEXTS.add(DslContext)
-
-
-def frame_of(ctx: Any) -> Any:
-    """The MuranoPL frame of any context, including yaql-made ones."""
-    frame = getattr(ctx, "frame", None)
-    while frame is None and ctx is not None:
-        ctx = ctx.parent
-        frame = getattr(ctx, "frame", None)
-    return frame

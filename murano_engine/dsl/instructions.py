@@ -16,9 +16,9 @@ from yaql.language.utils import FrozenDict
 
 from murano_engine import concurrency
 from murano_engine.dsl import errors, values
-from murano_engine.dsl.compiler import compile_expression
+from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.errors import LoadError, MuranoPlException, Position
-from murano_engine.dsl.expressions import DslContext, Expression
+from murano_engine.dsl.expressions import Expression
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef
 from murano_engine.dsl.yaml_loader import position_of
 
@@ -150,7 +150,7 @@ def _lhs(node: ast.Expression, source: str, position: Position | None,
     if isinstance(node, ast.GetContextValue):
         name = node.path.value
         if name in ("$", "$this"):
-            return compile_expression(node), None
+            return _deferred(node), None
         key = "$1" if name == "$" else name
 
         def get_variable(ctx: Any) -> Any:
@@ -164,10 +164,15 @@ def _lhs(node: ast.Expression, source: str, position: Position | None,
             and isinstance(node.args[1], ast.KeywordConstant):
         return _member_lhs(node.args[0], node.args[1].value, source, position)
     if isinstance(node, ast.IndexExpression) and len(node.args) == 2:
-        return _index_lhs(node.args[0], compile_expression(node.args[1]), source, position)
+        return _index_lhs(node.args[0], _deferred(node.args[1]), source, position)
     if isinstance(node, (ast.BinaryOperator, ast.UnaryOperator, ast.Function)):
-        return compile_expression(node), None
+        return _deferred(node), None
     raise LoadError(f"cannot assign to {source!r}", position)
+
+
+def _deferred(node: ast.Expression) -> Getter:
+    """``node`` evaluated as an expression: compiled on first use, for the run's runtime."""
+    return Expression(str(node), None, node).evaluate
 
 
 def _member_lhs(parent_node: ast.Expression, name: str, source: str,

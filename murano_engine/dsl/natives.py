@@ -1,17 +1,19 @@
 """Classes whose methods are written in Python (the core library's system classes).
 
-A Python class registered with :func:`native_class` adds its methods to the
-MuranoPL class of the same name. Methods marked :func:`method` or
-:func:`static` receive a :class:`NativeCall` and then the call's arguments.
-A registered class that defines ``__init__(self, call, **kwargs)`` is
-instantiated for each object; its keyword arguments come from ``new()``.
+A Python class marked with :func:`native_class` and added to a
+:class:`NativeRegistry` adds its methods to the MuranoPL class of the same
+name, in every class a loader with that registry builds. Methods marked
+:func:`method` or :func:`static` receive a :class:`NativeCall` and then the
+call's arguments. A native class that defines ``__init__(self, call,
+**kwargs)`` is instantiated for each object; its keyword arguments come from
+``new()``.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from murano_engine.dsl.classes import MethodSpec, MuranoClass
@@ -19,9 +21,6 @@ from murano_engine.dsl.objects import MuranoObject, real_object
 
 if TYPE_CHECKING:
     from murano_engine.dsl.executor import Executor, Frame
-
-_REGISTRY: dict[str, type] = {}
-_loaded = False
 
 
 class NativeCall:
@@ -54,10 +53,11 @@ class NativeCall:
 
 
 def native_class(name: str) -> Callable[[type], type]:
-    def register(py_class: type) -> type:
-        _REGISTRY[name] = py_class
+    """Mark a Python class as the native half of the MuranoPL class ``name``."""
+    def mark(py_class: type) -> type:
+        py_class.murano_name = name  # type: ignore[attr-defined]
         return py_class
-    return register
+    return mark
 
 
 def method(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -70,11 +70,28 @@ def static(func: Callable[..., Any]) -> Callable[..., Any]:
     return staticmethod(func)  # type: ignore[return-value]
 
 
+class NativeRegistry:
+    """The native classes of one interpreter, by MuranoPL class name."""
 
-def attach_native(cls: MuranoClass) -> None:
-    """Give a freshly built class the Python methods registered under its name."""
-    _load_system_classes()
-    py_class = _REGISTRY.get(cls.name)
+    def __init__(self, py_classes: Iterable[type] = ()) -> None:
+        self._classes: dict[str, type] = {}
+        for py_class in py_classes:
+            self.add(py_class)
+
+    def add(self, py_class: type) -> None:
+        """Add a class marked with :func:`native_class`."""
+        name = getattr(py_class, "murano_name", None)
+        if name is None:
+            raise TypeError(f"{py_class.__name__} is not marked with native_class()")
+        self._classes[name] = py_class
+
+    def get(self, name: str) -> type | None:
+        return self._classes.get(name)
+
+
+def attach_native(cls: MuranoClass, registry: NativeRegistry) -> None:
+    """Give a freshly built class the Python methods ``registry`` has for its name."""
+    py_class = registry.get(cls.name)
     if py_class is None:
         return
     cls.native = py_class if "__init__" in py_class.__dict__ else None
@@ -113,9 +130,3 @@ def _constructor_parameters(py_class: type) -> tuple[bool, frozenset[str]]:
     accepts_all = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
     return accepts_all, frozenset(parameters) - {"self", "call"}
 
-
-def _load_system_classes() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        import murano_engine.system  # noqa: F401 - registers the system classes

@@ -14,7 +14,7 @@ import sys
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import semantic_version
 
@@ -22,7 +22,11 @@ from murano_engine.dsl import errors
 from murano_engine.dsl.classes import MuranoClass, NamespaceResolver, build_class
 from murano_engine.dsl.errors import LoadError, Position
 from murano_engine.dsl.expressions import try_parse
+from murano_engine.dsl.natives import attach_native
 from murano_engine.dsl.yaml_loader import SourceMap, load_documents, load_plain, position_of
+
+if TYPE_CHECKING:
+    from murano_engine.dsl.runtime import Interpreter
 
 CORE_PACKAGE = "io.murano"
 def _core_library_dir() -> Path:
@@ -243,8 +247,7 @@ class Package:
         try:
             doc, resolver = self._class_document(name)
             cls = build_class(name, doc, self, resolver, self._resolve_parent)
-            from murano_engine.dsl.natives import attach_native
-            attach_native(cls)
+            attach_native(cls, self.loader.interpreter.natives)
         finally:
             self._loading.discard(name)
         self._classes[name] = cls
@@ -349,9 +352,14 @@ def read_manifest(source: PackageSource) -> dict:
 
 
 class PackageLoader:
-    """Finds packages in search folders (the core library always included)."""
+    """Finds packages in search folders (the core library always included).
 
-    def __init__(self, search_dirs: Iterable[str | Path] = ()) -> None:
+    Its classes are built for ``interpreter``: they get its native classes,
+    and every executor of this loader runs with its runtime.
+    """
+
+    def __init__(self, search_dirs: Iterable[str | Path], interpreter: Interpreter) -> None:
+        self.interpreter = interpreter
         self.search_dirs = [Path(d) for d in search_dirs]
         if META_DIR not in self.search_dirs:
             self.search_dirs.append(META_DIR)

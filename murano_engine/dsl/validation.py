@@ -7,16 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from murano_engine.dsl import compiler, errors
-from murano_engine.dsl import functions as _functions  # noqa: F401 - sets compiler.runtime
 from murano_engine.dsl.errors import LoadError
 from murano_engine.dsl.expressions import Expression, parse
 from murano_engine.dsl.packages import Package, PackageLoader
+from murano_engine.dsl.runtime import Interpreter, Runtime
 from murano_engine.dsl.yaml_loader import position_of
 
 
-def validate_package(path: Path, search_dirs: Iterable[Path] = ()) -> list[str]:
+def validate_package(path: Path, interpreter: Interpreter,
+                     search_dirs: Iterable[Path] = ()) -> list[str]:
     """Check the manifest, every class, every method body and every expression."""
-    loader = PackageLoader(search_dirs)
+    loader = PackageLoader(search_dirs, interpreter)
     try:
         package = loader.add(path)
     except errors.LoadErrors as exc:
@@ -54,15 +55,15 @@ def _check_class(package: Package, name: str, where: str) -> list[str]:
                 problems.append(_located(exc, where))
     for relpath in {f"Classes/{package.class_files[name]}"}:
         for doc, _ in package._parse(relpath):
-            problems.extend(_check_expressions(doc, where))
+            problems.extend(_check_expressions(doc, where, package.loader.interpreter.runtime))
     return problems
 
 
-def _check_expressions(doc: Any, where: str) -> Iterator[str]:
+def _check_expressions(doc: Any, where: str, runtime: Runtime) -> Iterator[str]:
     for value, near in _walk(doc, None):
         if isinstance(value, Expression):
             try:
-                compiler.compile_expression(value.node)
+                compiler.compile_expression(value.node, runtime)
             except (LoadError, errors.DslError) as exc:
                 yield f"{value.position}: {exc}"
         elif isinstance(value, str) and value.lstrip().startswith("$"):

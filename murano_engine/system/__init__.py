@@ -1,10 +1,13 @@
 """Python halves of the core library's classes (``io.murano.*``).
 
-Importing this package registers every native class with
-:mod:`murano_engine.dsl.natives`.
+:func:`register` adds every one of them to a native-class registry; importing
+this package registers nothing.
 """
 
-from murano_engine.system import (  # noqa: F401
+from __future__ import annotations
+
+from murano_engine.dsl.natives import NativeRegistry
+from murano_engine.system import (
     agent,
     core,
     gc,
@@ -16,3 +19,22 @@ from murano_engine.system import (  # noqa: F401
     status_reporter,
     test_fixture,
 )
+
+NATIVE_CLASSES: tuple[type, ...] = (
+    agent.AgentListener, agent.Agent,
+    core.ObjectNatives, core.ExceptionNatives, core.StackTraceNatives,
+    gc.GarbageCollector,
+    heat_stack.HeatStack,
+    instance_notifier.InstanceNotifier,
+    logger.Logger,
+    net_explorer.NetworkExplorer,
+    resources.Resources,
+    status_reporter.StatusReporter,
+    test_fixture.TestFixture,
+)
+
+
+def register(registry: NativeRegistry) -> None:
+    """Add the core library's native classes to ``registry``."""
+    for py_class in NATIVE_CLASSES:
+        registry.add(py_class)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from murano_engine import tasks
+from murano_engine import reports
 from murano_engine.dsl.natives import NativeCall, method, native_class
 from murano_engine.dsl.objects import real_object
 
@@ -23,7 +23,7 @@ def send(call: NativeCall, environment: Any, entity: Any, text: Any, level: str,
     """One report about ``entity`` (an object, an id or null) to the ``reporter`` service."""
     target = real_object(entity)
     entity_id = target.id if target is not None else (str(entity) if entity else None)
-    tasks.report(call.executor.services.get("reporter"), environment_id(call, environment),
+    reports.report(call.executor.services.get("reporter"), environment_id(call, environment),
                  entity_id, str(text), level, event=event)
 
 

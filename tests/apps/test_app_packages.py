@@ -20,10 +20,10 @@ import pytest
 import yaml
 
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.test_runner import find_tests, run_test
+from murano_engine.test_runner import find_tests, mocking_interpreter, run_test
 
 ROOT = Path(__file__).resolve().parents[2] / "dsl_packages"
-LOADER = PackageLoader([ROOT])
+LOADER = PackageLoader([ROOT], mocking_interpreter())
 PACKAGES = sorted(name for name in LOADER.packages if (ROOT / name).is_dir())
 CASES = [(cls, method) for name in PACKAGES for cls, method in find_tests(LOADER, name)]
 WINDOWS = [name for name in PACKAGES if name.startswith("io.murano.windows.")]

@@ -10,6 +10,7 @@ from typing import Any
 
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
+from murano_engine.interpreter import build_interpreter
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,7 +53,7 @@ def class_text(namespace: str, name: str, body: str, **prefixes: str) -> str:
 def run_method(dirs: list[Path], target: str, executor: Executor | None = None,
                **kwargs: Any) -> Any:
     """Run ``Class.method`` in-process, as ``murano-engine run`` does."""
-    loader = executor.loader if executor else PackageLoader(dirs)
+    loader = executor.loader if executor else PackageLoader(dirs, build_interpreter())
     class_name, _, method_name = target.rpartition(".")
     cls = loader.find_class(class_name)
     executor = executor or Executor(loader)

@@ -7,8 +7,11 @@ from typing import Any
 import pytest
 import yaql
 
-from murano_engine.dsl import expressions, functions, values
-from murano_engine.dsl.expressions import DslContext
+from murano_engine.dsl import compiler, expressions, values
+from murano_engine.dsl.contexts import DslContext
+from murano_engine.interpreter import build_interpreter
+
+RUNTIME = build_interpreter().runtime
 
 DATA = {"a": 5, "l": [1, 2, 3], "d": {"k": "v"}, "s": "abc", "f": 1.5, "n": None}
 
@@ -38,9 +41,9 @@ EXPRESSIONS = [
 
 
 def engine_eval(text: str, data: Any) -> Any:
-    ctx = DslContext(functions.root_context(False))
+    ctx = DslContext(RUNTIME.root_context(False))
     ctx["$"] = values.freeze(data)
-    return expressions.parse(text).evaluate(ctx)
+    return compiler.compile_expression(expressions.parse(text).node, RUNTIME)(ctx)
 
 
 def outcome(evaluate: Any) -> tuple[str, Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from dsl_helpers import class_text, run_method, write_package
 
-from murano_engine.dsl.functions import format_
+from murano_engine.dsl.library.text import format_
 from murano_engine.dsl.objects import MuranoObject
 
 FMT = class_text("t.fmt", "Fmt", """

@@ -12,6 +12,9 @@ from dsl_helpers import class_text, run_method, write_package
 from murano_engine.dsl import errors
 from murano_engine.dsl.errors import LoadError, LoadErrors
 from murano_engine.dsl.packages import PackageLoader, parse_version, version_matches
+from murano_engine.interpreter import build_interpreter
+
+INTERPRETER = build_interpreter()
 
 APP_CLASSES = {
     "App": class_text("t.app", "App", """
@@ -55,7 +58,7 @@ def zip_folder(folder: Path, target: Path, top: str | None = None) -> Path:
 
 
 def run_app(root: Path) -> object:
-    assert not PackageLoader([root]).problems
+    assert not PackageLoader([root], INTERPRETER).problems
     return run_method([root], "t.app.App.run")
 
 
@@ -70,8 +73,8 @@ def test_zip_package_loads_like_the_folder(tmp_path: Path, top: str | None) -> N
     (tmp_path / "zips").mkdir()
     zip_folder(folder, tmp_path / "zips" / "app.zip", top)
     assert run_app(tmp_path / "zips") == run_app(tmp_path / "src")
-    zipped = PackageLoader([tmp_path / "zips"]).find_package("t.app")
-    plain = PackageLoader([tmp_path / "src"]).find_package("t.app")
+    zipped = PackageLoader([tmp_path / "zips"], INTERPRETER).find_package("t.app")
+    plain = PackageLoader([tmp_path / "src"], INTERPRETER).find_package("t.app")
     assert zipped.manifest == plain.manifest
     assert zipped.source.names() == plain.source.names()
     assert zipped.read_resource("greeting.txt") == b"hi"
@@ -80,7 +83,7 @@ def test_zip_package_loads_like_the_folder(tmp_path: Path, top: str | None) -> N
 def test_a_broken_zip_is_one_clear_error_naming_the_zip(tmp_path: Path) -> None:
     broken = tmp_path / "broken.zip"
     broken.write_bytes(b"PK\x03\x04 this is not really a zip")
-    loader = PackageLoader([tmp_path])
+    loader = PackageLoader([tmp_path], INTERPRETER)
     (problem,) = loader.problems
     assert isinstance(problem, LoadError)
     assert problem.file == str(broken)
@@ -92,7 +95,7 @@ def test_a_broken_zip_is_one_clear_error_naming_the_zip(tmp_path: Path) -> None:
 def test_a_zip_without_manifest_is_refused(tmp_path: Path) -> None:
     with zipfile.ZipFile(tmp_path / "empty.zip", "w") as archive:
         archive.writestr("Classes/A.yaml", "Name: A\n")
-    (problem,) = PackageLoader([tmp_path]).problems
+    (problem,) = PackageLoader([tmp_path], INTERPRETER).problems
     assert "no manifest.yaml" in str(problem) and "empty.zip" in str(problem)
 
 
@@ -104,7 +107,7 @@ def test_a_class_path_leaving_a_zip_package_is_refused(tmp_path: Path, entry: st
                          if entry.startswith("/") else
                          f"Format: 1.4\nFullName: t.evil\nClasses:\n  t.evil.E: '{entry}'\n")
         archive.writestr(entry, "Name: t.evil.E\n")
-    package = PackageLoader([tmp_path]).find_package("t.evil")
+    package = PackageLoader([tmp_path], INTERPRETER).find_package("t.evil")
     with pytest.raises(LoadError) as caught:
         package.load_class("t.evil.E")
     assert "evil.zip" in str(caught.value)
@@ -115,7 +118,7 @@ def test_a_class_path_leaving_a_folder_package_is_refused(tmp_path: Path) -> Non
     write_package(tmp_path / "pkgs", "t.evil",
                   manifest="Format: 1.4\nFullName: t.evil\nClasses:\n"
                            "  t.evil.E: ../../../secret.yaml\n")
-    package = PackageLoader([tmp_path / "pkgs"]).find_package("t.evil")
+    package = PackageLoader([tmp_path / "pkgs"], INTERPRETER).find_package("t.evil")
     with pytest.raises(LoadError, match="leaves the package"):
         package.load_class("t.evil.E")
 
@@ -149,7 +152,7 @@ def test_manifest_problems_name_the_manifest(tmp_path: Path, manifest: str,
                                              problem: str) -> None:
     path = write_package(tmp_path, "t.m", manifest=manifest, folder="m")
     with pytest.raises(LoadError) as caught:
-        PackageLoader([]).add(path)
+        PackageLoader([], INTERPRETER).add(path)
     assert problem in str(caught.value)
     where = str(path / "manifest.yaml")
     reported = caught.value.problems if isinstance(caught.value, LoadErrors) else [caught.value]
@@ -161,14 +164,14 @@ def test_all_manifest_problems_are_reported_together(tmp_path: Path) -> None:
     path = write_package(tmp_path, "t.m", folder="m",
                          manifest="Type: Service\nClasses: [x]\nTags: 1\n")
     with pytest.raises(LoadErrors) as caught:
-        PackageLoader([]).add(path)
+        PackageLoader([], INTERPRETER).add(path)
     assert len(caught.value.problems) == 4
 
 
 def test_a_bad_package_does_not_hide_the_good_ones(tmp_path: Path) -> None:
     write_package(tmp_path, "t.bad", manifest="Format: 7\n", folder="bad")
     app_package(tmp_path)
-    loader = PackageLoader([tmp_path])
+    loader = PackageLoader([tmp_path], INTERPRETER)
     assert len(loader.problems) == 1
     assert "t.app" in loader.packages
 
@@ -274,7 +277,7 @@ def test_inheritance_cycle_names_the_class_file(tmp_path: Path) -> None:
         "B": class_text("t.cyc", "B", "Extends: C\n"),
         "C": class_text("t.cyc", "C", "Extends: A\n"),
     })
-    package = PackageLoader([tmp_path]).find_package("t.cyc")
+    package = PackageLoader([tmp_path], INTERPRETER).find_package("t.cyc")
     with pytest.raises(LoadError) as caught:
         package.load_class("t.cyc.A")
     assert "inheritance cycle" in str(caught.value)
@@ -284,7 +287,7 @@ def test_inheritance_cycle_names_the_class_file(tmp_path: Path) -> None:
 def test_a_class_extending_itself_is_a_cycle(tmp_path: Path) -> None:
     write_package(tmp_path, "t.cyc", {"A": class_text("t.cyc", "A", "Extends: A\n")})
     with pytest.raises(LoadError, match="inheritance cycle through class t.cyc.A"):
-        PackageLoader([tmp_path]).find_class("t.cyc.A")
+        PackageLoader([tmp_path], INTERPRETER).find_class("t.cyc.A")
 
 
 def test_unknown_parent_and_unknown_prefix_name_the_extends_line(tmp_path: Path) -> None:
@@ -292,7 +295,7 @@ def test_unknown_parent_and_unknown_prefix_name_the_extends_line(tmp_path: Path)
         "A": class_text("t.ext", "A", "Extends: Missing\n"),
         "B": class_text("t.ext", "B", "Extends: zz:Base\n"),
     })
-    loader = PackageLoader([tmp_path])
+    loader = PackageLoader([tmp_path], INTERPRETER)
     with pytest.raises(LoadError) as caught:
         loader.find_class("t.ext.A")
     assert re.match(rf"{re.escape(str(path / 'Classes' / 'A.yaml'))}:\d+:\d+: ",
@@ -307,14 +310,14 @@ def test_unknown_parent_and_unknown_prefix_name_the_extends_line(tmp_path: Path)
 def test_a_file_that_does_not_define_its_class(tmp_path: Path) -> None:
     path = write_package(tmp_path, "t.x", {"A": class_text("t.x", "Other", "")})
     with pytest.raises(LoadError) as caught:
-        PackageLoader([tmp_path]).find_class("t.x.A")
+        PackageLoader([tmp_path], INTERPRETER).find_class("t.x.A")
     assert "class t.x.A is not defined in this file" in str(caught.value)
     assert caught.value.file == str(path / "Classes" / "A.yaml")
 
 
 def test_a_missing_package_folder_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(LoadError, match="does not exist"):
-        PackageLoader([tmp_path / "nope"])
+        PackageLoader([tmp_path / "nope"], INTERPRETER)
 
 
 def test_a_symlink_out_of_a_folder_package_is_not_followed(tmp_path: Path) -> None:

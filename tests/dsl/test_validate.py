@@ -8,6 +8,7 @@ from pathlib import Path
 from dsl_helpers import class_text, cli, write_package
 
 from murano_engine.dsl.validation import validate_package
+from murano_engine.interpreter import build_interpreter
 
 BROKEN_CLASSES = {
     "Yaml": class_text("t.v", "Yaml", """
@@ -72,7 +73,7 @@ def expected(path: Path) -> list[str]:
 
 def test_validate_lists_every_problem_in_process(tmp_path: Path) -> None:
     path = broken_package(tmp_path)
-    problems = validate_package(path)
+    problems = validate_package(path, build_interpreter())
     assert len(problems) == len(expected(path))
     for problem, start in zip(problems, expected(path), strict=True):
         assert problem.startswith(start), (problem, start)
@@ -92,21 +93,21 @@ def test_validate_command_lists_every_problem_and_exits_1(tmp_path: Path) -> Non
 
 def test_validate_ok_for_a_good_package(tmp_path: Path) -> None:
     path = write_package(tmp_path, "t.ok", {"Good": BROKEN_CLASSES["Good"].replace("t.v", "t.ok")})
-    assert validate_package(path) == []
+    assert validate_package(path, build_interpreter()) == []
     done = cli("validate", str(path))
     assert (done.returncode, done.stdout, done.stderr) == (0, f"{path}: OK\n", "")
 
 
 def test_validate_the_bundled_example_and_core_library() -> None:
     repo = Path(__file__).resolve().parents[2]
-    assert validate_package(repo / "examples" / "hello") == []
-    assert validate_package(repo / "meta" / "io.murano") == []
+    assert validate_package(repo / "examples" / "hello", build_interpreter()) == []
+    assert validate_package(repo / "meta" / "io.murano", build_interpreter()) == []
 
 
 def test_validate_reports_manifest_problems_each_naming_the_manifest(tmp_path: Path) -> None:
     path = write_package(tmp_path, "t.m", folder="m",
                          manifest="Type: Service\nClasses: [x]\n")
-    problems = validate_package(path)
+    problems = validate_package(path, build_interpreter())
     assert len(problems) == 3
     assert all(p.startswith(f"{path / 'manifest.yaml'}:1:1: ") for p in problems)
 

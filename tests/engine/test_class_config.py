@@ -7,9 +7,11 @@ import textwrap
 
 import pytest
 
+from murano_engine.class_configs import ClassConfigFiles
 from murano_engine.dsl import errors
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
+from murano_engine.interpreter import build_interpreter
 
 CLASS = """
 Name: t.cfg.Service
@@ -37,11 +39,11 @@ def _loader(tmp_path, version="1.2.3"):
         f"Format: 1.4\nType: Library\nFullName: t.cfg\nVersion: {version}\n"
         "Classes:\n  t.cfg.Service: Service.yaml\n")
     (package / "Classes" / "Service.yaml").write_text(textwrap.dedent(CLASS))
-    return PackageLoader([tmp_path / "pkgs"])
+    return PackageLoader([tmp_path / "pkgs"], build_interpreter())
 
 
 def _describe(loader, folder, props=None):
-    executor = Executor(loader, services={"config": {"engine": {"class_configs": str(folder)}}})
+    executor = Executor(loader, services={"class_configs": ClassConfigFiles(folder)})
     cls = loader.find_class("t.cfg.Service")
     return executor.call(executor.new_object(cls, props=props or {}), "describe")
 

@@ -15,6 +15,7 @@ import pytest
 
 from murano_engine.deploy import incoming_model, run_command
 from murano_engine.dsl.natives import NativeCall, native_class, static
+from murano_engine.interpreter import build_interpreter
 
 EVENTS: list[str] = []
 
@@ -116,7 +117,7 @@ def _run(tmp_path: Path, packages: Path, action: str, model: dict | None = None,
     options = SimpleNamespace(load_packages_from=[str(packages)], config=None,
                               state=str(tmp_path / "state.json"), model=str(model_path),
                               **extra)
-    return run_command(options, action)
+    return run_command(options, action, build_interpreter(natives=[Probe]))
 
 
 @pytest.fixture(autouse=True)

@@ -7,6 +7,7 @@ import textwrap
 
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
+from murano_engine.interpreter import build_interpreter
 
 CLASS = """
 Name: t.log.L
@@ -27,7 +28,7 @@ def test_levels_and_formatting(tmp_path, caplog):
     (package / "manifest.yaml").write_text(
         "Format: 1.4\nType: Library\nFullName: t.log\nClasses:\n  t.log.L: L.yaml\n")
     (package / "Classes" / "L.yaml").write_text(textwrap.dedent(CLASS))
-    loader = PackageLoader([tmp_path])
+    loader = PackageLoader([tmp_path], build_interpreter())
     executor = Executor(loader)
     with caplog.at_level(logging.INFO, logger="murano.app.demo"):
         executor.call(executor.new_object(loader.find_class("t.log.L")), "run")

@@ -10,11 +10,12 @@ import pytest
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.objects import MuranoObject
 from murano_engine.dsl.packages import PackageLoader
+from murano_engine.interpreter import build_interpreter
 
 
 @pytest.fixture(scope="session")
 def loader() -> PackageLoader:
-    return PackageLoader([])
+    return PackageLoader([], build_interpreter())
 
 
 @pytest.fixture

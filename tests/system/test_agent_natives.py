@@ -20,6 +20,7 @@ from murano_engine.dsl.errors import MuranoPlException
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.objects import MuranoObject
 from murano_engine.dsl.packages import PackageLoader
+from murano_engine.interpreter import build_interpreter
 from murano_engine.messaging import AgentClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "agent"))
@@ -215,7 +216,7 @@ def loader(tmp_path_factory: pytest.TempPathFactory) -> PackageLoader:
     (lib / "manifest.yaml").write_text(
         "Format: 1.4\nType: Library\nFullName: test.agents.lib\n"
         "Classes:\n  test.agents.lib.Relay: Relay.yaml\n")
-    return PackageLoader([root.parent])
+    return PackageLoader([root.parent], build_interpreter())
 
 
 class Run:

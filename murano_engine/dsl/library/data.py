@@ -1,0 +1,70 @@
+"""Functions on plain data: ``pselect``, ``bind``, ``patch``, ``firstOrDefault``."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from yaql.language.utils import FrozenDict
+
+from murano_engine import concurrency
+from murano_engine.dsl import values
+from murano_engine.dsl.contexts import DslContext
+from murano_engine.dsl.runtime import FunctionSpec
+
+
+def pselect(ctx: Any, collection: Any, args: list, kwargs: dict) -> Any:
+    items = values.freeze(collection)
+    selector = args[0] if args else kwargs["selector"]
+
+    def run(item: Any) -> Any:
+        child = DslContext(ctx)
+        child["$"] = item
+        return selector(child)
+
+    return tuple(concurrency.run_all([functools.partial(run, i) for i in items]))
+
+
+_MACRO = re.compile(r"\{(\w+)\}")
+
+
+def bind(ctx: Any, template: Any, mappings: Any) -> Any:
+    def walk(value: Any) -> Any:
+        if isinstance(value, str) and value.startswith("$"):
+            key = value[1:]
+            if re.fullmatch(r"\w+", key):
+                if key not in mappings:
+                    raise KeyError(key)
+                return mappings[key]
+            return _MACRO.sub(lambda m: str(mappings[m.group(1)]), key)
+        if isinstance(value, Mapping):
+            return FrozenDict({walk(k): walk(v) for k, v in value.items()})
+        if isinstance(value, (list, tuple)):
+            return tuple(walk(v) for v in value)
+        return value
+    return walk(template)
+
+
+def patch(ctx: Any, obj: Any, patches: Any) -> Any:
+    import jsonpatch
+    try:
+        return values.freeze(jsonpatch.apply_patch(values.thaw(obj), values.thaw(patches)))
+    except jsonpatch.JsonPointerException:
+        return obj
+
+
+def first_or_default(ctx: Any, collection: Any, default: Any = None) -> Any:
+    """Formats 1.0 and 1.1."""
+    for item in collection:
+        return item
+    return default
+
+
+FUNCTIONS = {
+    "pselect": FunctionSpec(pselect, raw=True),
+    "bind": FunctionSpec(bind),
+    "patch": FunctionSpec(patch),
+    "firstOrDefault": FunctionSpec(first_or_default),
+}

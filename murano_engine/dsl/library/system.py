@@ -1,0 +1,44 @@
+"""Functions that reach the engine: ``sleep``, ``randomName``, ``logger``, ``config``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from murano_engine import boundary
+from murano_engine.dsl import errors
+from murano_engine.dsl.contexts import frame_of
+from murano_engine.dsl.runtime import FunctionSpec
+
+
+def sleep(ctx: Any, seconds: Any = 0) -> None:
+    boundary.outside().sleep(float(seconds or 0))
+
+
+def random_name(ctx: Any) -> str:
+    return boundary.outside().random_name()
+
+
+def logger(ctx: Any, name_: Any) -> Any:
+    frame = frame_of(ctx)
+    cls = frame.executor.loader.find_class("io.murano.system.Logger")
+    return frame.executor.new_object(cls, props={"loggerName": name_}, caller=frame,
+                                     native_args={"loggerName": name_})
+
+
+def config(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+    frame = frame_of(ctx)
+    if frame.murano_class.package.name != "io.murano":
+        raise errors.PolicyViolationException("config() is available to io.murano only")
+    settings = frame.executor.services.get("config") or {}
+    if len(args) == 1:
+        return settings.get("engine", {}).get(args[0])
+    group, setting = args[0], args[1]
+    return settings.get(group, {}).get(setting)
+
+
+FUNCTIONS = {
+    "sleep": FunctionSpec(sleep),
+    "randomName": FunctionSpec(random_name, method=False),
+    "logger": FunctionSpec(logger, method=False),
+    "config": FunctionSpec(config, method=False),
+}

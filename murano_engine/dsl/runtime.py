@@ -1,0 +1,173 @@
+"""The runtime compiled code calls, and the interpreter it belongs to.
+
+A :class:`Runtime` is what :mod:`compiler`'s closures reach for member
+access, method calls and function calls: MuranoPL objects, Murano's own
+functions (a table of :class:`FunctionSpec`), contract functions, and the
+yaql standard library for everything else. An :class:`Interpreter` pairs a
+runtime with the native classes its loaders attach; it is built in one
+place (``murano_engine.interpreter``) and nothing here is global.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import yaql
+import yaql.legacy
+from yaql.language import expressions as ast
+from yaql.language import utils as yaql_utils
+
+from murano_engine.dsl import errors
+from murano_engine.dsl.contexts import DslContext, frame_of
+from murano_engine.dsl.expressions import engine
+from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef
+
+if TYPE_CHECKING:
+    from murano_engine.dsl.natives import NativeRegistry
+
+NO_VALUE = yaql_utils.NO_VALUE
+ContractFunction = Callable[[Any, Any, list, dict], Any]
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """A Murano function: ``func(ctx, *args, **kwargs)``.
+
+    ``method`` allows the ``receiver.name(...)`` form (the receiver becomes
+    the first argument). ``raw`` functions get argument evaluators instead of
+    values (for lambdas such as ``pselect``'s).
+    """
+
+    func: Callable[..., Any]
+    method: bool = True
+    raw: bool = False
+
+
+class Runtime:
+    """Member access, calls and functions for compiled code, with one function table."""
+
+    def __init__(self, functions: Mapping[str, FunctionSpec],
+                 contract_functions: Mapping[str, ContractFunction]) -> None:
+        self.functions = dict(functions)
+        self.contract_functions = dict(contract_functions)
+        self.engine = engine()
+        self._roots: dict[bool, DslContext] = {}
+
+    def root_context(self, legacy: bool) -> DslContext:
+        """The yaql standard library (legacy flavour for formats 1.0 and 1.1)."""
+        root = self._roots.get(legacy)
+        if root is None:
+            base = yaql.legacy.create_context() if legacy else yaql.create_context()
+            root = self._roots[legacy] = DslContext(base)
+        return root
+
+    def get_member(self, receiver: Any, name: str, ctx: Any) -> Any:
+        if isinstance(receiver, (MuranoObject, ObjectView)):
+            return receiver.real.executor.get_property(receiver, name, frame_of(ctx))
+        if isinstance(receiver, Mapping):
+            return receiver.get(name)
+        if isinstance(receiver, TypeRef):
+            frame = frame_of(ctx)
+            return frame.executor.get_static(receiver.murano_class, name, frame)
+        if receiver is None:
+            raise errors.NoPropertyFound(f"cannot read property {name!r} of null")
+        reflected = getattr(receiver, "murano_member", None)
+        if reflected is not None:
+            return reflected(name)
+        return ctx("#operator_.", self.engine, NO_VALUE, ctx)(
+            receiver, ast.KeywordConstant(name))
+
+    def call_member(self, receiver: Any, name: str, args: list, kwargs: dict, ctx: Any,
+                    yaql_args: tuple) -> Any:
+        """``receiver.name(...)``; arguments are evaluated only if the callee is eager."""
+        frame = frame_of(ctx)
+        if isinstance(receiver, (MuranoObject, ObjectView, TypeRef)):
+            method = receiver.murano_class.find_method(name)
+            if method is not None:
+                if isinstance(receiver, TypeRef) and not method.is_static:
+                    raise errors.NoMethodFound(
+                        f"method {name} of {receiver.murano_class.name} is not static")
+                return frame.executor.invoke(
+                    method, receiver, [a(ctx) for a in args],
+                    {k: v(ctx) for k, v in kwargs.items()} if kwargs else {}, frame)
+        spec = self.functions.get(name)
+        if spec is not None and spec.method:
+            if spec.raw:
+                return spec.func(ctx, receiver, args, kwargs)
+            return spec.func(ctx, receiver, *[a(ctx) for a in args],
+                             **{k: v(ctx) for k, v in kwargs.items()})
+        extension = _extension_method(frame, name)
+        if extension is not None:
+            return frame.executor.invoke(
+                extension, extension.declaring_class.ref, [receiver] + [a(ctx) for a in args],
+                {k: v(ctx) for k, v in kwargs.items()}, frame)
+        reflected = getattr(receiver, "murano_call", None)
+        if reflected is not None:
+            return reflected(name, [a(ctx) for a in args], {k: v(ctx) for k, v in kwargs.items()})
+        if isinstance(receiver, (MuranoObject, ObjectView, TypeRef)):
+            raise errors.NoMethodFound(
+                f"method {name!r} is not found in {receiver.murano_class.name}")
+        return ctx(name, self.engine, receiver, ctx)(*yaql_args)
+
+    def call_function(self, name: str, args: list, kwargs: dict, ctx: Any,
+                      yaql_args: tuple) -> Any:
+        spec = self.functions.get(name)
+        if spec is not None:
+            if spec.raw:
+                return spec.func(ctx, args[0](ctx) if args else None, args[1:], kwargs)
+            return spec.func(ctx, *[a(ctx) for a in args],
+                             **{k: v(ctx) for k, v in kwargs.items()})
+        return ctx(name, self.engine, NO_VALUE, ctx)(*yaql_args)
+
+    def type_reference(self, prefix: str, name: str, ctx: Any) -> Any:
+        frame = frame_of(ctx)
+        return frame.murano_class.resolve_type(f"{prefix}:{name}").ref
+
+    def is_instance(self, value: Any, type_ref: Any, ctx: Any) -> bool:
+        if not isinstance(value, (MuranoObject, ObjectView)):
+            return False
+        return value.murano_class.is_compatible(resolve_class(ctx, type_ref))
+
+    def contract_function(self, name: str) -> ContractFunction | None:
+        return self.contract_functions.get(name)
+
+    def murano_function(self, name: str) -> FunctionSpec | None:
+        return self.functions.get(name)
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """What runs are built from: native classes and the runtime.
+
+    A :class:`~murano_engine.dsl.packages.PackageLoader` made with an
+    interpreter attaches its native classes to the classes it builds, and
+    every executor of that loader runs with its runtime.
+    """
+
+    natives: NativeRegistry
+    runtime: Runtime
+
+
+def resolve_class(ctx: Any, value: Any) -> Any:
+    """The class a type reference, an object or a (namespaced) name stands for."""
+    if isinstance(value, TypeRef):
+        return value.murano_class
+    if isinstance(value, (MuranoObject, ObjectView)):
+        return value.murano_class
+    return frame_of(ctx).murano_class.resolve_type(str(value))
+
+
+def _extension_method(frame: Any, name: str) -> Any:
+    if frame is None:
+        return None
+    cls = frame.murano_class
+    method = cls.extension_method(name)
+    if method is not None:
+        return method
+    for imported in cls.imports():
+        method = imported.extension_method(name)
+        if method is not None:
+            return method
+    return None

@@ -1,0 +1,218 @@
+"""Engine workers: processes that run the tasks ``murano-api`` queues.
+
+``murano-engine worker`` takes tasks from a durable RabbitMQ queue one at a
+time, sends every status report and the final result to the result queue as
+it goes, and acknowledges the task only when it is done, so the broker hands
+the task of a worker that died to another one. The API also runs tasks in its
+own threads (no broker) with the same :func:`run_engine_task`. Packages come
+from the catalog's database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kombu import Connection, Exchange, Queue
+from kombu.mixins import ConsumerMixin
+
+from murano_engine.api import db
+from murano_engine.api.catalog import CatalogLoader
+from murano_engine.api.config import Settings, load_settings
+from murano_engine.config import load_config
+from murano_engine.deploy import close_services, engine_services
+from murano_engine.dsl import errors, serializer
+from murano_engine.dsl.executor import Executor
+from murano_engine.dsl.runtime import Interpreter
+from murano_engine.interpreter import build_interpreter
+from murano_engine.tasks import describe_failure, run_task
+
+LOG = logging.getLogger(__name__)
+Reporter = Callable[[dict[str, Any]], None]
+
+
+def json_safe(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+class EngineServices:
+    """The cloud and the agents' broker of one process, opened for its first task.
+
+    Every task of the process shares them (the local cloud keeps its stacks and
+    the servers' agents in the process that opened its state folder); the
+    engine sections of the API's configuration file say what they are.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.interpreter = build_interpreter()
+        self._lock = threading.Lock()
+        self._services: dict[str, Any] | None = None
+
+    def get(self) -> dict[str, Any]:
+        with self._lock:
+            if self._services is None:
+                self._services = engine_services(load_config(self.settings.config_file))
+            return self._services
+
+    def close(self) -> None:
+        with self._lock:
+            services, self._services = self._services, None
+        if services is not None:
+            close_services(services)
+
+
+def run_engine_task(store: db.Store, settings: Settings, task: Mapping[str, Any],
+                    reporter: Reporter, services: EngineServices) -> dict[str, Any]:
+    """Run one task with the catalog's packages; failures become exception results."""
+    try:
+        loader = CatalogLoader(store, settings.packages_cache, str(task.get("project_id")),
+                               services.interpreter)
+        result = run_task(task, loader, reporter=reporter, services=services.get())
+    except Exception as exc:  # noqa: BLE001 - a task that cannot start still ends
+        LOG.exception("task %s could not run", task.get("task_id"))
+        failure = describe_failure(exc)
+        reporter({"id": task.get("id"), "text": failure["message"], "level": "error",
+                  "details": failure.get("traceback"), "timestamp": time.time()})
+        result = {"action": {"result": failure, "isException": True}, "model": None}
+    return json_safe(result)
+
+
+def run_static_action(store: db.Store, settings: Settings, interpreter: Interpreter,
+                      project_id: str, request: Mapping[str, Any]) -> dict[str, Any]:
+    """Call a public static method: ``{"status": 200, "result"}`` or a status and message."""
+    loader = CatalogLoader(store, settings.packages_cache, project_id, interpreter)
+    class_name = str(request.get("className") or "")
+    method_name = str(request.get("methodName") or "")
+    try:
+        if request.get("packageName"):
+            package = loader.find_package(str(request["packageName"]),
+                                          request.get("classVersion") or "=0")
+            cls = package.find_class(class_name)
+        else:
+            cls = loader.find_class(class_name)
+        method = cls.find_method(method_name)
+        if method is None:
+            return {"status": 404, "message": f"method {method_name} is not found in "
+                                              f"{class_name}"}
+        if method.usage not in ("Static", "Extension") or method.scope != "Public":
+            return {"status": 404, "message": f"method {method_name} of {class_name} is not "
+                                              f"a public static method"}
+        executor = Executor(loader, services={"reporter": None})
+        result = executor.invoke(method, cls.ref, [], dict(request.get("parameters") or {}),
+                                 None)
+        return {"status": 200, "result": json_safe(serializer.serialize_value(result))}
+    except (errors.NoClassFound, errors.NoPackageFound, errors.NoMethodFound) as exc:
+        return {"status": 404, "message": str(exc)}
+    except (errors.ContractViolationException, errors.NoMatchingMethodException,
+            ValueError, TypeError) as exc:
+        return {"status": 400, "message": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - every failure is answered
+        message = getattr(exc, "message", None) or str(exc)
+        status = 400 if "ContractViolation" in type(exc).__name__ else 503
+        return {"status": status, "message": message}
+
+
+def load_green_threads() -> None:
+    """Load eventlet in the main thread, before any engine task runs in another one.
+
+    Imported first from an engine thread, eventlet leaves that thread's state
+    lock held when the thread ends: joining it (the dispatcher's shutdown,
+    interpreter exit) then never returns and the process hangs at SIGTERM.
+    """
+    from murano_engine import concurrency
+
+    concurrency.sleep(0)
+
+
+def task_queues(settings: Settings) -> tuple[Queue, Queue]:
+    """The durable task queue workers take from and the result queue the API reads."""
+    exchange = Exchange("", type="direct")
+    return (Queue(settings.task_queue, exchange, routing_key=settings.task_queue, durable=True),
+            Queue(settings.result_queue, exchange, routing_key=settings.result_queue,
+                  durable=True))
+
+
+class Worker(ConsumerMixin):
+    """``murano-engine worker``: takes tasks one at a time, acknowledges when done."""
+
+    def __init__(self, connection: Any, store: db.Store, settings: Settings) -> None:
+        self.connection = connection
+        self.store = store
+        self.settings = settings
+        self.task_queue, self.result_queue = task_queues(settings)
+        self.name = f"{socket.gethostname()}:{os.getpid()}"
+        self._results = connection.clone()
+        self.services = EngineServices(settings)
+
+    def get_consumers(self, consumer_class: Any, channel: Any) -> list:
+        return [consumer_class(queues=[self.task_queue], accept=["json"],
+                               callbacks=[self.on_message], prefetch_count=1)]
+
+    def send(self, body: dict[str, Any], **properties: Any) -> None:
+        producer = self._results.Producer(serializer="json")
+        routing = properties.pop("routing_key", self.settings.result_queue)
+        self._results.ensure(producer, producer.publish, max_retries=5)(
+            json_safe(body), routing_key=routing, delivery_mode=2, **properties)
+
+    def on_message(self, body: dict, message: Any) -> None:
+        if body.get("kind") == "static":
+            answer = run_static_action(self.store, self.settings, self.services.interpreter,
+                                       str(body.get("project_id")), body.get("request") or {})
+            self.send(answer, routing_key=message.properties.get("reply_to"),
+                      correlation_id=message.properties.get("correlation_id"))
+        elif body.get("kind") == "task":
+            self.run_message_task(body["task"], bool(message.delivery_info.get("redelivered")))
+        message.ack()
+
+    def run_message_task(self, task: dict[str, Any], redelivered: bool) -> None:
+        task_id = task["task_id"]
+
+        def reporter(report: dict[str, Any]) -> None:
+            self.send({"kind": "report", "task_id": task_id, "report": report})
+
+        again = " again, after another worker stopped" if redelivered else ""
+        reporter({"id": task.get("id"), "text": f"Worker {self.name} took the task{again}",
+                  "level": "info", "timestamp": time.time()})
+        LOG.info("task %s for environment %s%s", task_id, task.get("id"), again)
+        result = run_engine_task(self.store, self.settings, task, reporter, self.services)
+        self.send({"kind": "result", "task_id": task_id, "result": result})
+
+
+def serve_worker(options: argparse.Namespace) -> int:
+    """Handler of ``murano-engine worker --config-file FILE``."""
+    settings = load_settings(options.config_file)
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
+    if not settings.uses_broker:
+        raise SystemExit("error: the configuration has no transport_url; the API runs "
+                         "tasks itself")
+    threading.stack_size(256 * 1024 * 1024)
+    load_green_threads()
+    store = db.Store(settings.database)
+    worker = Worker(Connection(settings.transport_url), store, settings)
+
+    def stop(_signum: int, _frame: Any) -> None:
+        worker.should_stop = True
+
+    signal.signal(signal.SIGTERM, stop)
+    LOG.info("worker %s takes tasks from %s", worker.name, settings.task_queue)
+    thread = threading.Thread(target=worker.run, name="worker")
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(0.5)
+    except KeyboardInterrupt:
+        worker.should_stop = True
+        thread.join()
+    finally:
+        worker.services.close()
+    return 0
