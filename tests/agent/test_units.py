@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from murano_agent import plans, storage
@@ -114,9 +116,19 @@ def test_v2_structure_errors(plan, message):
 
 
 def test_v2_structures_that_pass():
-    plans.validate_v2(v2("2.1.0", Files=["u", {"alias": "f"}]), (2, 1, 0))
+    """Downloadable files pass from 2.1.0 on and Berkshelf options from 2.2.0 on, not before."""
+    downloadable = v2("2.1.0", Files=["u", {"alias": "f"}])
+    expected = copy.deepcopy(downloadable)
+    plans.validate_v2(downloadable, plans.format_version(downloadable))  # raises nothing
+    assert downloadable == expected  # validating changes nothing
+    assert plans.script_file_ids(downloadable["Scripts"]["s"]) == ["u", "f"]
+    with pytest.raises(PlanError, match="downloadable files need FormatVersion 2.1.0"):
+        plans.validate_v2(downloadable, (2, 0, 0))
+
     chef = v2("2.2.0", Type="Chef", EntryPoint="c::r", Options={"useBerkshelf": True})
-    plans.validate_v2(chef, (2, 2, 0))
+    plans.validate_v2(chef, plans.format_version(chef))  # raises nothing
+    with pytest.raises(PlanError, match="Berkshelf options need"):
+        plans.validate_v2(chef, (2, 1, 0))
 
 
 @pytest.mark.parametrize(

@@ -107,8 +107,10 @@ class ApiServer:
 
     def murano(self, *args: str, token: str = "tok-a", stdin: str | None = None,
                check: bool = True) -> subprocess.CompletedProcess:
-        command = ["murano", "--os-no-client-auth", "--murano-url", self.url,
-                   "--os-auth-token", token, *args]
+        # python-muranoclient's ``murano`` console script is muranoclient.shell:main;
+        # running the module with this interpreter needs no venv bin on PATH.
+        command = [sys.executable, "-m", "muranoclient.shell", "--os-no-client-auth",
+                   "--murano-url", self.url, "--os-auth-token", token, *args]
         done = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=60)
         if check:
             assert done.returncode == 0, done.stdout + done.stderr

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from murano_engine.dsl.packages import PackageLoader
+from murano_engine.dsl.validation import validate_package
 from murano_engine.test_runner import find_tests, mocking_interpreter, run_test
 
 ROOT = Path(__file__).resolve().parents[2] / "dsl_packages"
@@ -51,8 +52,16 @@ def test_every_package_loads_and_has_tests():
             "io.murano.apps.linux.ReplicatedKV"} <= set(PACKAGES)
     for name in PACKAGES:
         assert find_tests(LOADER, name), f"{name} has no MuranoPL tests"
-        for cls in LOADER.find_package(name).classes():
-            assert cls.name  # every class file parses and resolves its parents
+        package = LOADER.find_package(name)
+        # every class file defines the class the manifest names, in this package
+        classes = package.classes()
+        assert [cls.name for cls in classes] == list(package.class_files)
+        for cls in classes:
+            assert cls.package is package, cls.name
+            # its parents resolve, up to the root of every MuranoPL class
+            assert "io.murano.Object" in {a.name for a in cls.ancestors()}, cls.name
+        # every method body and expression compiles
+        assert validate_package(ROOT / name, LOADER.interpreter, [ROOT]) == [], name
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from murano_engine.clouds import push_stack
@@ -63,7 +65,8 @@ def test_explorer_sees_the_local_clouds_networks(tmp_path, make_object):
         assert subnets[0]["cidr"] == "10.0.0.0/17"
         assert subnets[0]["network_id"] == networks[0]["id"]
         # Only 10.0.0.0/24 and 10.0.1.0/24 are candidates; both overlap the /17.
-        with pytest.raises(RuntimeError):
+        with pytest.raises(RuntimeError,
+                           match=re.escape("no free subnet left in 10.0.0.0/24..10.0.1.0/24")):
             executor.call(explorer, "getAvailableCidr", ("r", "n2"))
     finally:
         cloud.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 
 def test_reports_and_errors_reach_the_reporter(make_object):
     sent = []
@@ -32,9 +34,16 @@ def test_reports_without_a_task_use_the_environment_object_id(make_object):
     assert (sent[0]["id"], sent[0]["environment_id"]) == ("x1", "env-obj")
 
 
-def test_reporting_without_a_reporter_is_silent(make_object):
+def test_reporting_without_a_reporter_is_silent(make_object, caplog, capfd):
+    """No reporter service: reports go nowhere - no error, no output, no log record."""
     executor, reporter = make_object("io.murano.system.StatusReporter", {})
-    assert executor.call(reporter, "report", (None, "nobody listens")) is None
+    target = executor.new_object(executor.loader.find_class("io.murano.Object"), object_id="o1")
+    with caplog.at_level(logging.DEBUG):
+        executor.call(reporter, "report", (None, "nobody listens"))
+        executor.call(reporter, "reportError", (target, "nobody listens"))
+        executor.call(reporter, "report_error", (target, "nobody listens"))
+    assert [r.getMessage() for r in caplog.records if "nobody listens" in r.getMessage()] == []
+    assert capfd.readouterr() == ("", "")  # murano-engine's stdout carries its JSON result
 
 
 def test_instance_notifier_reports_tracking(make_object):
