@@ -30,7 +30,7 @@ from kombu.mixins import ConsumerMixin
 from murano_engine.api import db, environments
 from murano_engine.api.auth import Context
 from murano_engine.api.catalog import CatalogLoader
-from murano_engine.api.config import Settings, load_settings
+from murano_engine.api.config import SCHEMA, Settings, load_settings
 from murano_engine.api.errors import ApiError, Unavailable
 
 LOG = logging.getLogger(__name__)
@@ -62,7 +62,8 @@ class EngineServices:
                 from murano_engine.config import load_config
                 from murano_engine.deploy import engine_services
 
-                self._services = engine_services(load_config(self.settings.config_file))
+                self._services = engine_services(
+                    load_config(self.settings.config_file, schema=SCHEMA))
             return self._services
 
     def close(self) -> None:
