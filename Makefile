@@ -2,7 +2,7 @@
 PYTHON ?= python3
 STATE ?= state/linux-cluster.json
 
-.PHONY: demo demo-destroy test lint bench install
+.PHONY: demo demo-destroy test lint bench install samples
 
 install: .make-installed
 
@@ -26,6 +26,13 @@ test: .make-installed
 
 lint: .make-installed
 	ruff check murano_engine murano_agent murano_common tests benchmarks
+
+# The sample configuration files, rendered from the option declarations
+# (tests/common/test_options.py checks they are up to date).
+samples:
+	$(PYTHON) -m murano_common.options murano_agent.config > murano_agent/packaging/agent.conf.sample
+	$(PYTHON) -m murano_common.options murano_engine.config > murano_engine/murano-engine.conf.sample
+	$(PYTHON) -m murano_common.options murano_engine.api.config > murano_engine/api/murano-api.conf.sample
 
 bench: .make-installed
 	$(PYTHON) benchmarks/dsl_bench.py

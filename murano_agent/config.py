@@ -1,133 +1,89 @@
 """Agent configuration: the INI options a Murano agent reads, plus a few of our own.
 
-``[DEFAULT]``: ``storage``, ``engine_key`` (PEM, continuation lines indented),
-``work_folder``, ``log_file``, ``debug``, ``plan_timeout``, ``powershell``,
-``reboot_command``, ``reboot_wait``, ``enable_dynamic_result_queue``.
-``[rabbitmq]``: ``url`` (overrides the parts below when set, e.g. ``memory://``),
-``host``, ``port``, ``login``, ``password``, ``virtual_host``, ``ssl``,
-``ssl_version``, ``ca_certs``, ``insecure``, ``input_queue``, ``result_exchange``,
-``result_routing_key``, ``heartbeat``, ``reconnect_delay``, ``reconnect_max_delay``.
-Unknown options (``verbose``, oslo.log settings ...) are ignored.
+Every option is declared in :data:`SCHEMA` (``[DEFAULT]`` and ``[rabbitmq]``);
+``packaging/agent.conf.sample`` lists them. Unknown sections and options
+(``verbose``, oslo.log settings ...) are ignored: Murano renders agent configs
+for every agent version.
 """
 
 from __future__ import annotations
 
-import configparser
-import dataclasses
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from murano_common.options import ConfigError, Option, Schema, Section, SectionValues, Values
 
-class ConfigError(ValueError):
-    """An option has a value that cannot be used; the message names it."""
+__all__ = ["SCHEMA", "AgentConfig", "ConfigError", "RabbitConfig", "load_config"]
+
+#: The ``[rabbitmq]`` section's values (``cfg.rabbitmq.port`` ...).
+RabbitConfig = SectionValues
+
+DEFAULTS = Section(
+    "DEFAULT", "The agent itself.",
+    Option("storage", str, "/var/murano/plans", "Folder of the plans received and their state."),
+    Option("engine_key", str, "",
+           "The engine's public key (PEM, continuation lines indented); plans must then be "
+           "signed with it."),
+    Option("work_folder", str, "", "Where plans may write their files (default: "
+                                   "<storage>/files)."),
+    Option("log_file", str, "", "A file to log to, besides standard output."),
+    Option("debug", bool, False, "Log debug messages."),
+    Option("plan_timeout", float, 3600.0, "Seconds a plan may run before its scripts are "
+                                          "killed."),
+    Option("powershell", str, "powershell.exe" if sys.platform == "win32" else "pwsh",
+           "PowerShell executable for v1 plans and .ps1 entry points (powershell.exe on "
+           "Windows).", sample="pwsh"),
+    Option("reboot_command", str,
+           "shutdown /r /t 5" if sys.platform == "win32" else "shutdown -r now",
+           "Command a plan's reboot request runs (shutdown /r /t 5 on Windows).",
+           sample="shutdown -r now"),
+    Option("reboot_wait", float, 300.0, "Seconds to wait for that reboot to happen."),
+    Option("enable_dynamic_result_queue", bool, False,
+           "Send each result to the plan's ReplyTo queue when it has one."),
+)
+
+RABBITMQ = Section(
+    "rabbitmq", "The broker plans come from and results go to.",
+    Option("url", str, "",
+           "A full broker URL (e.g. memory:// or amqp://user:password@host:5672/vhost); "
+           "overrides host, port, login, password, virtual_host and the TLS options."),
+    Option("host", str, "localhost", "Broker host."),
+    Option("port", int, 5672, "Broker port."),
+    Option("login", str, "guest", "Broker user."),
+    Option("password", str, "guest", "Broker password."),
+    Option("virtual_host", str, "/", "Broker virtual host."),
+    Option("ssl", bool, False, "Connect with TLS."),
+    Option("ssl_version", str, "", "TLS protocol version, e.g. TLSv1_2 (default: the best)."),
+    Option("ca_certs", str, "",
+           "CA certificates file (PEM) the broker's TLS certificate is verified with "
+           "(empty: the system's CAs)."),
+    Option("insecure", bool, False, "With ssl: do not require a valid broker certificate."),
+    Option("input_queue", str, "", "The queue plans arrive on: e<environment id>-h<instance "
+                                   "id>."),
+    Option("result_exchange", str, "", "The exchange results are published to."),
+    Option("result_routing_key", str, "",
+           "The results' routing key: -execution-results-<region name>."),
+    Option("heartbeat", int, 0, "AMQP heartbeat in seconds (0: none)."),
+    Option("reconnect_delay", float, 1.0, "Seconds before the first reconnection attempt."),
+    Option("reconnect_max_delay", float, 60.0, "Longest pause between reconnection attempts."),
+)
+
+SCHEMA = Schema(DEFAULTS, RABBITMQ, lenient=True,
+                title="Guest agent configuration (the options Murano's agent.conf has, plus a "
+                      "few of ours).\nmurano-agent --config-file agent.conf")
 
 
-def _default_powershell() -> str:
-    return "powershell.exe" if sys.platform == "win32" else "pwsh"
-
-
-def _default_reboot_command() -> str:
-    return "shutdown /r /t 5" if sys.platform == "win32" else "shutdown -r now"
-
-
-@dataclasses.dataclass(frozen=True)
-class RabbitConfig:
-    """The ``[rabbitmq]`` section."""
-
-    url: str = ""
-    host: str = "localhost"
-    port: int = 5672
-    login: str = "guest"
-    password: str = "guest"
-    virtual_host: str = "/"
-    ssl: bool = False
-    ssl_version: str = ""
-    ca_certs: str = ""
-    insecure: bool = False
-    input_queue: str = ""
-    result_exchange: str = ""
-    result_routing_key: str = ""
-    heartbeat: int = 0
-    reconnect_delay: float = 1.0
-    reconnect_max_delay: float = 60.0
-
-
-@dataclasses.dataclass(frozen=True)
-class AgentConfig:
-    """The whole agent configuration; ``source`` names where it came from."""
-
-    rabbitmq: RabbitConfig
-    storage: str = "/var/murano/plans"
-    engine_key: str = ""
-    work_folder: str = ""
-    log_file: str = ""
-    debug: bool = False
-    plan_timeout: float = 3600.0
-    powershell: str = dataclasses.field(default_factory=_default_powershell)
-    reboot_command: str = dataclasses.field(default_factory=_default_reboot_command)
-    reboot_wait: float = 300.0
-    enable_dynamic_result_queue: bool = False
-    source: str = "<defaults>"
+class AgentConfig(Values):
+    """The whole agent configuration: ``[DEFAULT]`` options as attributes, ``rabbitmq``
+    the ``[rabbitmq]`` section; ``source`` names where it came from."""
 
     @property
     def files_root(self) -> Path:
         """Where plans may write their files (``work_folder`` or ``<storage>/files``)."""
         return Path(self.work_folder or os.path.join(self.storage, "files"))
-
-
-def _parse_bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off", ""):
-        return False
-    raise ValueError(f"{text!r} is not a boolean")
-
-
-_PARSERS: dict[Any, Callable[[str], Any]] = {
-    "bool": _parse_bool,
-    "int": int,
-    "float": float,
-    "str": str,
-}
-
-
-def _unquote(text: str) -> str:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
-
-
-def _convert(cls: type, values: Mapping[str, str], where: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for field in dataclasses.fields(cls):
-        if field.name not in values or field.name in ("rabbitmq", "source"):
-            continue
-        raw = _unquote(values[field.name])
-        try:
-            out[field.name] = _PARSERS[field.type](raw)
-        except ValueError as exc:
-            raise ConfigError(
-                f"{where}: option {field.name!r} = {raw!r} is not a valid {field.type}: {exc}"
-            ) from None
-    return out
-
-
-def _read_ini(text: str, where: str) -> tuple[dict[str, str], dict[str, str]]:
-    parser = configparser.ConfigParser(interpolation=None, strict=False)
-    try:
-        parser.read_string(text, source=where)
-    except configparser.Error as exc:
-        raise ConfigError(f"{where}: not a valid INI file: {exc}") from None
-    defaults = dict(parser.defaults())
-    rabbit = {}
-    if parser.has_section("rabbitmq"):
-        rabbit = {k: v for k, v in parser.items("rabbitmq") if k not in defaults}
-    return defaults, rabbit
 
 
 def load_config(
@@ -148,14 +104,5 @@ def load_config(
             text = Path(text).read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"cannot read agent config {where}: {exc.strerror}") from None
-    defaults, rabbit = _read_ini(text, where)
-    for key, value in (overrides or {}).items():
-        section, _, name = key.rpartition(".")
-        target = {"": defaults, "rabbitmq": rabbit}.get(section)
-        if target is None:
-            raise ConfigError(f"override {key!r}: unknown section {section!r}")
-        target[name] = str(value)
-    rabbit_cfg = RabbitConfig(**_convert(RabbitConfig, rabbit, f"{where} [rabbitmq]"))
-    return AgentConfig(
-        rabbitmq=rabbit_cfg, source=where, **_convert(AgentConfig, defaults, f"{where} [DEFAULT]")
-    )
+    values = SCHEMA.load(text=text, name=where, overrides=overrides)
+    return AgentConfig(dict(values), values.source)

@@ -1,109 +1,157 @@
-"""The engine's configuration: one INI file, every option with a default.
+"""The engine's configuration: the options of ``[engine]``, ``[rabbitmq]``, ``[heat]``,
+``[networking]`` and ``[local_cloud]`` (every one with its default and help in
+:data:`SCHEMA`; ``murano-engine.conf.sample`` lists them).
 
-Sections: ``[engine]``, ``[rabbitmq]``, ``[heat]``, ``[networking]`` and
-``[local_cloud]``. An environment variable ``MURANO_<SECTION>_<OPTION>``
-(upper case) overrides the file. With no file and no ``[heat]`` settings the
-engine deploys to the embedded local cloud with in-process messaging.
+An environment variable ``MURANO_<SECTION>_<OPTION>`` (upper case) overrides the
+file. With no file and no ``[heat]`` settings the engine deploys to the embedded
+local cloud with in-process messaging.
 """
 
 from __future__ import annotations
 
-import configparser
 import os
+import ssl
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-Config = dict[str, dict[str, Any]]
+from murano_common.options import ConfigError, Option, Schema, Section, Values
 
-DEFAULTS: Config = {
-    "engine": {
-        "agent_timeout": 3600,
-        "disable_murano_agent": False,
-        "stack_timeout": 3600,
-        "signing_key": "",
-        "class_configs": "",
-    },
-    "rabbitmq": {
-        "url": "",
-        "host": "127.0.0.1",
-        "port": 5672,
-        "login": "guest",
-        "password": "guest",
-        "virtual_host": "/",
-        "ssl": False,
-        "ca_certs": "",
-    },
-    "heat": {
-        "auth_url": "",
-        "url": "",
-        "token": "",
-        "username": "",
-        "password": "",
-        "project_name": "",
-        "user_domain_name": "Default",
-        "project_domain_name": "Default",
-        "region_name": "",
-        "stack_timeout": 3600,
-    },
-    "networking": {
-        "env_ip_template": "10.0.0.0",
-        "max_environments": 250,
-        "max_hosts": 250,
-        "default_dns": "",
-        "external_network": "public",
-        "router_name": "murano-default-router",
-        "create_router": True,
-    },
-    "local_cloud": {
-        "state_dir": "~/.local/state/murano-engine/local-cloud",
-        "powershell": "",
-        "parallel": 64,
-        "stack_timeout": 3600,
-    },
-}
+__all__ = ["SCHEMA", "Config", "ConfigError", "broker_ssl", "broker_url", "heat_configured",
+           "load_config"]
+
+#: Loaded engine configuration: sections by name, each option by attribute or by name.
+Config = Values
+
+#: Where the local cloud keeps its state unless ``[local_cloud] state_dir`` says otherwise.
+DEFAULT_STATE_DIR = "~/.local/state/murano-engine/local-cloud"
+#: Seconds the engine waits for a stack operation unless configured otherwise.
+DEFAULT_STACK_TIMEOUT = 3600.0
+
+ENGINE = Section(
+    "engine", "How the engine runs deployments.",
+    Option("agent_timeout", int, 3600,
+           "Seconds the engine waits for a guest agent's result of one plan."),
+    Option("disable_murano_agent", bool, False,
+           "Refuse every plan sent to guest agents (deployments must not use them)."),
+    Option("stack_timeout", float, DEFAULT_STACK_TIMEOUT,
+           "Seconds the engine waits for a stack operation (create, update, delete) of "
+           "Heat or the local cloud to finish; [heat] and [local_cloud] stack_timeout "
+           "override it for one cloud."),
+    Option("signing_key", str, "",
+           "RSA private key file (PEM) plans are signed with; agents then check the "
+           "signatures. Empty: plans are not signed."),
+    Option("class_configs", str, "",
+           "Folder of class config files (<class name>-<version>.json or .yaml) giving "
+           "classes' Config property values."),
+    Option("home_region", str, "",
+           "The region an environment deploys to by default (empty: the engine's own)."),
+    Option("agent_source", str, None,
+           "What a Linux instance installs with pip when its image has no agent "
+           "(default murano-agent)."),
+    Option("agent_storage", str, None,
+           "The agent's plan storage folder in instances (default: per instance type)."),
+)
+
+RABBITMQ = Section(
+    "rabbitmq", "The broker the engine and the guest agents exchange plans and results on.",
+    Option("url", str, "",
+           "A full broker URL (e.g. amqp://user:password@host:5672/vhost); overrides the "
+           "parts below. Empty without [heat]: memory:// (in-process messaging)."),
+    Option("host", str, "127.0.0.1", "Broker host."),
+    Option("port", int, 5672, "Broker port."),
+    Option("login", str, "guest", "Broker user."),
+    Option("password", str, "guest", "Broker password."),
+    Option("virtual_host", str, "/", "Broker virtual host."),
+    Option("ssl", bool, False,
+           "Connect with TLS (the engine and the agents alike; applies to the host and port "
+           "settings, a url says its own scheme)."),
+    Option("ca_certs", str, "",
+           "CA certificates file (PEM) the engine verifies the broker's TLS certificate with "
+           "(empty: the system's CAs)."),
+    Option("insecure", bool, False,
+           "With ssl: do not require a valid broker certificate (engine and agents)."),
+)
+
+HEAT = Section(
+    "heat", "OpenStack Heat. Set auth_url (keystone) or url plus token to deploy to Heat "
+            "instead of the local cloud.",
+    Option("auth_url", str, "", "Keystone v3 URL."),
+    Option("url", str, "", "Heat endpoint (overrides the catalog's)."),
+    Option("token", str, "", "A fixed token (with url, instead of keystone credentials)."),
+    Option("username", str, "", "Keystone user name."),
+    Option("user_id", str, "", "Keystone user id (instead of username)."),
+    Option("password", str, "", "Keystone password."),
+    Option("project_name", str, "", "Keystone project name."),
+    Option("project_id", str, "", "Keystone project id (instead of project_name)."),
+    Option("user_domain_name", str, "Default", "The user's domain."),
+    Option("user_domain_id", str, "", "The user's domain id (instead of its name)."),
+    Option("project_domain_name", str, "Default", "The project's domain."),
+    Option("project_domain_id", str, "", "The project's domain id (instead of its name)."),
+    Option("region_name", str, "", "Region of the Heat endpoint in the catalog."),
+    Option("endpoint_type", str, "public", "Catalog interface: public, internal or admin."),
+    Option("insecure", bool, False, "Do not verify Heat's and keystone's TLS certificates."),
+    Option("cacert", str, "", "CA certificates file for Heat and keystone."),
+    Option("request_timeout", float, None, "Seconds one HTTP request may take (default: no "
+                                           "limit)."),
+    Option("stack_timeout", float, None,
+           "Seconds to wait for a Heat stack operation; also Heat's own stack timeout "
+           "(default: [engine] stack_timeout)."),
+    Option("poll_interval", float, 2.0, "Seconds between polls of a stack in progress."),
+    Option("stack_tags", str, "murano", "Tags of the stacks (comma-separated)."),
+)
+
+NETWORKING = Section(
+    "networking", "Networks the engine plans for environments (io.murano.system.NetworkExplorer).",
+    Option("env_ip_template", str, "10.0.0.0", "First address of the environments' subnets."),
+    Option("max_environments", int, 250, "How many environment subnets to plan for."),
+    Option("max_hosts", int, 250, "How many hosts each environment subnet holds."),
+    Option("default_dns", str, "", "DNS servers of new subnets (comma-separated)."),
+    Option("external_network", str, "public", "The network floating addresses come from."),
+    Option("router_name", str, "murano-default-router", "The router environments connect to."),
+    Option("create_router", bool, True, "Create that router when it does not exist."),
+)
+
+LOCAL_CLOUD = Section(
+    "local_cloud", "The embedded local cloud (used when [heat] is not configured).",
+    Option("state_dir", str, DEFAULT_STATE_DIR, "Folder of the local cloud's stacks and servers."),
+    Option("broker_url", str, "",
+           "The broker the local servers' agents use instead of the one their config names."),
+    Option("powershell", str, "", "PowerShell executable for Windows images (default: found "
+                                  "on the PATH)."),
+    Option("floating_cidr", str, "172.24.4.0/24", "Where floating addresses come from."),
+    Option("parallel", int, 64, "Resources created or deleted at the same time."),
+    Option("stack_timeout", float, None,
+           "Seconds to wait for a stack operation (default: [engine] stack_timeout)."),
+    Option("poll_interval", float, 0.05, "Seconds between polls of a stack in progress."),
+)
+
+SCHEMA = Schema(
+    ENGINE, RABBITMQ, HEAT, NETWORKING, LOCAL_CLOUD,
+    title="murano-engine deploy --config murano-engine.conf\n"
+          "MURANO_<SECTION>_<OPTION> environment variables override this file.",
+)
 
 
-class ConfigError(ValueError):
-    """A configuration value is malformed; the message names file and option."""
+def load_config(path: str | Path | None = None, environ: Mapping[str, str] | None = None,
+                schema: Schema = SCHEMA) -> Config:
+    """Defaults, then the file, then ``MURANO_<SECTION>_<OPTION>`` variables.
 
-
-def load_config(path: str | Path | None = None,
-                environ: Mapping[str, str] | None = None) -> Config:
-    """Defaults, then the file, then ``MURANO_<SECTION>_<OPTION>`` variables."""
-    config: Config = {section: dict(options) for section, options in DEFAULTS.items()}
-    if path is not None:
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            with open(path, encoding="utf-8") as stream:
-                parser.read_file(stream)
-        except (OSError, configparser.Error) as exc:
-            raise ConfigError(f"{path}: {exc}") from None
-        for section in parser.sections():
-            for option, value in parser.items(section, raw=True):
-                _set(config, section, option, value, f"{path} [{section}] {option}")
-        for option, value in parser.defaults().items():
-            _set(config, "engine", option, value, f"{path} [DEFAULT] {option}")
-    env = os.environ if environ is None else environ
-    for key, value in env.items():
-        if not key.startswith("MURANO_"):
-            continue
-        rest = key[len("MURANO_"):].lower()
-        section = next((name for name in config if rest.startswith(name + "_")), None)
-        if section is not None:
-            _set(config, section, rest[len(section) + 1:], value,
-                 f"environment variable {key}")
+    ``environ`` defaults to ``os.environ``; ``schema`` is the whole file's when it
+    holds other programs' sections too (murano-api's).
+    """
+    config = schema.load(path, environ=os.environ if environ is None else environ)
     if not config["rabbitmq"]["url"] and not heat_configured(config):
         config["rabbitmq"]["url"] = "memory://"
     return config
 
 
-def heat_configured(config: Config) -> bool:
+def heat_configured(config: Mapping[str, Mapping[str, Any]]) -> bool:
     heat = config["heat"]
     return bool(heat.get("auth_url") or (heat.get("url") and heat.get("token")))
 
 
-def broker_url(config: Config) -> str:
+def broker_url(config: Mapping[str, Mapping[str, Any]]) -> str:
     """The AMQP URL the engine and the agents use."""
     rabbit = config["rabbitmq"]
     if rabbit.get("url"):
@@ -113,22 +161,21 @@ def broker_url(config: Config) -> str:
             f"{rabbit['port']}/{vhost}")
 
 
-def _set(config: Config, section: str, option: str, value: str, where: str) -> None:
-    default = DEFAULTS.get(section, {}).get(option)
-    config.setdefault(section, {})[option] = _coerce(value, default, where)
+def broker_ssl(config: Mapping[str, Mapping[str, Any]]) -> bool | dict[str, Any]:
+    """The engine's TLS settings for :func:`broker_url` (kombu's ``ssl``), as the agents'.
 
-
-def _coerce(value: str, default: Any, where: str) -> Any:
-    if isinstance(default, bool):
-        lowered = value.strip().lower()
-        if lowered in ("1", "true", "yes", "on"):
-            return True
-        if lowered in ("0", "false", "no", "off", ""):
-            return False
-        raise ConfigError(f"{where}: expected true or false, got {value!r}")
-    if isinstance(default, int):
-        try:
-            return int(value)
-        except ValueError:
-            raise ConfigError(f"{where}: expected a whole number, got {value!r}") from None
-    return value
+    False without ``ssl`` or when ``url`` is set (a URL says its own scheme); else the
+    certificate requirement (``insecure`` relaxes it) and the ``ca_certs`` file.
+    """
+    rabbit = config["rabbitmq"]
+    if not rabbit.get("ssl") or rabbit.get("url"):
+        return False
+    ca_certs = rabbit.get("ca_certs")
+    if not rabbit.get("insecure"):
+        required = ssl.CERT_REQUIRED
+    else:
+        required = ssl.CERT_OPTIONAL if ca_certs else ssl.CERT_NONE
+    options: dict[str, Any] = {"cert_reqs": required}
+    if ca_certs:
+        options["ca_certs"] = str(ca_certs)
+    return options

@@ -123,16 +123,17 @@ def write_state(path: Path, model: Mapping[str, Any]) -> None:
     temporary.replace(path)
 
 
-def engine_services(config: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def engine_services(config: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The outside services a run uses: the cloud, the agents' broker, class configs."""
     from murano_engine.class_configs import ClassConfigFiles
     from murano_engine.clouds import open_cloud
-    from murano_engine.config import broker_url
+    from murano_engine.config import broker_ssl, broker_url
     from murano_engine.messaging import AgentClient
     key = config["engine"].get("signing_key") or None
     signing_key = Path(key).read_text() if key else None
     services = {"cloud": open_cloud(config),
-                "agents": AgentClient(broker_url(config), signing_key_pem=signing_key),
+                "agents": AgentClient(broker_url(config), signing_key_pem=signing_key,
+                                      ssl=broker_ssl(config)),
                 "config": config}
     folder = config["engine"].get("class_configs")
     if folder:

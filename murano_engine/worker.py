@@ -26,7 +26,7 @@ from kombu.mixins import ConsumerMixin
 
 from murano_engine.api import db
 from murano_engine.api.catalog import CatalogLoader
-from murano_engine.api.config import Settings, load_settings
+from murano_engine.api.config import SCHEMA, Settings, load_settings
 from murano_engine.config import load_config
 from murano_engine.deploy import close_services, engine_services
 from murano_engine.dsl import errors, serializer
@@ -60,7 +60,8 @@ class EngineServices:
     def get(self) -> dict[str, Any]:
         with self._lock:
             if self._services is None:
-                self._services = engine_services(load_config(self.settings.config_file))
+                self._services = engine_services(
+                    load_config(self.settings.config_file, schema=SCHEMA))
             return self._services
 
     def close(self) -> None:

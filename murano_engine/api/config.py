@@ -1,38 +1,115 @@
-"""``murano-api`` settings, read from an INI file (Murano's option names where they exist)."""
+"""``murano-api`` settings, read from an INI file (Murano's option names where they exist).
+
+The API's options are declared here; the same file holds the engine's sections
+(:mod:`murano_engine.config`), which configure the deployments the API process or
+its workers run, as in Murano's one murano.conf. :data:`SCHEMA` declares both;
+``murano-api.conf.sample`` lists them.
+"""
 
 from __future__ import annotations
 
-import configparser
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from murano_common.options import ConfigError, Option, Schema, Section, SectionValues
+from murano_engine import config as engine_config
+
+__all__ = ["SCHEMA", "ConfigError", "Settings", "load_settings"]
+
+MB = 1024 * 1024
 DEFAULT_DB = "sqlite:///murano-api.sqlite"
+
+DEFAULTS = Section(
+    "DEFAULT", "The API server.",
+    Option("bind_host", str, "127.0.0.1", "Address the API listens on."),
+    Option("bind_port", int, 8082, "Port the API listens on."),
+    Option("transport_url", str, "",
+           "Empty: deployments run in the API process. A broker URL (e.g. "
+           "amqp://guest:guest@127.0.0.1:5672//) hands tasks to `murano-engine worker "
+           "--config-file THIS_FILE` processes over RabbitMQ."),
+)
+DATABASE = Section(
+    "database", "Where environments, sessions and packages are stored.",
+    Option("connection", str, "",
+           "SQLAlchemy URL, e.g. postgresql+psycopg://postgres@127.0.0.1:5432/murano "
+           "(default: the SQLite file murano-api.sqlite beside this file)."),
+)
+ENGINE = Section(
+    "engine", "",
+    Option("task_queue", str, "murano-tasks", "Queue of the deployment tasks for workers."),
+    Option("result_queue", str, "murano-results", "Queue of the workers' results."),
+    Option("static_action_timeout", float, 15.0, "Seconds a static action may run."),
+    Option("environment_class", str, "io.murano.Environment", "Class of new environments."),
+    Option("packages_cache", str, "murano-packages-cache",
+           "Folder the engine unpacks catalog packages into."),
+)
+MURANO = Section(
+    "murano", "The catalog and the API's limits.",
+    Option("api_workers", int, 8, "Request threads."),
+    Option("package_size_limit", float, 5.0, "Largest package upload, in MB."),
+    Option("package_unpacked_limit", float, None,
+           "Largest unpacked package, in MB (default: 10 times package_size_limit)."),
+    Option("package_max_files", int, 2000, "Most files a package may hold."),
+    Option("limit_param_default", int, 20, "Page size when a request gives no limit."),
+    Option("api_limit_max", int, 100, "Largest page size a request may ask for."),
+)
+AUTH = Section(
+    "auth", "How requests are authenticated.",
+    Option("strategy", str, "tokens",
+           "tokens: token_file maps TOKEN: {project_id: ..., user_id: ..., roles: [admin]}; "
+           "keystone: keystonemiddleware auth_token with the [keystone_authtoken] options."),
+    Option("token_file", str, "", "The tokens file of the tokens strategy."),
+)
+KEYSTONE = Section(
+    "keystone_authtoken",
+    "With strategy = keystone: keystonemiddleware's auth_token options (www_authenticate_uri, "
+    "auth_url, auth_type, ...), handed on as they are.",
+    free_form=True,
+)
+
+SCHEMA = Schema(
+    DEFAULTS, DATABASE, ENGINE, MURANO, AUTH, KEYSTONE, *engine_config.SCHEMA.sections.values(),
+    title="murano-api --config-file murano-api.conf\n"
+          "Relative paths are relative to this file's folder. The engine's sections "
+          "([engine], [rabbitmq], [heat], [networking], [local_cloud]) configure the "
+          "deployments the API process or its workers run; without [heat] they go to the "
+          "embedded local cloud.\n"
+          "MURANO_<SECTION>_<OPTION> environment variables override this file.",
+)
+
+_DEFAULT = SCHEMA.defaults()
+
+
+def _unpacked_mb(murano: SectionValues) -> float:
+    limit = murano.package_unpacked_limit
+    return float(murano.package_size_limit * 10 if limit is None else limit)
 
 
 @dataclass
 class Settings:
     """Everything the API and the workers read from the configuration file."""
 
-    bind_host: str = "127.0.0.1"
-    bind_port: int = 8082
-    api_threads: int = 8
+    bind_host: str = _DEFAULT.bind_host
+    bind_port: int = _DEFAULT.bind_port
+    api_threads: int = _DEFAULT.murano.api_workers
     database: str = DEFAULT_DB
-    transport_url: str = ""
-    task_queue: str = "murano-tasks"
-    result_queue: str = "murano-results"
-    static_action_timeout: float = 15.0
-    environment_class: str = "io.murano.Environment"
-    packages_cache: Path = field(default_factory=lambda: Path("murano-packages-cache"))
-    package_size_limit: int = 5 * 1024 * 1024
-    package_unpacked_limit: int = 50 * 1024 * 1024
-    package_max_files: int = 2000
-    limit_param_default: int = 20
-    api_limit_max: int = 100
-    auth_strategy: str = "tokens"
+    transport_url: str = _DEFAULT.transport_url
+    task_queue: str = _DEFAULT.engine.task_queue
+    result_queue: str = _DEFAULT.engine.result_queue
+    static_action_timeout: float = _DEFAULT.engine.static_action_timeout
+    environment_class: str = _DEFAULT.engine.environment_class
+    packages_cache: Path = field(default_factory=lambda: Path(_DEFAULT.engine.packages_cache))
+    package_size_limit: int = int(_DEFAULT.murano.package_size_limit * MB)
+    package_unpacked_limit: int = int(_unpacked_mb(_DEFAULT.murano) * MB)
+    package_max_files: int = _DEFAULT.murano.package_max_files
+    limit_param_default: int = _DEFAULT.murano.limit_param_default
+    api_limit_max: int = _DEFAULT.murano.api_limit_max
+    auth_strategy: str = _DEFAULT.auth.strategy
     token_file: Path | None = None
     keystone: dict[str, str] = field(default_factory=dict)
-    # The file itself: its engine sections ([local_cloud], [heat], [rabbitmq],
-    # [networking]) configure the engine runs, as in Murano's one murano.conf.
+    # The file itself: its engine sections configure the engine runs.
     config_file: Path | None = None
 
     @property
@@ -40,55 +117,41 @@ class Settings:
         return bool(self.transport_url)
 
 
-def load_settings(path: str | Path | None) -> Settings:
-    """Read ``path`` (relative paths in it are relative to the file's folder)."""
-    settings = Settings()
-    if path is None:
-        return settings
-    path = Path(path)
-    parser = configparser.ConfigParser(interpolation=None)
-    if not parser.read(path):
-        raise FileNotFoundError(f"configuration file {path} cannot be read")
-    here = path.resolve().parent
-    settings.config_file = path.resolve()
-
-    def get(section: str, key: str, default: str) -> str:
-        if parser.has_option(section, key):
-            return parser.get(section, key).strip()
-        return default
+def load_settings(path: str | Path | None,
+                  environ: Mapping[str, str] | None = None) -> Settings:
+    """Read ``path`` (relative paths in it are relative to the file's folder), then the
+    ``MURANO_<SECTION>_<OPTION>`` variables of ``environ`` (default ``os.environ``)."""
+    values = SCHEMA.load(path, environ=os.environ if environ is None else environ)
+    config_file = Path(path).resolve() if path is not None else None
 
     def local_path(text: str) -> Path:
         candidate = Path(text).expanduser()
-        return candidate if candidate.is_absolute() else here / candidate
+        if candidate.is_absolute() or config_file is None:
+            return candidate
+        return config_file.parent / candidate
 
-    settings.bind_host = get("DEFAULT", "bind_host", settings.bind_host)
-    settings.bind_port = int(get("DEFAULT", "bind_port", str(settings.bind_port)))
-    settings.api_threads = int(get("murano", "api_workers", str(settings.api_threads)))
-    db = get("database", "connection", "")
+    db = values.database.connection or DEFAULT_DB
     if db.startswith("sqlite:///") and not db.startswith("sqlite:////"):
         db = "sqlite:///" + str(local_path(db[len("sqlite:///"):]))
-    settings.database = db or "sqlite:///" + str(here / "murano-api.sqlite")
-    settings.transport_url = get("DEFAULT", "transport_url", "")
-    settings.task_queue = get("engine", "task_queue", settings.task_queue)
-    settings.result_queue = get("engine", "result_queue", settings.result_queue)
-    settings.static_action_timeout = float(
-        get("engine", "static_action_timeout", str(settings.static_action_timeout)))
-    settings.environment_class = get("engine", "environment_class",
-                                     settings.environment_class)
-    settings.packages_cache = local_path(get("engine", "packages_cache",
-                                             str(here / "murano-packages-cache")))
-    mb = float(get("murano", "package_size_limit", "5"))
-    settings.package_size_limit = int(mb * 1024 * 1024)
-    settings.package_unpacked_limit = int(
-        float(get("murano", "package_unpacked_limit", str(mb * 10))) * 1024 * 1024)
-    settings.package_max_files = int(get("murano", "package_max_files",
-                                         str(settings.package_max_files)))
-    settings.limit_param_default = int(get("murano", "limit_param_default", "20"))
-    settings.api_limit_max = int(get("murano", "api_limit_max", "100"))
-    settings.auth_strategy = get("auth", "strategy", settings.auth_strategy)
-    token_file = get("auth", "token_file", "")
-    settings.token_file = local_path(token_file) if token_file else None
-    if parser.has_section("keystone_authtoken"):
-        settings.keystone = {k: v for k, v in parser.items("keystone_authtoken")
-                             if k not in parser.defaults()}
-    return settings
+    engine, murano, auth = values.engine, values.murano, values.auth
+    return Settings(
+        bind_host=values.bind_host,
+        bind_port=values.bind_port,
+        api_threads=murano.api_workers,
+        database=db,
+        transport_url=values.transport_url,
+        task_queue=engine.task_queue,
+        result_queue=engine.result_queue,
+        static_action_timeout=engine.static_action_timeout,
+        environment_class=engine.environment_class,
+        packages_cache=local_path(engine.packages_cache),
+        package_size_limit=int(murano.package_size_limit * MB),
+        package_unpacked_limit=int(_unpacked_mb(murano) * MB),
+        package_max_files=murano.package_max_files,
+        limit_param_default=murano.limit_param_default,
+        api_limit_max=murano.api_limit_max,
+        auth_strategy=auth.strategy,
+        token_file=local_path(auth.token_file) if auth.token_file else None,
+        keystone=dict(values.keystone_authtoken),
+        config_file=config_file,
+    )

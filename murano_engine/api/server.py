@@ -12,7 +12,7 @@ from typing import Any
 from murano_engine import worker
 from murano_engine.api import auth, db, workers
 from murano_engine.api.app import Api
-from murano_engine.api.config import Settings, load_settings
+from murano_engine.api.config import ConfigError, Settings, load_settings
 
 LOG = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def build(settings: Settings) -> tuple[Any, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="murano-api", description="Murano v1 API server.")
-    parser.add_argument("--config-file", help="INI file (see murano_engine/api/config.py)")
+    parser.add_argument("--config-file", help="INI file (see murano-api.conf.sample)")
     parser.add_argument("--quiet", action="store_true", help="no request log")
     options = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO,
@@ -45,7 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     sys.setrecursionlimit(100_000)
     threading.stack_size(256 * 1024 * 1024)
     worker.load_green_threads()
-    settings = load_settings(options.config_file)
+    try:
+        settings = load_settings(options.config_file)
+    except ConfigError as exc:
+        raise SystemExit(f"error: {exc}") from None
     app, dispatcher = build(settings)
 
     from waitress.server import create_server

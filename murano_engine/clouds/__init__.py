@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from murano_engine.clouds.base import (
+    DEFAULT_STACK_TIMEOUT,
     CloudError,
     CloudUnavailable,
     Stack,
@@ -41,12 +42,18 @@ __all__ = [
 
 
 def open_cloud(config: Mapping[str, Mapping[str, Any]]) -> StackService:
-    """The stack service the engine config asks for (sections as dicts)."""
+    """The stack service the engine config asks for (sections as dicts).
+
+    Its stack operations are waited for the cloud section's ``stack_timeout``
+    seconds, or ``[engine] stack_timeout`` where the cloud has none.
+    """
     from murano_engine.clouds.heat import HeatStacks, heat_configured
 
+    stack_timeout = float((config.get("engine") or {}).get("stack_timeout")
+                          or DEFAULT_STACK_TIMEOUT)
     heat = config.get("heat") or {}
     if heat_configured(heat):
-        return HeatStacks.from_config(heat)
+        return HeatStacks.from_config(heat, stack_timeout)
     from murano_engine.clouds.local import LocalCloud
 
-    return LocalCloud.from_config(config.get("local_cloud") or {})
+    return LocalCloud.from_config(config.get("local_cloud") or {}, stack_timeout)

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from murano_engine.boundary import outside
+from murano_engine.config import DEFAULT_STACK_TIMEOUT
 
 LOG = logging.getLogger(__name__)
 
-DEFAULT_STACK_TIMEOUT = 3600.0
 TRANSIENT_RETRIES = 4
 
 T = TypeVar("T")

@@ -9,7 +9,8 @@ Settings come from the engine config file's ``[heat]`` section:
   ``endpoint_type``) unless ``url`` overrides it;
 * or ``url`` plus ``token``: a fixed token against a known endpoint;
 * ``insecure``, ``cacert``, ``request_timeout``, ``stack_timeout`` (seconds,
-  bounds every wait and is passed to Heat as the stack timeout),
+  bounds every wait and is passed to Heat as the stack timeout; default
+  ``[engine] stack_timeout``),
   ``poll_interval``, ``stack_tags`` (comma list, default ``murano``).
 """
 
@@ -106,8 +107,10 @@ class HeatStacks(StackService):
         self._client = heat_client.Client("1", **options)
 
     @classmethod
-    def from_config(cls, section: Mapping[str, Any]) -> HeatStacks:
-        """Build from the engine config's ``[heat]`` section."""
+    def from_config(cls, section: Mapping[str, Any],
+                    stack_timeout: float = DEFAULT_STACK_TIMEOUT) -> HeatStacks:
+        """Build from the engine config's ``[heat]`` section; its ``stack_timeout``
+        (when set) wins over ``stack_timeout``."""
         tags = section.get("stack_tags", "murano")
         if not isinstance(tags, str):
             tags = ",".join(tags)
@@ -117,7 +120,7 @@ class HeatStacks(StackService):
             region_name=section.get("region_name") or None,
             endpoint_type=str(section.get("endpoint_type", "public")).removesuffix("URL"),
             tags=tags,
-            timeout=float(section.get("stack_timeout", DEFAULT_STACK_TIMEOUT)),
+            timeout=float(section.get("stack_timeout") or stack_timeout),
             poll_interval=float(section.get("poll_interval", 2.0)),
         )
 

@@ -25,20 +25,26 @@ class AgentClient:
 
     ``region`` is the region's generated (stable) name; results come back on
     ``-execution-results-<region>``. Plans are signed when ``signing_key_pem``
-    (an RSA private key) is given. Safe to share between threads or green threads.
+    (an RSA private key) is given; ``ssl`` is kombu's TLS setting for the broker
+    connections. Safe to share between threads or green threads.
     """
 
     def __init__(
-        self, broker_url: str, region: str = "", signing_key_pem: str | bytes | None = None
+        self,
+        broker_url: str,
+        region: str = "",
+        signing_key_pem: str | bytes | None = None,
+        ssl: bool | dict[str, Any] = False,
     ) -> None:
         self.result_queue = f"-execution-results-{region}".lower()
         self._url = broker_url
+        self._ssl = ssl
         self._signer = PlanSigner(signing_key_pem) if signing_key_pem else None
         self._stamps = plans.StampClock()
         self._lock = threading.Lock()
         self._conn: kombu.Connection | None = None
         self._declared: set[str] = set()
-        self._listener = ResultListener(broker_url, self.result_queue)
+        self._listener = ResultListener(broker_url, self.result_queue, ssl)
         self._regions: dict[str, AgentClient] = {}
 
     def for_region(self, region: str) -> AgentClient:
@@ -49,7 +55,7 @@ class AgentClient:
         with self._lock:
             sibling = self._regions.get(region)
             if sibling is None:
-                sibling = self._regions[region] = AgentClient(self._url, region)
+                sibling = self._regions[region] = AgentClient(self._url, region, ssl=self._ssl)
                 sibling._signer = self._signer
                 sibling._stamps = self._stamps  # stamps keep growing whichever client sends
             return sibling
@@ -134,7 +140,8 @@ class AgentClient:
     def _publish_once(self, queue: str, body: str, message_id: str, headers: dict) -> None:
         if self._conn is None:
             self._conn = broker.prepare(
-                kombu.Connection(self._url, connect_timeout=5), f"engine {self.result_queue}"
+                kombu.Connection(self._url, connect_timeout=5, ssl=self._ssl),
+                f"engine {self.result_queue}",
             )
             self._declared.clear()
         conn = self._conn

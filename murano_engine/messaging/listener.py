@@ -41,9 +41,10 @@ class ResultListener:
     that (v1 results), its AMQP ``message_id``; results nobody waits for are dropped.
     """
 
-    def __init__(self, broker_url: str, queue: str) -> None:
+    def __init__(self, broker_url: str, queue: str, ssl: bool | dict[str, Any] = False) -> None:
         self.queue = queue
         self._url = broker_url
+        self._ssl = ssl
         self._waiters: dict[str, Waiter] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -78,7 +79,9 @@ class ResultListener:
     def _run(self) -> None:
         backoff = broker.Backoff(0.5, 30.0)
         while not self._stopping.is_set():
-            conn = broker.prepare(kombu.Connection(self._url, connect_timeout=5), self.queue)
+            conn = broker.prepare(
+                kombu.Connection(self._url, connect_timeout=5, ssl=self._ssl), self.queue
+            )
             try:
                 conn.connect()
                 backoff.reset()

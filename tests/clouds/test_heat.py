@@ -156,3 +156,20 @@ def test_unreachable_heat_is_reported_after_retries(clock):
     finally:
         service.close()
     assert clock.sleeps == [4.0, 8.0, 16.0, 32.0]
+
+
+def test_engine_stack_timeout_bounds_heat_waits_unless_heat_sets_its_own(fake_heat, clock):
+    heat = {"url": fake_heat.endpoint, "token": fake_heat.token}
+    service = open_cloud({"engine": {"stack_timeout": 600.0}, "heat": heat})
+    fake_heat.stuck = True
+    try:
+        with pytest.raises(StackTimeout, match="after 600 s"):
+            push_stack(service, "env", template())
+    finally:
+        service.close()
+    assert fake_heat.bodies[0]["timeout_mins"] == 10
+    own = open_cloud({"engine": {"stack_timeout": 600.0}, "heat": {**heat, "stack_timeout": 120}})
+    try:
+        assert own.timeout == 120
+    finally:
+        own.close()

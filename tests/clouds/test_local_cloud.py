@@ -215,3 +215,21 @@ def test_failed_stack_is_repaired_by_the_next_push(cloud, agents, environment):
 
     assert outputs["vm1-ip"].startswith("10.0.5.")
     assert set(agents.running()) == {"e1-hvm1"}
+
+
+def test_open_cloud_waits_for_stacks_engine_stack_timeout_unless_local_cloud_sets_one(tmp_path):
+    from murano_engine.config import load_config
+
+    config = load_config(None, {"MURANO_LOCAL_CLOUD_STATE_DIR": str(tmp_path / "lc"),
+                                "MURANO_ENGINE_STACK_TIMEOUT": "42"})
+    cloud = open_cloud(config)
+    try:
+        assert cloud.timeout == 42
+    finally:
+        cloud.close()
+    config["local_cloud"]["stack_timeout"] = 5.0
+    cloud = open_cloud(config)
+    try:
+        assert cloud.timeout == 5
+    finally:
+        cloud.close()

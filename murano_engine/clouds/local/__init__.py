@@ -11,10 +11,9 @@ A Linux image runs shell plans for real; a Windows image (name containing
 "win", or ``os_type: windows`` metadata) needs a PowerShell executable on the
 host and fails clearly without one.
 
-``[local_cloud]`` settings: ``state_dir`` (default
-``~/.local/state/murano-engine/local-cloud``), ``broker_url`` (the broker the
-agents use instead of the one their config names), ``powershell``,
-``floating_cidr``, ``parallel``, ``stack_timeout``, ``poll_interval``.
+``[local_cloud]`` settings (declared in :mod:`murano_engine.config`): ``state_dir``,
+``broker_url`` (the broker the agents use instead of the one their config names),
+``powershell``, ``floating_cidr``, ``parallel``, ``stack_timeout``, ``poll_interval``.
 """
 
 from murano_engine.clouds.local.cloud import LocalCloud

@@ -38,10 +38,10 @@ from murano_engine.clouds.local.stack import (
     plain,
 )
 from murano_engine.clouds.local.template import Template
+from murano_engine.config import DEFAULT_STATE_DIR
 
 LOG = logging.getLogger(__name__)
 
-DEFAULT_STATE_DIR = "~/.local/state/murano-engine/local-cloud"
 INTERRUPTED = "interrupted: the local cloud stopped before the operation ended"
 
 
@@ -85,15 +85,17 @@ class LocalCloud(StackService):
         self._reload()
 
     @classmethod
-    def from_config(cls, section: Mapping[str, Any]) -> LocalCloud:
-        """Build from the engine config's ``[local_cloud]`` section."""
+    def from_config(cls, section: Mapping[str, Any],
+                    stack_timeout: float = DEFAULT_STACK_TIMEOUT) -> LocalCloud:
+        """Build from the engine config's ``[local_cloud]`` section; its ``stack_timeout``
+        (when set) wins over ``stack_timeout``."""
         return cls(
             section.get("state_dir") or DEFAULT_STATE_DIR,
             broker_url=section.get("broker_url") or None,
             powershell=section.get("powershell") or None,
             floating_cidr=section.get("floating_cidr") or "172.24.4.0/24",
             parallel=int(section.get("parallel", DEFAULT_PARALLEL)),
-            timeout=float(section.get("stack_timeout", DEFAULT_STACK_TIMEOUT)),
+            timeout=float(section.get("stack_timeout") or stack_timeout),
             poll_interval=float(section.get("poll_interval", 0.05)),
         )
 
