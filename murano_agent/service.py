@@ -16,6 +16,7 @@ from murano_agent.config import AgentConfig, ConfigError
 from murano_agent.runner import PlanRunner
 from murano_agent.security import Rejected, SignatureVerifier, StampGuard
 from murano_agent.storage import Outgoing, PlanStore, StoredMessage
+from murano_common import amqp
 
 LOG = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ class AgentService:
     def run(self) -> None:
         """Serve until :meth:`stop`: reconnecting with back-off when the broker goes away."""
         rabbit = self._cfg.rabbitmq
-        backoff = broker.Backoff(rabbit.reconnect_delay, rabbit.reconnect_max_delay)
+        backoff = amqp.Backoff(rabbit.reconnect_delay, rabbit.reconnect_max_delay)
         LOG.info("agent serving queue %s", rabbit.input_queue)
         while not self._stopping.is_set():
             conn = broker.connect(
@@ -99,7 +100,7 @@ class AgentService:
     # -- serving -----------------------------------------------------------------------
 
     def _serve(self, conn: kombu.Connection) -> None:
-        queue = broker.agent_queue(self._cfg.rabbitmq.input_queue)
+        queue = amqp.agent_queue(self._cfg.rabbitmq.input_queue)
         sender = _ResultSender(self._store, conn, self._cfg)
         consumer = kombu.Consumer(conn.channel(), queues=[queue], on_message=self._on_message)
         consumer.qos(prefetch_count=1)
@@ -114,7 +115,7 @@ class AgentService:
                     continue
                 if self._cfg.rabbitmq.heartbeat:
                     conn.heartbeat_check()
-                broker.drain(conn, POLL_SECONDS)
+                amqp.drain(conn, POLL_SECONDS)
             sender.await_confirms(POLL_SECONDS)
 
     def _on_message(self, message: kombu.Message) -> None:
@@ -223,7 +224,7 @@ class _ResultSender:
         self._conn = conn
         channel = conn.channel()
         self._producer = kombu.Producer(channel)
-        self._confirms = broker.is_amqp(conn)
+        self._confirms = amqp.is_amqp(conn)
         self._in_flight: dict[int, Outgoing] = {}  # delivery tag -> result
         self._last_tag = 0
         if self._confirms:
@@ -259,7 +260,7 @@ class _ResultSender:
         """Wait up to ``timeout`` seconds for the confirms still due (before disconnecting)."""
         deadline = time.monotonic() + timeout
         while self._in_flight and (left := deadline - time.monotonic()) > 0:
-            broker.drain(self._conn, left)
+            amqp.drain(self._conn, left)
 
     def _confirmed(self, tag: int, multiple: bool) -> list[Outgoing]:
         tags = [t for t in self._in_flight if t <= tag] if multiple else [tag]

@@ -9,7 +9,7 @@ from typing import Any
 
 import kombu
 
-from murano_agent import broker
+from murano_common import amqp
 
 LOG = logging.getLogger(__name__)
 
@@ -76,16 +76,16 @@ class ResultListener:
             self._thread.join(timeout)
 
     def _run(self) -> None:
-        backoff = broker.Backoff(0.5, 30.0)
+        backoff = amqp.Backoff(0.5, 30.0)
         while not self._stopping.is_set():
-            conn = broker.prepare(kombu.Connection(self._url, connect_timeout=5), self.queue)
+            conn = amqp.connection(self._url, self.queue)
             try:
                 conn.connect()
                 backoff.reset()
-                queue = broker.agent_queue(self.queue)
+                queue = amqp.agent_queue(self.queue)
                 with kombu.Consumer(conn, [queue], on_message=self._on_message, no_ack=True):
                     while not self._stopping.is_set():
-                        broker.drain(conn, POLL_SECONDS)
+                        amqp.drain(conn, POLL_SECONDS)
             except (*conn.connection_errors, *conn.channel_errors, OSError) as exc:
                 LOG.warning("result listener on %s lost its connection: %s", self.queue, exc)
             finally:
