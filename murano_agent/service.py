@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import kombu
 
@@ -16,16 +19,15 @@ from murano_agent.config import AgentConfig, ConfigError
 from murano_agent.runner import PlanRunner
 from murano_agent.security import Rejected, SignatureVerifier, StampGuard
 from murano_agent.storage import Outgoing, PlanStore, StoredMessage
+from murano_common import amqp
 
 LOG = logging.getLogger(__name__)
 
 #: A plan whose run was started this often without finishing is answered with an error.
 MAX_ATTEMPTS = 3
-#: Seconds one wait for broker traffic lasts (bounds how late ``stop`` is noticed).
-POLL_SECONDS = 0.5
 
 
-class AgentService:
+class AgentService(amqp.QueueConsumer):
     """One guest agent. ``run()`` serves in the foreground; ``start()``/``stop()`` embed it.
 
     Works with plain threads and under ``eventlet.monkey_patch()`` (no busy
@@ -38,6 +40,13 @@ class AgentService:
             raise ConfigError(f"{config.source}: [rabbitmq] input_queue is not set")
         if not rabbit.result_routing_key and not config.enable_dynamic_result_queue:
             raise ConfigError(f"{config.source}: [rabbitmq] result_routing_key is not set")
+        name = f"murano-agent {rabbit.input_queue}"
+        super().__init__(
+            broker.connect(rabbit, name, confirm_publish=False),
+            name,
+            rabbit.reconnect_delay,
+            rabbit.reconnect_max_delay,
+        )
         self._cfg = config
         self._store = PlanStore(Path(config.storage))
         self._verifier = (
@@ -47,8 +56,8 @@ class AgentService:
         )
         self._stamps = StampGuard(self._store.stamp_file, durable=self._verifier is not None)
         self._runner = PlanRunner(config)
-        self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self._sender: _ResultSender | None = None
         self._awaiting_reboot: set[str] = set()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -57,65 +66,57 @@ class AgentService:
         """Serve in a background thread; returns at once."""
         if self._thread and self._thread.is_alive():
             return
-        self._stopping.clear()
-        self._thread = threading.Thread(
-            target=self.run, name=f"murano-agent {self._cfg.rabbitmq.input_queue}", daemon=True
-        )
+        self.stopping.clear()
+        self._thread = threading.Thread(target=self.run, name=self.name, daemon=True)
         self._thread.start()
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop serving (after the plan in progress, if any) and close connections."""
-        self._stopping.set()
+        super().stop()
         if self._thread and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 
     def run(self) -> None:
-        """Serve until :meth:`stop`: reconnecting with back-off when the broker goes away."""
-        rabbit = self._cfg.rabbitmq
-        backoff = broker.Backoff(rabbit.reconnect_delay, rabbit.reconnect_max_delay)
-        LOG.info("agent serving queue %s", rabbit.input_queue)
-        while not self._stopping.is_set():
-            conn = broker.connect(
-                rabbit, f"murano-agent {rabbit.input_queue}", confirm_publish=False
-            )
-            try:
-                conn.connect()
-                backoff.reset()
-                self._serve(conn)
-            except (*conn.connection_errors, *conn.channel_errors, OSError) as exc:
-                LOG.warning("broker connection lost or refused: %s", exc)
-            except Exception:
-                LOG.exception("unexpected agent failure; carrying on")
-            finally:
-                conn.release()
-            if self._stopping.is_set():
-                break
-            self._run_pending()  # what is already stored still gets done without a broker
-            delay = backoff.next_delay()
-            LOG.info("reconnecting in %.1f s", delay)
-            self._stopping.wait(delay)
+        """Serve until :meth:`stop`, reconnecting when the broker goes away."""
+        LOG.info("agent serving queue %s", self._cfg.rabbitmq.input_queue)
+        super().run()
         LOG.info("agent stopped")
 
-    # -- serving -----------------------------------------------------------------------
+    # -- serving (ConsumerMixin hooks) -------------------------------------------------
 
-    def _serve(self, conn: kombu.Connection) -> None:
-        queue = broker.agent_queue(self._cfg.rabbitmq.input_queue)
-        sender = _ResultSender(self._store, conn, self._cfg)
-        consumer = kombu.Consumer(conn.channel(), queues=[queue], on_message=self._on_message)
-        consumer.qos(prefetch_count=1)
-        queue(consumer.channel).declare()
-        with consumer:
-            LOG.info("connected; consuming %s", queue.name)
-            while not self._stopping.is_set():
-                sender.flush(self._awaiting_reboot)
-                pending = self._store.pending()
-                if pending:
-                    self._execute(pending[0])
-                    continue
-                if self._cfg.rabbitmq.heartbeat:
-                    conn.heartbeat_check()
-                broker.drain(conn, POLL_SECONDS)
-            sender.await_confirms(POLL_SECONDS)
+    def get_consumers(
+        self, consumer_class: Callable[..., kombu.Consumer], channel: Any
+    ) -> list[kombu.Consumer]:
+        queue = amqp.agent_queue(self._cfg.rabbitmq.input_queue)
+        return [consumer_class(queues=[queue], on_message=self._on_message, prefetch_count=1)]
+
+    @contextlib.contextmanager
+    def extra_context(self, connection: kombu.Connection, channel: Any) -> Iterator[None]:
+        """Results go out on a channel of their own, for the time of one connection."""
+        self._sender = _ResultSender(self._store, connection, self._cfg)
+        try:
+            yield
+            self._sender.await_confirms(amqp.POLL_SECONDS)
+        finally:
+            self._sender = None
+
+    def on_consume_ready(
+        self, connection: kombu.Connection, channel: Any, consumers: list, **kwargs: Any
+    ) -> None:
+        LOG.info("connected; consuming %s", self._cfg.rabbitmq.input_queue)
+
+    def on_iteration(self) -> None:
+        """Before each wait for traffic: send stored results, run the stored plans."""
+        assert self._sender is not None
+        while not self.should_stop:
+            self._sender.flush(self._awaiting_reboot)
+            pending = self._store.pending()
+            if not pending:
+                return
+            self._execute(pending[0])
+
+    def on_disconnected(self) -> None:
+        self._run_pending()  # what is already stored still gets done without a broker
 
     def _on_message(self, message: kombu.Message) -> None:
         body = message.body if isinstance(message.body, bytes) else message.body.encode("utf-8")
@@ -159,7 +160,7 @@ class AgentService:
     def _run_pending(self) -> None:
         try:
             for message in self._store.pending():
-                if self._stopping.is_set():
+                if self.should_stop:
                     return
                 self._execute(message)
         except Exception:
@@ -196,7 +197,7 @@ class AgentService:
         self._awaiting_reboot.add(plan_id)
         LOG.warning("plan %s asks for a reboot: %s", plan_id, self._cfg.reboot_command)
         done = process.run(self._cfg.reboot_command, Path(self._cfg.storage), 60.0)
-        if done.exit_code == 0 and self._stopping.wait(self._cfg.reboot_wait):
+        if done.exit_code == 0 and self.stopping.wait(self._cfg.reboot_wait):
             return
         LOG.error(
             "reboot for plan %s did not happen (exit code %s: %s); sending its result now",
@@ -223,7 +224,7 @@ class _ResultSender:
         self._conn = conn
         channel = conn.channel()
         self._producer = kombu.Producer(channel)
-        self._confirms = broker.is_amqp(conn)
+        self._confirms = amqp.is_amqp(conn)
         self._in_flight: dict[int, Outgoing] = {}  # delivery tag -> result
         self._last_tag = 0
         if self._confirms:
@@ -259,7 +260,10 @@ class _ResultSender:
         """Wait up to ``timeout`` seconds for the confirms still due (before disconnecting)."""
         deadline = time.monotonic() + timeout
         while self._in_flight and (left := deadline - time.monotonic()) > 0:
-            broker.drain(self._conn, left)
+            try:
+                self._conn.drain_events(timeout=left)
+            except TimeoutError:
+                return
 
     def _confirmed(self, tag: int, multiple: bool) -> list[Outgoing]:
         tags = [t for t in self._in_flight if t <= tag] if multiple else [tag]

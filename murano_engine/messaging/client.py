@@ -8,7 +8,7 @@ from typing import Any
 
 import kombu
 
-from murano_agent import broker
+from murano_common import amqp
 from murano_engine import boundary
 from murano_engine.messaging import plans
 from murano_engine.messaging.errors import AgentError, AgentTimeout
@@ -36,7 +36,7 @@ class AgentClient:
         signing_key_pem: str | bytes | None = None,
         ssl: bool | dict[str, Any] = False,
     ) -> None:
-        self.result_queue = f"-execution-results-{region}".lower()
+        self.result_queue = amqp.result_queue_name(region)
         self._url = broker_url
         self._ssl = ssl
         self._signer = PlanSigner(signing_key_pem) if signing_key_pem else None
@@ -50,7 +50,7 @@ class AgentClient:
     def for_region(self, region: str) -> AgentClient:
         """The client of region ``region`` (results on its own queue) on the same broker,
         with the same signing key; made once, closed with this one."""
-        if f"-execution-results-{region}".lower() == self.result_queue:
+        if amqp.result_queue_name(region) == self.result_queue:
             return self
         with self._lock:
             sibling = self._regions.get(region)
@@ -67,7 +67,7 @@ class AgentClient:
     @staticmethod
     def queue_name(environment_id: str, instance_id: str) -> str:
         """The input queue of an instance's agent: ``e<envId>-h<instanceId>``."""
-        return f"e{environment_id}-h{instance_id}".lower()
+        return amqp.agent_queue_name(environment_id, instance_id)
 
     def signing_key(self, line_prefix: str = "") -> str:
         """The public key agents verify with (PKCS#1 PEM, lines prefixed), or ''."""
@@ -139,17 +139,14 @@ class AgentClient:
 
     def _publish_once(self, queue: str, body: str, message_id: str, headers: dict) -> None:
         if self._conn is None:
-            self._conn = broker.prepare(
-                kombu.Connection(self._url, connect_timeout=5, ssl=self._ssl),
-                f"engine {self.result_queue}",
-            )
+            self._conn = amqp.connection(self._url, f"engine {self.result_queue}", ssl=self._ssl)
             self._declared.clear()
         conn = self._conn
         try:
             channel = conn.default_channel
             for name in (queue, self.result_queue):
                 if name not in self._declared:
-                    broker.agent_queue(name)(channel).declare()
+                    amqp.agent_queue(name)(channel).declare()
                     self._declared.add(name)
             kombu.Producer(channel).publish(
                 body,

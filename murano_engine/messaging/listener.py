@@ -5,16 +5,17 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import kombu
 
-from murano_agent import broker
+from murano_common import amqp
 
 LOG = logging.getLogger(__name__)
 
-#: Seconds one wait for broker traffic lasts (bounds how late ``stop`` is noticed).
-POLL_SECONDS = 0.5
+#: Seconds before the first reconnection attempt, and the longest wait between two.
+RETRY_DELAY, RETRY_MAX_DELAY = 0.5, 30.0
 
 
 class Waiter:
@@ -34,7 +35,7 @@ class Waiter:
         return self.result
 
 
-class ResultListener:
+class ResultListener(amqp.QueueConsumer):
     """Consumes a result queue in a background thread (green under eventlet).
 
     Each result goes to the waiter subscribed under its ``SourceID`` or, failing
@@ -42,12 +43,13 @@ class ResultListener:
     """
 
     def __init__(self, broker_url: str, queue: str, ssl: bool | dict[str, Any] = False) -> None:
+        super().__init__(
+            amqp.connection(broker_url, queue, ssl=ssl), f"results {queue}", RETRY_DELAY,
+            RETRY_MAX_DELAY,
+        )
         self.queue = queue
-        self._url = broker_url
-        self._ssl = ssl
         self._waiters: dict[str, Waiter] = {}
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
     def subscribe(self, message_id: str) -> Waiter:
@@ -65,35 +67,20 @@ class ResultListener:
         """Start consuming, if not already doing so."""
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
-                self._stopping.clear()
-                self._thread = threading.Thread(
-                    target=self._run, name=f"results {self.queue}", daemon=True
-                )
+                self.stopping.clear()
+                self._thread = threading.Thread(target=self.run, name=self.name, daemon=True)
                 self._thread.start()
 
     def stop(self, timeout: float = 10.0) -> None:
-        self._stopping.set()
+        super().stop()
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _run(self) -> None:
-        backoff = broker.Backoff(0.5, 30.0)
-        while not self._stopping.is_set():
-            conn = broker.prepare(
-                kombu.Connection(self._url, connect_timeout=5, ssl=self._ssl), self.queue
-            )
-            try:
-                conn.connect()
-                backoff.reset()
-                queue = broker.agent_queue(self.queue)
-                with kombu.Consumer(conn, [queue], on_message=self._on_message, no_ack=True):
-                    while not self._stopping.is_set():
-                        broker.drain(conn, POLL_SECONDS)
-            except (*conn.connection_errors, *conn.channel_errors, OSError) as exc:
-                LOG.warning("result listener on %s lost its connection: %s", self.queue, exc)
-            finally:
-                conn.release()
-            self._stopping.wait(backoff.next_delay())
+    def get_consumers(
+        self, consumer_class: Callable[..., kombu.Consumer], channel: Any
+    ) -> list[kombu.Consumer]:
+        queue = amqp.agent_queue(self.queue)
+        return [consumer_class(queues=[queue], on_message=self._on_message, no_ack=True)]
 
     def _on_message(self, message: kombu.Message) -> None:
         body = message.body
