@@ -23,9 +23,12 @@ setup(
     packages=find_packages(include=["murano_engine*", "murano_agent*", "murano_common*"]),
     include_package_data=True,
     data_files=core_library_files(),
-    # The agent's service files and sample config, installed beside its code.
+    # The agent's service files, sample config and plan schemas, installed beside its
+    # code; the JSON schemas of the API's request bodies.
     package_data={
-        "murano_agent": ["packaging/*.sample", "packaging/*.service", "packaging/*.ps1"],
+        "murano_agent": ["packaging/*.sample", "packaging/*.service", "packaging/*.ps1",
+                         "schemas/*.json"],
+        "murano_engine.api.schemas": ["*.json"],
     },
     install_requires=[
         "yaql>=3.0",

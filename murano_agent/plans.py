@@ -2,15 +2,22 @@
 
 Formats: v1 (no ``FormatVersion`` or ``1.x``: ``Scripts`` are base64 PowerShell,
 ``Commands`` are called in order) and v2.0-2.2 (``Body`` plus named ``Scripts``
-that reference entries of ``Files``).
+that reference entries of ``Files``). Their structure is described by the JSON
+schemas in ``schemas/plan.json``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from functools import cache
+from importlib import resources
 from pathlib import PurePosixPath
 from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from murano_common.schema_errors import first_problem
 
 #: Result error codes, as Murano's agent sends them.
 ERROR_UNEXPECTED = 1
@@ -18,10 +25,8 @@ ERROR_INVALID = 2
 ERROR_VERSION = 9
 ERROR_SCRIPT = 100
 
-_COMMAND_NAME = re.compile(r"^[A-Za-z_][\w.-]*$")
-_ARGUMENT_NAME = re.compile(r"^[A-Za-z_]\w*$")
-_V2_TYPES = {(2, 0): {"Application"}}
-_V2_TYPES_LATER = {"Application", "Chef", "Puppet"}
+#: Plan structure per format, as JSON schemas (shipped with the package).
+_SCHEMA = json.loads(resources.files(__package__).joinpath("schemas/plan.json").read_text("utf-8"))
 
 
 class PlanError(Exception):
@@ -76,48 +81,22 @@ def _require(condition: bool, message: str) -> None:
         raise PlanError(ERROR_INVALID, message)
 
 
+@cache
+def _validator(form: str) -> Draft202012Validator:
+    """The validator of the ``$defs`` entry ``form`` (v1, v2.0, ...) in schemas/plan.json."""
+    return Draft202012Validator({**_SCHEMA, "$ref": f"#/$defs/{form}"})
+
+
+def _check(plan: dict[str, Any], form: str) -> None:
+    problem = first_problem(_validator(form), plan)
+    if problem is not None:
+        where, why = problem
+        raise PlanError(ERROR_INVALID, f"{where}: {why}" if where else f"the plan {why}")
+
+
 def validate_v1(plan: dict[str, Any]) -> None:
     """Structure of a v1 (PowerShell) plan."""
-    scripts = plan.get("Scripts", [])
-    _require(
-        isinstance(scripts, list) and all(isinstance(s, str) for s in scripts),
-        "Scripts must be a list of base64 strings",
-    )
-    commands = plan.get("Commands", [])
-    _require(isinstance(commands, list), "Commands must be a list")
-    for index, command in enumerate(commands):
-        where = f"Commands[{index}]"
-        _require(isinstance(command, dict), f"{where} must be an object")
-        name = command.get("Name")
-        _require(
-            isinstance(name, str) and bool(_COMMAND_NAME.match(name)),
-            f"{where}.Name {name!r} is not a command name",
-        )
-        arguments = command.get("Arguments", {})
-        _require(isinstance(arguments, dict), f"{where}.Arguments must be an object")
-        for key in arguments:
-            _require(bool(_ARGUMENT_NAME.match(key)), f"{where}.Arguments: {key!r} is not a name")
-    reboot = plan.get("RebootOnCompletion", 0)
-    _require(
-        isinstance(reboot, int) and not isinstance(reboot, bool),
-        "RebootOnCompletion must be an integer",
-    )
-
-
-def _validate_file(file_id: str, entry: object, version: tuple[int, int, int]) -> None:
-    where = f"Files.{file_id}"
-    if not isinstance(entry, dict):
-        raise PlanError(ERROR_INVALID, f"{where} must be an object")
-    if "Type" in entry or "URL" in entry:
-        _require(version >= (2, 1, 0), f"{where}: downloadable files need FormatVersion 2.1.0")
-        _require(entry.get("Type") == "Downloadable", f"{where}: Type must be Downloadable")
-        _require(isinstance(entry.get("URL"), str), f"{where}: URL must be a string")
-    else:
-        _require(
-            entry.get("BodyType") in ("Text", "Base64"), f"{where}: BodyType must be Text or Base64"
-        )
-        _require(isinstance(entry.get("Body"), str), f"{where}: Body must be a string")
-    safe_relative_path(entry.get("Name"), where)
+    _check(plan, "v1")
 
 
 def script_file_ids(script: dict[str, Any]) -> list[str]:
@@ -129,33 +108,18 @@ def script_file_ids(script: dict[str, Any]) -> list[str]:
 
 
 def validate_v2(plan: dict[str, Any], version: tuple[int, int, int]) -> None:
-    """Structure of a v2.0-2.2 plan, with Murano's rules per version."""
-    scripts, files = plan.get("Scripts"), plan.get("Files")
-    _require(isinstance(scripts, dict), "Scripts must be an object")
-    _require(isinstance(files, dict), "Files must be an object")
-    _require(isinstance(plan.get("Options", {}), dict), "Options must be an object")
-    _require(isinstance(plan.get("Body", ""), str | None), "Body must be a string")
-    _require(isinstance(plan.get("Parameters", {}), dict | None), "Parameters must be an object")
+    """Structure of a v2.0-2.2 plan, with Murano's rules per version.
+
+    The schema of the version checks the shapes; the file names and the
+    references from scripts to ``Files`` are checked here.
+    """
+    _check(plan, f"v2.{version[1]}")
+    scripts, files = plan["Scripts"], plan["Files"]
     for file_id, entry in files.items():
-        _validate_file(file_id, entry, version)
-    allowed = _V2_TYPES.get(version[:2], _V2_TYPES_LATER)
+        safe_relative_path(entry.get("Name"), f"Files.{file_id}")
     for name, script in scripts.items():
-        where = f"Scripts.{name}"
-        _require(isinstance(script, dict), f"{where} must be an object")
-        kind, entry = script.get("Type"), script.get("EntryPoint")
-        _require(kind in allowed, f"{where}: Type {kind!r} is not one of {sorted(allowed)}")
-        _require(isinstance(entry, str), f"{where}: EntryPoint must be a string")
-        if kind == "Application":
+        where, entry = f"Scripts.{name}", script["EntryPoint"]
+        if script["Type"] == "Application":
             _require(entry in files, f"{where}: EntryPoint {entry!r} is not in Files")
-        else:
-            _require("::" in entry, f"{where}: EntryPoint {entry!r} must be module::recipe")
-        options = script.get("Options", {})
-        _require(isinstance(options, dict), f"{where}: Options must be an object")
-        if "useBerkshelf" in options or "berksfilePath" in options:
-            _require(
-                kind == "Chef" and version >= (2, 2, 0),
-                f"{where}: Berkshelf options need a Chef script and FormatVersion 2.2.0",
-            )
-        _require(isinstance(script.get("Files", []), list), f"{where}: Files must be a list")
         for file_id in script_file_ids(script):
             _require(file_id in files, f"{where}: file {file_id!r} is not in Files")

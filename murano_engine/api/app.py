@@ -8,13 +8,13 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
-from murano_engine.api import catalog, environments, templates
+from murano_engine.api import catalog, environments, schemas, templates
 from murano_engine.api.auth import Context
 from murano_engine.api.config import Settings
 from murano_engine.api.db import Store
@@ -25,105 +25,144 @@ LOG = logging.getLogger("murano_engine.api.requests")
 JSON_LIMIT = 16 * 1024 * 1024
 SESSION_HEADER = "X-Configuration-Session"
 
-# (path, methods, endpoint, summary); the OpenAPI document is built from this table.
-ROUTES: list[tuple[str, tuple[str, ...], str, str]] = [
-    ("/", ("GET",), "versions", "API versions"),
-    ("/v1/openapi.json", ("GET",), "openapi", "This OpenAPI document"),
-    ("/v1/environments", ("GET",), "list_envs", "List the project's environments"),
-    ("/v1/environments", ("POST",), "create_env", "Create an environment"),
-    ("/v1/environments/<env_id>", ("GET",), "show_env", "Show an environment and its services"),
-    ("/v1/environments/<env_id>", ("PUT",), "rename_env", "Rename an environment"),
-    ("/v1/environments/<env_id>", ("DELETE",), "delete_env",
-     "Delete an environment (through the engine; ?abandon=true drops it)"),
-    ("/v1/environments/<env_id>/lastStatus", ("GET",), "last_status",
-     "Latest status report of each service"),
-    ("/v1/environments/<env_id>/model/", ("GET",), "get_model", "The object model"),
-    ("/v1/environments/<env_id>/model/<path:path>", ("GET",), "get_model",
-     "Part of the object model"),
-    ("/v1/environments/<env_id>/model/", ("PATCH",), "patch_model",
-     "JSON-patch the session's object model"),
-    ("/v1/environments/<env_id>/configure", ("POST",), "configure",
-     "Open a configuration session"),
-    ("/v1/environments/<env_id>/sessions/<session_id>", ("GET",), "show_session",
-     "Show a session"),
-    ("/v1/environments/<env_id>/sessions/<session_id>", ("DELETE",), "delete_session",
-     "Discard a session"),
-    ("/v1/environments/<env_id>/sessions/<session_id>/deploy", ("POST",), "deploy",
-     "Deploy a session"),
-    ("/v1/environments/<env_id>/services", ("GET", "POST", "PUT", "DELETE"), "services",
-     "Read or edit the services (writes need X-Configuration-Session)"),
-    ("/v1/environments/<env_id>/services/<path:path>", ("GET", "POST", "PUT", "DELETE"),
-     "services", "Read or edit part of the services"),
-    ("/v1/environments/<env_id>/deployments", ("GET",), "list_deployments",
-     "Deployments of an environment"),
-    ("/v1/environments/<env_id>/deployments/<task_id>", ("GET",), "reports",
-     "Status reports of a deployment (?service_id= filters)"),
-    ("/v1/deployments", ("GET",), "all_deployments", "Deployments of all environments"),
-    ("/v1/environments/<env_id>/actions/<action_id>", ("POST",), "call_action",
-     "Run an object's action"),
-    ("/v1/environments/<env_id>/actions/<action_id>", ("GET",), "action_result",
-     "Result of an action's task"),
-    ("/v1/actions", ("POST",), "static_action", "Call a public static method"),
-    ("/v1/catalog/packages", ("GET",), "list_packages", "Search the catalog"),
-    ("/v1/catalog/packages", ("POST",), "upload_package",
-     "Upload a package (multipart: the zip and __metadata__ JSON)"),
-    ("/v1/catalog/packages/<package_id>", ("GET",), "show_package", "Show a package"),
-    ("/v1/catalog/packages/<package_id>", ("PATCH",), "update_package",
-     "Update tags, categories, is_public, enabled, name or description"),
-    ("/v1/catalog/packages/<package_id>", ("DELETE",), "delete_package", "Delete a package"),
-    ("/v1/catalog/packages/<package_id>/download", ("GET",), "download",
-     "The package's zip"),
-    ("/v1/catalog/packages/<package_id>/ui", ("GET",), "ui", "The UI definition"),
-    ("/v1/catalog/packages/<package_id>/logo", ("GET",), "logo", "The logo"),
-    ("/v1/catalog/packages/<package_id>/supplier_logo", ("GET",), "supplier_logo",
-     "The supplier's logo"),
-    ("/v1/catalog/categories", ("GET",), "list_categories", "List categories"),
-    ("/v1/catalog/categories", ("POST",), "create_category", "Create a category"),
-    ("/v1/catalog/categories/<category_id>", ("GET",), "show_category",
-     "Show a category and its packages"),
-    ("/v1/catalog/categories/<category_id>", ("DELETE",), "delete_category",
-     "Delete an unused category"),
-    ("/v1/templates", ("GET",), "list_templates", "List environment templates"),
-    ("/v1/templates", ("POST",), "create_template", "Create an environment template"),
-    ("/v1/templates/<template_id>", ("GET",), "show_template", "Show a template"),
-    ("/v1/templates/<template_id>", ("PUT",), "update_template", "Update a template"),
-    ("/v1/templates/<template_id>", ("DELETE",), "delete_template", "Delete a template"),
-    ("/v1/templates/<template_id>/create-environment", ("POST",), "template_env",
-     "Create an environment (and session) from a template"),
-    ("/v1/templates/<template_id>/clone", ("POST",), "clone_template",
-     "Copy a template into the caller's project"),
-    ("/v1/templates/<template_id>/services", ("GET", "POST"), "template_services",
-     "List or add a template's applications"),
-    ("/v1/templates/<template_id>/services/<path:path>", ("GET", "PUT", "DELETE"),
-     "template_services", "Show, replace or remove a template's application"),
+class Route(NamedTuple):
+    """One route; the OpenAPI document is built from the table of them."""
+
+    path: str
+    methods: tuple[str, ...]
+    endpoint: str
+    summary: str
+    body: str | None = None  # the schema (in schemas/requests.json) its JSON body follows
+    media: str = "application/json"
+
+
+ROUTES: list[Route] = [
+    Route("/", ("GET",), "versions", "API versions"),
+    Route("/v1/openapi.json", ("GET",), "openapi", "This OpenAPI document"),
+    Route("/v1/environments", ("GET",), "list_envs", "List the project's environments"),
+    Route("/v1/environments", ("POST",), "create_env", "Create an environment", "Environment"),
+    Route("/v1/environments/<env_id>", ("GET",), "show_env",
+          "Show an environment and its services"),
+    Route("/v1/environments/<env_id>", ("PUT",), "rename_env", "Rename an environment", "Named"),
+    Route("/v1/environments/<env_id>", ("DELETE",), "delete_env",
+          "Delete an environment (through the engine; ?abandon=true drops it)"),
+    Route("/v1/environments/<env_id>/lastStatus", ("GET",), "last_status",
+          "Latest status report of each service"),
+    Route("/v1/environments/<env_id>/model/", ("GET",), "get_model", "The object model"),
+    Route("/v1/environments/<env_id>/model/<path:path>", ("GET",), "get_model",
+          "Part of the object model"),
+    Route("/v1/environments/<env_id>/model/", ("PATCH",), "patch_model",
+          "JSON-patch the session's object model", "ModelPatch"),
+    Route("/v1/environments/<env_id>/configure", ("POST",), "configure",
+          "Open a configuration session"),
+    Route("/v1/environments/<env_id>/sessions/<session_id>", ("GET",), "show_session",
+          "Show a session"),
+    Route("/v1/environments/<env_id>/sessions/<session_id>", ("DELETE",), "delete_session",
+          "Discard a session"),
+    Route("/v1/environments/<env_id>/sessions/<session_id>/deploy", ("POST",), "deploy",
+          "Deploy a session"),
+    Route("/v1/environments/<env_id>/services", ("GET", "DELETE"), "services",
+          "Read the services"),
+    Route("/v1/environments/<env_id>/services", ("POST",), "services",
+          "Add services (needs X-Configuration-Session)", "ServiceOrServices"),
+    Route("/v1/environments/<env_id>/services", ("PUT",), "services",
+          "Replace the services (needs X-Configuration-Session)", "Services"),
+    Route("/v1/environments/<env_id>/services/<path:path>", ("GET", "POST", "PUT", "DELETE"),
+          "services", "Read or edit part of the services (writes need X-Configuration-Session)"),
+    Route("/v1/environments/<env_id>/deployments", ("GET",), "list_deployments",
+          "Deployments of an environment"),
+    Route("/v1/environments/<env_id>/deployments/<task_id>", ("GET",), "reports",
+          "Status reports of a deployment (?service_id= filters)"),
+    Route("/v1/deployments", ("GET",), "all_deployments", "Deployments of all environments"),
+    Route("/v1/environments/<env_id>/actions/<action_id>", ("POST",), "call_action",
+          "Run an object's action", "ActionArguments"),
+    Route("/v1/environments/<env_id>/actions/<action_id>", ("GET",), "action_result",
+          "Result of an action's task"),
+    Route("/v1/actions", ("POST",), "static_action", "Call a public static method",
+          "StaticAction"),
+    Route("/v1/catalog/packages", ("GET",), "list_packages", "Search the catalog"),
+    Route("/v1/catalog/packages", ("POST",), "upload_package",
+          "Upload a package (multipart: the zip and __metadata__ JSON)", "PackageUpload",
+          "multipart/form-data"),
+    Route("/v1/catalog/packages/<package_id>", ("GET",), "show_package", "Show a package"),
+    Route("/v1/catalog/packages/<package_id>", ("PATCH",), "update_package",
+          "Update tags, categories, is_public, enabled, name or description", "PackagePatch"),
+    Route("/v1/catalog/packages/<package_id>", ("DELETE",), "delete_package",
+          "Delete a package"),
+    Route("/v1/catalog/packages/<package_id>/download", ("GET",), "download",
+          "The package's zip"),
+    Route("/v1/catalog/packages/<package_id>/ui", ("GET",), "ui", "The UI definition"),
+    Route("/v1/catalog/packages/<package_id>/logo", ("GET",), "logo", "The logo"),
+    Route("/v1/catalog/packages/<package_id>/supplier_logo", ("GET",), "supplier_logo",
+          "The supplier's logo"),
+    Route("/v1/catalog/categories", ("GET",), "list_categories", "List categories"),
+    Route("/v1/catalog/categories", ("POST",), "create_category", "Create a category",
+          "Category"),
+    Route("/v1/catalog/categories/<category_id>", ("GET",), "show_category",
+          "Show a category and its packages"),
+    Route("/v1/catalog/categories/<category_id>", ("DELETE",), "delete_category",
+          "Delete an unused category"),
+    Route("/v1/templates", ("GET",), "list_templates", "List environment templates"),
+    Route("/v1/templates", ("POST",), "create_template", "Create an environment template",
+          "Template"),
+    Route("/v1/templates/<template_id>", ("GET",), "show_template", "Show a template"),
+    Route("/v1/templates/<template_id>", ("PUT",), "update_template", "Update a template",
+          "TemplateChanges"),
+    Route("/v1/templates/<template_id>", ("DELETE",), "delete_template", "Delete a template"),
+    Route("/v1/templates/<template_id>/create-environment", ("POST",), "template_env",
+          "Create an environment (and session) from a template", "Environment"),
+    Route("/v1/templates/<template_id>/clone", ("POST",), "clone_template",
+          "Copy a template into the caller's project", "Named"),
+    Route("/v1/templates/<template_id>/services", ("GET",), "template_services",
+          "List a template's applications"),
+    Route("/v1/templates/<template_id>/services", ("POST",), "template_services",
+          "Add applications to a template", "ServiceOrServices"),
+    Route("/v1/templates/<template_id>/services/<path:path>", ("GET", "DELETE"),
+          "template_services", "Show or remove a template's application"),
+    Route("/v1/templates/<template_id>/services/<path:path>", ("PUT",), "template_services",
+          "Replace a template's application", "Service"),
 ]
 PUBLIC = {"versions", "openapi"}
 
 
 def openapi_document() -> dict[str, Any]:
-    """OpenAPI 3 description of every route."""
+    """OpenAPI 3.1 description of every route; request bodies refer to ``schemas.SCHEMAS``."""
     paths: dict[str, dict[str, Any]] = {}
-    for path, methods, endpoint, summary in ROUTES:
-        name = path.replace("<path:path>", "{path}")
+    for route in ROUTES:
+        name = route.path.replace("<path:path>", "{path}")
         params = []
         while "<" in name:
             start, end = name.index("<"), name.index(">")
             params.append(name[start + 1:end])
             name = name[:start] + "{" + name[start + 1:end] + "}" + name[end + 1:]
         params += ["path"] if "{path}" in name else []
-        for method in methods:
-            paths.setdefault(name, {})[method.lower()] = {
-                "operationId": f"{endpoint}_{method.lower()}", "summary": summary,
+        operation_id = route.endpoint + ("_path" if "{path}" in name else "")
+        for method in route.methods:
+            operation: dict[str, Any] = {
+                "operationId": f"{operation_id}_{method.lower()}", "summary": route.summary,
                 "parameters": [{"name": p, "in": "path", "required": True,
                                 "schema": {"type": "string"}} for p in params],
-                "security": [] if endpoint in PUBLIC else [{"token": []}],
+                "security": [] if route.endpoint in PUBLIC else [{"token": []}],
                 "responses": {"200": {"description": "success"},
                               "default": {"description": "an error in Murano's shape"}}}
-    return {"openapi": "3.0.3",
+            if route.body:
+                operation["requestBody"] = {
+                    "required": not schemas.accepts(route.body, None),
+                    "content": {route.media: {"schema": {
+                        "$ref": f"#/components/schemas/{route.body}"}}}}
+            paths.setdefault(name, {})[method.lower()] = operation
+    return {"openapi": "3.1.0",
             "info": {"title": "Murano application catalog API", "version": "1.0"},
             "components": {"securitySchemes": {"token": {"type": "apiKey", "in": "header",
-                                                         "name": "X-Auth-Token"}}},
+                                                         "name": "X-Auth-Token"}},
+                           "schemas": schemas.SCHEMAS},
             "paths": paths}
+
+
+class ApiRequest(Request):
+    """A request and the schema its JSON body follows (its route's ``body``)."""
+
+    body_schema: str | None = None
 
 
 def json_response(body: Any, status: int = 200) -> Response:
@@ -140,18 +179,19 @@ class Api:
         self.dispatcher = dispatcher
         self.identify = identify
         self.interpreter = build_interpreter()
-        self.url_map = Map([Rule(p, methods=m, endpoint=e) for p, m, e, _ in ROUTES],
+        self.url_map = Map([Rule(r.path, methods=r.methods, endpoint=r) for r in ROUTES],
                            strict_slashes=False, merge_slashes=True)
         self.openapi = json.dumps(openapi_document()).encode()
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         started = time.perf_counter()
-        request = Request(environ)
+        request = ApiRequest(environ)
         request_id = f"req-{uuid.uuid4()}"
         try:
-            endpoint, args = self.url_map.bind_to_environ(environ).match()
-            context = None if endpoint in PUBLIC else self.identify(environ)
-            response = getattr(self, "on_" + endpoint)(request, context, **args)
+            route, args = self.url_map.bind_to_environ(environ).match()
+            request.body_schema = route.body
+            context = None if route.endpoint in PUBLIC else self.identify(environ)
+            response = getattr(self, "on_" + route.endpoint)(request, context, **args)
         except ApiError as exc:
             response = self.error(request, exc)
         except RequestEntityTooLarge:
@@ -168,13 +208,14 @@ class Api:
                  response.status_code, (time.perf_counter() - started) * 1000)
         return response(environ, start_response)
 
-    def error(self, request: Request, exc: ApiError, trace: str | None = None) -> Response:
+    def error(self, request: ApiRequest, exc: ApiError, trace: str | None = None) -> Response:
         content_type, body = render(exc, request.headers.get("Accept"), trace)
         return Response(body, status=exc.status, content_type=content_type)
 
     # -- helpers -------------------------------------------------------------
     @staticmethod
-    def body(request: Request, required: bool = True) -> Any:
+    def body(request: ApiRequest, required: bool = True) -> Any:
+        """The JSON body, valid against the route's schema (None if optional and empty)."""
         if request.content_length and request.content_length > JSON_LIMIT:
             raise TooLarge(f"a JSON body has at most {JSON_LIMIT} bytes")
         data = request.get_data(cache=False)
@@ -183,12 +224,15 @@ class Api:
                 raise BadRequest("the request needs a JSON body")
             return None
         try:
-            return json.loads(data)
+            value = json.loads(data)
         except (ValueError, UnicodeDecodeError) as exc:
             raise BadRequest(f"the body is not valid JSON: {exc}") from None
+        if request.body_schema:
+            schemas.check(request.body_schema, value)
+        return value
 
     @staticmethod
-    def params(request: Request) -> dict[str, list[str]]:
+    def params(request: ApiRequest) -> dict[str, list[str]]:
         return {k: request.args.getlist(k) for k in request.args}
 
     def submit(self, task: dict | None) -> None:
@@ -196,68 +240,68 @@ class Api:
             self.dispatcher.submit(task)
 
     # -- versions ----------------------------------------------------------
-    def on_versions(self, request: Request, _: None) -> Response:
+    def on_versions(self, request: ApiRequest, _: None) -> Response:
         return json_response({"versions": [{"id": "v1.0", "status": "CURRENT", "links": [
             {"rel": "self", "href": request.host_url + "v1/"}]}]}, 300)
 
-    def on_openapi(self, request: Request, _: None) -> Response:
+    def on_openapi(self, request: ApiRequest, _: None) -> Response:
         return Response(self.openapi, mimetype="application/json")
 
     # -- environments ------------------------------------------------------
-    def on_list_envs(self, request: Request, ctx: Context) -> Response:
+    def on_list_envs(self, request: ApiRequest, ctx: Context) -> Response:
         return json_response(environments.list_envs(self.store, ctx, self.params(request)))
 
-    def on_create_env(self, request: Request, ctx: Context) -> Response:
+    def on_create_env(self, request: ApiRequest, ctx: Context) -> Response:
         env = environments.create_env(self.store, ctx, self.body(request),
                                       self.settings.environment_class)
         return json_response(environments.env_json(env, "ready"))
 
-    def on_show_env(self, request: Request, ctx: Context, env_id: str) -> Response:
+    def on_show_env(self, request: ApiRequest, ctx: Context, env_id: str) -> Response:
         return json_response(environments.show_env(self.store, ctx, env_id,
                                                    request.headers.get(SESSION_HEADER)))
 
-    def on_rename_env(self, request: Request, ctx: Context, env_id: str) -> Response:
+    def on_rename_env(self, request: ApiRequest, ctx: Context, env_id: str) -> Response:
         return json_response(environments.rename_env(self.store, ctx, env_id,
                                                      self.body(request)))
 
-    def on_delete_env(self, request: Request, ctx: Context, env_id: str) -> Response:
+    def on_delete_env(self, request: ApiRequest, ctx: Context, env_id: str) -> Response:
         abandon = request.args.get("abandon", "false").lower() == "true"
         self.submit(environments.delete_env(self.store, ctx, env_id, abandon))
         return Response(status=200)
 
-    def on_last_status(self, request: Request, ctx: Context, env_id: str) -> Response:
+    def on_last_status(self, request: ApiRequest, ctx: Context, env_id: str) -> Response:
         return json_response(environments.last_status(self.store, ctx, env_id,
                                                       request.headers.get(SESSION_HEADER)))
 
-    def on_get_model(self, request: Request, ctx: Context, env_id: str,
+    def on_get_model(self, request: ApiRequest, ctx: Context, env_id: str,
                      path: str = "") -> Response:
         return json_response(environments.get_model(self.store, ctx, env_id, path,
                                                      request.headers.get(SESSION_HEADER)))
 
-    def on_patch_model(self, request: Request, ctx: Context, env_id: str) -> Response:
+    def on_patch_model(self, request: ApiRequest, ctx: Context, env_id: str) -> Response:
         return json_response(environments.patch_model(
             self.store, ctx, env_id, request.headers.get(SESSION_HEADER), self.body(request)))
 
     # -- sessions ----------------------------------------------------------
-    def on_configure(self, request: Request, ctx: Context, env_id: str) -> Response:
+    def on_configure(self, request: ApiRequest, ctx: Context, env_id: str) -> Response:
         return json_response(environments.configure(self.store, ctx, env_id))
 
-    def on_show_session(self, request: Request, ctx: Context, env_id: str,
+    def on_show_session(self, request: ApiRequest, ctx: Context, env_id: str,
                         session_id: str) -> Response:
         return json_response(environments.show_session(self.store, ctx, env_id, session_id))
 
-    def on_delete_session(self, request: Request, ctx: Context, env_id: str,
+    def on_delete_session(self, request: ApiRequest, ctx: Context, env_id: str,
                           session_id: str) -> Response:
         environments.delete_session(self.store, ctx, env_id, session_id)
         return Response(status=200)
 
-    def on_deploy(self, request: Request, ctx: Context, env_id: str,
+    def on_deploy(self, request: ApiRequest, ctx: Context, env_id: str,
                   session_id: str) -> Response:
         self.submit(environments.deploy(self.store, ctx, env_id, session_id))
         return Response(status=200)
 
     # -- services ----------------------------------------------------------
-    def on_services(self, request: Request, ctx: Context, env_id: str,
+    def on_services(self, request: ApiRequest, ctx: Context, env_id: str,
                     path: str = "") -> Response:
         session_id = request.headers.get(SESSION_HEADER)
         if request.method == "GET":
@@ -269,42 +313,36 @@ class Api:
         return json_response(result) if result is not None else Response(status=200)
 
     # -- deployments and actions -------------------------------------------
-    def on_list_deployments(self, request: Request, ctx: Context, env_id: str) -> Response:
+    def on_list_deployments(self, request: ApiRequest, ctx: Context, env_id: str) -> Response:
         return json_response(environments.list_deployments(self.store, ctx, env_id))
 
-    def on_all_deployments(self, request: Request, ctx: Context) -> Response:
+    def on_all_deployments(self, request: ApiRequest, ctx: Context) -> Response:
         return json_response(environments.list_deployments(self.store, ctx, None))
 
-    def on_reports(self, request: Request, ctx: Context, env_id: str, task_id: str) -> Response:
+    def on_reports(self, request: ApiRequest, ctx: Context, env_id: str, task_id: str) -> Response:
         return json_response(environments.reports(self.store, ctx, env_id, task_id,
                                                   request.args.getlist("service_id")))
 
-    def on_call_action(self, request: Request, ctx: Context, env_id: str,
+    def on_call_action(self, request: ApiRequest, ctx: Context, env_id: str,
                        action_id: str) -> Response:
         task = environments.call_action(self.store, ctx, env_id, action_id,
                                         self.body(request, required=False) or {})
         self.submit(task)
         return json_response({"task_id": task["task_id"]})
 
-    def on_action_result(self, request: Request, ctx: Context, env_id: str,
+    def on_action_result(self, request: ApiRequest, ctx: Context, env_id: str,
                          action_id: str) -> Response:
         return json_response(environments.action_result(self.store, ctx, env_id, action_id))
 
-    def on_static_action(self, request: Request, ctx: Context) -> Response:
-        body = self.body(request)
-        if not isinstance(body, dict) or not body.get("className") or \
-                not body.get("methodName"):
-            raise BadRequest("className and methodName are required")
-        if not isinstance(body.get("parameters") or {}, dict):
-            raise BadRequest("parameters are a JSON object")
-        return json_response(self.dispatcher.call_static(ctx, body))
+    def on_static_action(self, request: ApiRequest, ctx: Context) -> Response:
+        return json_response(self.dispatcher.call_static(ctx, self.body(request)))
 
     # -- catalog -----------------------------------------------------------
-    def on_list_packages(self, request: Request, ctx: Context) -> Response:
+    def on_list_packages(self, request: ApiRequest, ctx: Context) -> Response:
         return json_response(catalog.list_packages(self.store, self.settings, ctx,
                                                    self.params(request)))
 
-    def on_upload_package(self, request: Request, ctx: Context) -> Response:
+    def on_upload_package(self, request: ApiRequest, ctx: Context) -> Response:
         limit = self.settings.package_size_limit
         if request.content_length and request.content_length > limit + 1024 * 1024:
             raise TooLarge(f"the upload is {request.content_length} bytes; packages have at "
@@ -323,80 +361,79 @@ class Api:
                 metadata = json.loads(request.form["__metadata__"])
             except ValueError as exc:
                 raise BadRequest(f"__metadata__ is not valid JSON: {exc}") from None
-            if not isinstance(metadata, dict):
-                raise BadRequest("__metadata__ is a JSON object")
+            schemas.check("PackageMetadata", metadata, "__metadata__")
         return json_response(catalog.create_package(self.store, self.settings, self.interpreter,
                                                     ctx, data, metadata))
 
-    def on_show_package(self, request: Request, ctx: Context, package_id: str) -> Response:
+    def on_show_package(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
         return json_response(catalog.show_package(self.store, ctx, package_id))
 
-    def on_update_package(self, request: Request, ctx: Context, package_id: str) -> Response:
+    def on_update_package(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
         return json_response(catalog.update_package(self.store, ctx, package_id,
                                                     self.body(request)))
 
-    def on_delete_package(self, request: Request, ctx: Context, package_id: str) -> Response:
+    def on_delete_package(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
         catalog.delete_package(self.store, ctx, package_id)
         return Response(status=200)
 
-    def on_download(self, request: Request, ctx: Context, package_id: str) -> Response:
+    def on_download(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
         data = catalog.package_blob(self.store, ctx, package_id, "archive")
         return Response(data, mimetype="application/octet-stream", headers={
             "Content-Disposition": f"attachment; filename={package_id}.zip"})
 
-    def on_ui(self, request: Request, ctx: Context, package_id: str) -> Response:
+    def on_ui(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
         return Response(catalog.package_blob(self.store, ctx, package_id, "ui_definition"),
                         mimetype="text/plain")
 
-    def on_logo(self, request: Request, ctx: Context, package_id: str) -> Response:
+    def on_logo(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
         return Response(catalog.package_blob(self.store, ctx, package_id, "logo"),
                         mimetype="application/octet-stream")
 
-    def on_supplier_logo(self, request: Request, ctx: Context, package_id: str) -> Response:
+    def on_supplier_logo(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
         return Response(catalog.package_blob(self.store, ctx, package_id, "supplier_logo"),
                         mimetype="application/octet-stream")
 
-    def on_list_categories(self, request: Request, ctx: Context) -> Response:
+    def on_list_categories(self, request: ApiRequest, ctx: Context) -> Response:
         return json_response(catalog.list_categories(self.store, self.settings,
                                                      self.params(request)))
 
-    def on_create_category(self, request: Request, ctx: Context) -> Response:
+    def on_create_category(self, request: ApiRequest, ctx: Context) -> Response:
         return json_response(catalog.create_category(self.store, self.body(request)))
 
-    def on_show_category(self, request: Request, ctx: Context, category_id: str) -> Response:
+    def on_show_category(self, request: ApiRequest, ctx: Context, category_id: str) -> Response:
         return json_response(catalog.show_category(self.store, ctx, category_id))
 
-    def on_delete_category(self, request: Request, ctx: Context, category_id: str) -> Response:
+    def on_delete_category(self, request: ApiRequest, ctx: Context, category_id: str) -> Response:
         catalog.delete_category(self.store, category_id)
         return Response(status=200)
 
     # -- templates ---------------------------------------------------------
-    def on_list_templates(self, request: Request, ctx: Context) -> Response:
+    def on_list_templates(self, request: ApiRequest, ctx: Context) -> Response:
         return json_response(templates.list_templates(self.store, ctx, self.params(request)))
 
-    def on_create_template(self, request: Request, ctx: Context) -> Response:
+    def on_create_template(self, request: ApiRequest, ctx: Context) -> Response:
         return json_response(templates.create_template(self.store, ctx, self.body(request)))
 
-    def on_show_template(self, request: Request, ctx: Context, template_id: str) -> Response:
+    def on_show_template(self, request: ApiRequest, ctx: Context, template_id: str) -> Response:
         return json_response(templates.show_template(self.store, ctx, template_id))
 
-    def on_update_template(self, request: Request, ctx: Context, template_id: str) -> Response:
+    def on_update_template(self, request: ApiRequest, ctx: Context, template_id: str) -> Response:
         return json_response(templates.update_template(self.store, ctx, template_id,
                                                        self.body(request)))
 
-    def on_delete_template(self, request: Request, ctx: Context, template_id: str) -> Response:
+    def on_delete_template(self, request: ApiRequest, ctx: Context, template_id: str) -> Response:
         templates.delete_template(self.store, ctx, template_id)
         return Response(status=200)
 
-    def on_template_env(self, request: Request, ctx: Context, template_id: str) -> Response:
+    def on_template_env(self, request: ApiRequest, ctx: Context, template_id: str) -> Response:
         return json_response(templates.create_environment(
             self.store, ctx, template_id, self.body(request), self.settings.environment_class))
 
-    def on_clone_template(self, request: Request, ctx: Context, template_id: str) -> Response:
+    def on_clone_template(self, request: ApiRequest, ctx: Context, template_id: str) -> Response:
         return json_response(templates.clone_template(self.store, ctx, template_id,
                                                       self.body(request)))
 
-    def on_template_services(self, request: Request, ctx: Context, template_id: str,
+    def on_template_services(self, request: ApiRequest, ctx: Context, template_id: str,
                              path: str = "") -> Response:
         if request.method == "GET":
             return json_response(templates.template_services(self.store, ctx, template_id,

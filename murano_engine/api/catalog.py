@@ -35,9 +35,6 @@ from murano_engine.dsl.validation import validate_package
 
 SEP = "\x1f"
 MAX_RATIO = 200
-PATCHABLE = {"tags": ("add", "replace", "remove"), "categories": ("add", "replace", "remove"),
-             "is_public": ("replace",), "enabled": ("replace",),
-             "description": ("replace",), "name": ("replace",)}
 ORDER_KEYS = {"fqn": db.Package.fully_qualified_name, "name": db.Package.name,
               "created": db.Package.created}
 
@@ -218,7 +215,7 @@ def create_package(store: db.Store, settings: Settings, interpreter: Interpreter
     manifest = upload.manifest
     fqn = str(manifest["FullName"])
     version = str(parse_version(manifest.get("Version")))
-    is_public = _flag(metadata.get("is_public", False), "is_public")
+    is_public = _flag(metadata.get("is_public", False))
     with store.write() as session:
         clash = select(db.Package.id).where(
             db.Package.fully_qualified_name == fqn, db.Package.version == version,
@@ -234,38 +231,31 @@ def create_package(store: db.Store, settings: Settings, interpreter: Interpreter
             author=str(manifest["Author"])[:80] if manifest.get("Author") else None,
             supplier=supplier if isinstance(supplier, dict) else None,
             description=str(metadata.get("description") or manifest.get("Description") or ""),
-            enabled=_flag(metadata.get("enabled", True), "enabled"), is_public=is_public,
+            enabled=_flag(metadata.get("enabled", True)), is_public=is_public,
             owner_id=context.project_id, archive=data,
             archive_hash=hashlib.sha256(data).hexdigest(), logo=upload.logo,
             supplier_logo=upload.supplier_logo, ui_definition=upload.ui_definition)
         session.add(row)
         session.flush()
-        tags = [str(t) for t in (manifest.get("Tags") or [])] + \
-            _names(metadata.get("tags"), "tags")
+        tags = [str(t) for t in (manifest.get("Tags") or [])] + _names(metadata.get("tags"))
         _set_tags(session, row.id, tags)
-        _set_categories(session, row.id, _names(metadata.get("categories"), "categories"))
+        _set_categories(session, row.id, _names(metadata.get("categories")))
         session.execute(insert(db.ClassDefinition), [
             {"id": db.new_id(), "name": name, "package_id": row.id} for name in upload.classes])
         package_id = row.id
     return show_package(store, context, package_id)
 
 
-def _flag(value: Any, name: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    raise BadRequest(f"{name} must be true or false")
+def _flag(value: bool | str) -> bool:
+    """A value valid against the ``Flag`` schema as a bool."""
+    return value if isinstance(value, bool) else value.lower() == "true"
 
 
-def _names(value: Any, what: str) -> list[str]:
+def _names(value: list[str] | str | None) -> list[str]:
+    """A value valid against the ``Names`` schema as a list."""
     if value is None:
         return []
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise BadRequest(f"{what} must be a list of strings")
-    return value
+    return [value] if isinstance(value, str) else value
 
 
 def _set_tags(session: DbSession, package_id: str, names: Iterable[str]) -> None:
@@ -452,25 +442,18 @@ def package_blob(store: db.Store, context: Context, package_id: str,
 # -- changes ---------------------------------------------------------------------
 
 def update_package(store: db.Store, context: Context, package_id: str,
-                   patch: Any) -> dict[str, Any]:
-    """Apply Murano's JSON-patch subset (tags, categories, is_public, enabled, name, ...)."""
-    if not isinstance(patch, list):
-        raise BadRequest("the body must be a JSON-patch list")
+                   patch: list[dict[str, Any]]) -> dict[str, Any]:
+    """Apply Murano's JSON-patch subset (valid against the ``PackagePatch`` schema)."""
     with store.write() as session:
         row = get_package(session, context, package_id, owned=True)
         tags = set(_split(session.scalar(select(TAGS).where(db.Package.id == package_id))))
         categories = set(_split(session.scalar(select(CATEGORIES)
                                                .where(db.Package.id == package_id))))
         for change in patch:
-            if not isinstance(change, dict) or "op" not in change or "path" not in change:
-                raise BadRequest("every change needs op and path")
-            op, key = change["op"], str(change["path"]).strip("/")
-            if op not in PATCHABLE.get(key, ()):
-                raise BadRequest(f"operation {op!r} on {change['path']!r} is not allowed")
-            value = change.get("value")
+            op, key, value = change["op"], change["path"].strip("/"), change.get("value")
             if key in ("tags", "categories"):
                 current = tags if key == "tags" else categories
-                names = set(_names(value, key))
+                names = set(_names(value))
                 if op == "replace":
                     current.clear()
                 if op == "remove":
@@ -478,10 +461,8 @@ def update_package(store: db.Store, context: Context, package_id: str,
                 else:
                     current.update(names)
             elif key in ("is_public", "enabled"):
-                setattr(row, key, _flag(value, key))
+                setattr(row, key, _flag(value))
             else:
-                if not isinstance(value, str) or (key == "name" and not value.strip()):
-                    raise BadRequest(f"{key} must be a non-empty string")
                 setattr(row, key, value[:80] if key == "name" else value)
         if row.is_public and session.scalar(select(db.Package.id).where(
                 db.Package.fully_qualified_name == row.fully_qualified_name,
@@ -553,12 +534,9 @@ def show_category(store: db.Store, context: Context, category_id: str) -> dict[s
     return body
 
 
-def create_category(store: db.Store, body: Any) -> dict[str, Any]:
-    name = body.get("name") if isinstance(body, dict) else None
-    if not isinstance(name, str) or not name.strip():
-        raise BadRequest("a category needs a name")
-    if len(name) > 80:
-        raise BadRequest("a category name has at most 80 characters")
+def create_category(store: db.Store, body: Mapping[str, Any]) -> dict[str, Any]:
+    """A new category from a body valid against the ``Category`` schema."""
+    name = body["name"]
     with store.write() as session:
         if session.scalar(select(db.Category.id).where(db.Category.name == name)):
             raise Conflict(f"category {name!r} already exists")

@@ -135,7 +135,7 @@ class Package(Timestamped, Base):
     is_public: Mapped[bool] = mapped_column(Boolean, default=False)
     owner_id: Mapped[str] = mapped_column(String(64), index=True)
     archive_hash: Mapped[str] = mapped_column(String(64))
-    archive: Mapped[bytes] = deferred(mapped_column(LargeBinary))
+    archive: Mapped[bytes] = deferred(mapped_column(LargeBinary, nullable=False))
     logo: Mapped[bytes | None] = deferred(mapped_column(LargeBinary, nullable=True))
     supplier_logo: Mapped[bytes | None] = deferred(mapped_column(LargeBinary, nullable=True))
     ui_definition: Mapped[str | None] = deferred(mapped_column(Text, nullable=True))

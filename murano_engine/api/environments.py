@@ -135,18 +135,10 @@ def list_envs(store: db.Store, context: Context,
     return {"environments": [env_json(e, statuses[e.id]) for e in envs]}
 
 
-def required_name(body: Any) -> str:
-    name = body.get("name") if isinstance(body, dict) else None
-    if not isinstance(name, str) or not name.strip():
-        raise BadRequest("a name is required")
-    if len(name) > 255:
-        raise BadRequest("a name has at most 255 characters")
-    return name
-
-
-def create_env(store: db.Store, context: Context, body: Any, env_class: str,
+def create_env(store: db.Store, context: Context, body: Mapping[str, Any], env_class: str,
                services: list | None = None) -> db.Environment:
-    name = required_name(body)
+    """A new environment from a body valid against the ``Environment`` schema."""
+    name = body["name"]
     with store.write() as session:
         if session.scalar(select(db.Environment.id).where(
                 db.Environment.tenant_id == context.project_id, db.Environment.name == name)):
@@ -171,8 +163,9 @@ def show_env(store: db.Store, context: Context, env_id: str,
     return body
 
 
-def rename_env(store: db.Store, context: Context, env_id: str, body: Any) -> dict[str, Any]:
-    name = required_name(body)
+def rename_env(store: db.Store, context: Context, env_id: str,
+               body: Mapping[str, Any]) -> dict[str, Any]:
+    name = body["name"]
     with store.write() as session:
         env = get_env(session, context, env_id)
         if session.scalar(select(db.Environment.id).where(
@@ -215,12 +208,9 @@ def get_model(store: db.Store, context: Context, env_id: str, path: str,
 
 
 def patch_model(store: db.Store, context: Context, env_id: str, session_id: str | None,
-                patch: Any) -> Any:
-    if not isinstance(patch, list):
-        raise BadRequest("the body must be a JSON-patch list")
+                patch: list[dict[str, Any]]) -> Any:
+    """Apply a JSON patch (valid against the ``ModelPatch`` schema) to a session's model."""
     for change in patch:
-        if not isinstance(change, dict) or change.get("op") not in ("add", "replace", "remove"):
-            raise BadRequest("each change needs an op of add, replace or remove")
         if str(change.get("path", "")).startswith(MODEL_PATCH_DENIED):
             raise Forbidden(f"{change.get('path')} cannot be changed through the model")
     with store.write() as session:
@@ -306,18 +296,19 @@ def get_services(store: db.Store, context: Context, env_id: str, path: str,
     return resolve(_services(description), path)
 
 
-def checked_service(value: Any) -> dict:
-    if not isinstance(value, dict) or not isinstance(value.get("?"), dict) \
-            or not value["?"].get("type"):
-        raise BadRequest("a service is an object with a '?' header that names its type")
-    header = value["?"]
-    header.setdefault("id", db.new_id())
-    return value
+def with_id(service: dict[str, Any]) -> dict[str, Any]:
+    """A service (valid against the ``Service`` schema) given an object id if it has none."""
+    service["?"].setdefault("id", db.new_id())
+    return service
 
 
 def edit_services(store: db.Store, context: Context, env_id: str, session_id: str | None,
                   method: str, path: str, value: Any = None) -> Any:
-    """Add (POST), replace (PUT) or remove (DELETE) part of a session's services."""
+    """Add (POST), replace (PUT) or remove (DELETE) part of a session's services.
+
+    At the root, ``value`` is valid against the ``ServiceOrServices`` (POST) or
+    ``Services`` (PUT) schema.
+    """
     with store.write() as session:
         env = get_env(session, context, env_id)
         draft = _editable(session, env, session_id)
@@ -327,15 +318,13 @@ def edit_services(store: db.Store, context: Context, env_id: str, session_id: st
                 added = copy.deepcopy(value)
                 services = insert_at(services, path, added)
             else:
-                added = [checked_service(v) for v in value] if isinstance(value, list) \
-                    else checked_service(value)
+                added = [with_id(v) for v in value] if isinstance(value, list) \
+                    else with_id(value)
                 services = services + (added if isinstance(added, list) else [added])
             result = added
         elif method == "PUT":
             if not path.strip("/"):
-                if not isinstance(value, list):
-                    raise BadRequest("the services are a list")
-                services = [checked_service(v) for v in value]
+                services = [with_id(v) for v in value]
             else:
                 services = replace_at(services, path, value)
             result = value
@@ -499,10 +488,8 @@ def _find_action(objects: Any, action_id: str) -> tuple[str, str] | None:
 
 
 def call_action(store: db.Store, context: Context, env_id: str, action_id: str,
-                args: Any) -> dict[str, Any]:
+                args: dict[str, Any]) -> dict[str, Any]:
     """Run an object's public method on the deployed model in a fresh session."""
-    if not isinstance(args, dict):
-        raise BadRequest("action arguments are a JSON object")
     with store.write() as session:
         env = get_env(session, context, env_id)
         found = _find_action((env.description or {}).get("Objects"), action_id)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import or_, select
 
 from murano_engine.api import db, environments
 from murano_engine.api.auth import Context
-from murano_engine.api.errors import BadRequest, Conflict, NotFound
+from murano_engine.api.errors import Conflict, NotFound
 from murano_engine.api.paths import remove_at, replace_at, resolve
 
 
@@ -38,12 +39,8 @@ def _unique(session: db.DbSession, tenant_id: str, name: str, exclude: str = "")
         raise Conflict(f"environment template {name!r} already exists")
 
 
-def _services(value: Any) -> list:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise BadRequest("services are a list")
-    return [environments.checked_service(v) for v in value]
+def _services(value: list | None) -> list:
+    return [environments.with_id(v) for v in value or []]
 
 
 def list_templates(store: db.Store, context: Context,
@@ -58,8 +55,10 @@ def list_templates(store: db.Store, context: Context,
         return {"templates": [template_json(t) for t in session.scalars(query)]}
 
 
-def create_template(store: db.Store, context: Context, body: Any) -> dict[str, Any]:
-    name = environments.required_name(body)
+def create_template(store: db.Store, context: Context,
+                    body: Mapping[str, Any]) -> dict[str, Any]:
+    """A new template from a body valid against the ``Template`` schema."""
+    name = body["name"]
     with store.write() as session:
         _unique(session, context.project_id, name)
         row = db.EnvironmentTemplate(
@@ -78,13 +77,12 @@ def show_template(store: db.Store, context: Context, template_id: str) -> dict[s
 
 
 def update_template(store: db.Store, context: Context, template_id: str,
-                    body: Any) -> dict[str, Any]:
+                    body: Mapping[str, Any]) -> dict[str, Any]:
+    """Change a template with a body valid against the ``TemplateChanges`` schema."""
     with store.write() as session:
         row = _get(session, context, template_id, owned=True)
-        if not isinstance(body, dict):
-            raise BadRequest("the body is a JSON object")
         if "name" in body:
-            row.name = environments.required_name(body)
+            row.name = body["name"]
             _unique(session, row.tenant_id, row.name, row.id)
         if "is_public" in body:
             row.is_public = bool(body["is_public"])
@@ -117,7 +115,7 @@ def edit_template_services(store: db.Store, context: Context, template_id: str, 
             services += added
             result: Any = added if isinstance(value, list) else added[0]
         elif method == "PUT":
-            services = replace_at(services, path, environments.checked_service(value))
+            services = replace_at(services, path, environments.with_id(value))
             result = value
         else:
             services = remove_at(services, path)
@@ -155,8 +153,8 @@ def _fresh_ids(value: Any) -> Any:
     return rewrite(copy.deepcopy(value))
 
 
-def create_environment(store: db.Store, context: Context, template_id: str, body: Any,
-                       env_class: str) -> dict[str, Any]:
+def create_environment(store: db.Store, context: Context, template_id: str,
+                       body: Mapping[str, Any], env_class: str) -> dict[str, Any]:
     """A new environment with an open session holding the template's services."""
     with store.read() as session:
         row = _get(session, context, template_id)
@@ -168,8 +166,8 @@ def create_environment(store: db.Store, context: Context, template_id: str, body
 
 
 def clone_template(store: db.Store, context: Context, template_id: str,
-                   body: Any) -> dict[str, Any]:
-    name = environments.required_name(body)
+                   body: Mapping[str, Any]) -> dict[str, Any]:
+    name = body["name"]
     with store.write() as session:
         source = _get(session, context, template_id)
         if source.tenant_id != context.project_id and not source.is_public:

@@ -160,7 +160,7 @@ def test_non_json_message_gets_an_error_result(make_agent, reader):
     (_, first), (_, second), (_, third) = results
     assert first["SourceID"] == "m-not-json" and first["ErrorCode"] == 2
     assert "not JSON" in first["Body"]["Message"]
-    assert second["ErrorCode"] == 2 and "Scripts must be an object" in second["Body"]["Message"]
+    assert second["ErrorCode"] == 2 and "Scripts: is required" in second["Body"]["Message"]
     assert third["ErrorCode"] == 2 and "not a JSON object" in third["Body"]["Message"]
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 
 import pytest
 
@@ -99,14 +101,30 @@ def v2(version: str, **script) -> dict:
     ("plan", "message"),
     [
         (v2("2.0.0"), "downloadable files need FormatVersion 2.1.0"),
-        ({"FormatVersion": "2.1.0", "Scripts": {}}, "Files must be an object"),
+        ({"FormatVersion": "2.1.0", "Scripts": {}}, "Files: is required"),
         (
             v2("2.1.0", Type="Chef", EntryPoint="c::r", Options={"useBerkshelf": True}),
             "Berkshelf options need",
         ),
         (v2("2.1.0", Type="Chef", EntryPoint="norecipe"), "must be module::recipe"),
-        (v2("2.1.0", Type="Shell"), "Type 'Shell' is not one of"),
+        (v2("2.1.0", Type="Shell"), "Scripts.s.Type: 'Shell' is not one of"),
         (v2("2.1.0", Files=["zz"]), "file 'zz' is not in Files"),
+        (v2("2.1.0", Files=[3]), r"Scripts\.s\.Files\[0\]: must be a string or an object"),
+        (
+            v2("2.2.0", Options={"berksfilePath": "x"}),
+            "Scripts.s.Type: Berkshelf options need a Chef script",
+        ),
+        (v2("2.1.0", Options="x"), "Scripts.s.Options: must be an object"),
+        ({**v2("2.1.0"), "Body": 1}, "Body: must be a string or null"),
+        (
+            {"FormatVersion": "2.0", "Scripts": {"s": {"Type": "Chef", "EntryPoint": "a::b"}},
+             "Files": {}},
+            r"Scripts\.s\.Type: 'Chef' is not one of \['Application'\]",
+        ),
+        (
+            {"FormatVersion": "2.1", "Scripts": {}, "Files": {"f": {"Name": "a", "Body": ""}}},
+            "Files.f.BodyType: is required",
+        ),
     ],
 )
 def test_v2_structure_errors(plan, message):
@@ -137,6 +155,30 @@ def test_v2_structures_that_pass():
 def test_file_names_may_not_leave_the_work_folder(name):
     with pytest.raises(PlanError):
         plans.safe_relative_path(name, "Files.x")
+
+
+@pytest.mark.parametrize(
+    ("plan", "message"),
+    [
+        ({"Scripts": ["a", 1]}, r"Scripts\[1\]: must be a string"),
+        ({"Commands": {}}, "Commands: must be a list"),
+        ({"Commands": [{"Arguments": {}}]}, r"Commands\[0\]\.Name: is required"),
+        ({"Commands": [{"Name": "A", "Arguments": []}]}, "Arguments: must be an object"),
+        ({"RebootOnCompletion": True}, "RebootOnCompletion: must be an integer"),
+    ],
+)
+def test_v1_structure_errors(plan, message):
+    with pytest.raises(PlanError, match=message) as caught:
+        plans.validate_v1(plan)
+    assert caught.value.code == 2
+
+
+def test_plan_checks_load_their_schema_without_the_engine():
+    code = (
+        "import sys; from murano_agent import plans; plans.validate_v1({}); "
+        "assert not [m for m in sys.modules if m.startswith('murano_engine')]"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_v1_command_names_cannot_inject_code():

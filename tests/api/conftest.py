@@ -9,6 +9,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +42,9 @@ def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 20) -> 
     raise TimeoutError(f"nothing listens on port {port}")
 
 
-@pytest.fixture(scope="session")
-def pg_database() -> Iterator[str]:
-    """A fresh PostgreSQL database for this test run (dropped afterwards)."""
+@contextmanager
+def throwaway_pg_database() -> Iterator[str]:
+    """The URL of a new, empty PostgreSQL database, dropped on exit."""
     from sqlalchemy import create_engine, text
 
     name = f"murano_api_test_{uuid.uuid4().hex[:10]}"
@@ -59,6 +60,13 @@ def pg_database() -> Iterator[str]:
                 {"n": name})
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
         admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test run (dropped afterwards)."""
+    with throwaway_pg_database() as url:
+        yield url
 
 
 class ApiServer:

@@ -82,7 +82,8 @@ def test_bad_uploads_change_nothing(api):
 
 def test_bad_requests(api):
     _error(api.request("POST", "/v1/environments", data="{not json"), 400)
-    _error(api.request("POST", "/v1/environments", json={"name": ""}), 400)
+    assert "'name'" in _error(api.request("POST", "/v1/environments", json={"name": ""}),
+                              400)["message"]
     api.ok("POST", "/v1/environments", json={"name": "dup"})
     _error(api.request("POST", "/v1/environments", json={"name": "dup"}), 409)
     _error(api.request("GET", "/v1/environments/nope"), 404)
@@ -90,7 +91,13 @@ def test_bad_requests(api):
     _error(api.request("GET", "/v1/catalog/packages?limit=x"), 400)
     _error(api.request("GET", "/v1/no/such/path"), 404)
     _error(api.request("PATCH", "/v1/catalog/packages/nope", json=[]), 404)
-    _error(api.request("POST", "/v1/catalog/categories", json={"name": "x" * 81}), 400)
+    assert "'name'" in _error(api.request("POST", "/v1/catalog/categories",
+                                          json={"name": "x" * 81}), 400)["message"]
+    bad_tags = api.request("POST", "/v1/catalog/packages", data={"__metadata__": '{"tags": [1]}'},
+                           files={"p": ("p.zip", b"")})
+    assert "'__metadata__.tags[0]'" in _error(bad_tags, 400)["message"]
+    assert "'parameters'" in _error(api.request("POST", "/v1/actions", json={
+        "className": "a.B", "methodName": "m", "parameters": [1]}), 400)["message"]
     html = api.request("GET", "/v1/environments/nope", headers={"Accept": "*/*"})
     assert html.status_code == 404 and "environment nope is not found" in html.text
 
@@ -103,7 +110,8 @@ def test_stale_session_and_concurrent_deploy(api):
     slow = {"?": {"id": "s1", "type": "com.example.apitest.Echo"}, "name": "slow", "delay": 2}
     hdr = {"X-Configuration-Session": first}
     _error(api.request("POST", f"{base}/services", json=slow), 400)
-    _error(api.request("POST", f"{base}/services", json={"no": "header"}, headers=hdr), 400)
+    assert "'?'" in _error(api.request("POST", f"{base}/services", json={"no": "header"},
+                                       headers=hdr), 400)["message"]
     api.ok("POST", f"{base}/services", json=slow, headers=hdr)
     api.ok("POST", f"{base}/sessions/{first}/deploy")
     assert "being deployed" in _error(api.request("POST", f"{base}/sessions/{second}/deploy"),
