@@ -24,11 +24,12 @@ setup(
     include_package_data=True,
     data_files=core_library_files(),
     # The agent's service files, sample config and plan schemas, installed beside its
-    # code; the JSON schemas of the API's request bodies.
+    # code; the JSON schemas of the API's request bodies; the local cloud's sandbox set-up.
     package_data={
         "murano_agent": ["packaging/*.sample", "packaging/*.service", "packaging/*.ps1",
                          "schemas/*.json"],
         "murano_engine.api.schemas": ["*.json"],
+        "murano_engine.clouds.local": ["sandbox-init.sh"],
     },
     install_requires=[
         "yaql>=3.0",

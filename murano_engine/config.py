@@ -17,7 +17,7 @@ from typing import Any
 
 from murano_common.options import ConfigError, Option, Schema, Section, Values
 
-__all__ = ["SCHEMA", "Config", "ConfigError", "broker_ssl", "broker_url", "heat_configured",
+__all__ = ["SCHEMA", "Config", "ConfigError", "broker_ssl", "broker_url",
            "load_config"]
 
 #: Loaded engine configuration: sections by name, each option by attribute or by name.
@@ -57,7 +57,7 @@ RABBITMQ = Section(
     "rabbitmq", "The broker the engine and the guest agents exchange plans and results on.",
     Option("url", str, "",
            "A full broker URL (e.g. amqp://user:password@host:5672/vhost); overrides the "
-           "parts below. Empty without [heat]: memory:// (in-process messaging)."),
+           "parts below."),
     Option("host", str, "127.0.0.1", "Broker host."),
     Option("port", int, 5672, "Broker port."),
     Option("login", str, "guest", "Broker user."),
@@ -117,6 +117,10 @@ LOCAL_CLOUD = Section(
     Option("state_dir", str, DEFAULT_STATE_DIR, "Folder of the local cloud's stacks and servers."),
     Option("broker_url", str, "",
            "The broker the local servers' agents use instead of the one their config names."),
+    Option("isolation", str, "namespaces",
+           "How servers' agents run: 'namespaces' (each in a sandbox of its own: network, "
+           "mount, PID, UTS, IPC and user namespaces; needs root and util-linux/iproute2) or "
+           "'none' (plain processes with the host in reach: single-user development only)."),
     Option("powershell", str, "", "PowerShell executable for Windows images (default: found "
                                   "on the PATH)."),
     Option("floating_cidr", str, "172.24.4.0/24", "Where floating addresses come from."),
@@ -140,15 +144,7 @@ def load_config(path: str | Path | None = None, environ: Mapping[str, str] | Non
     ``environ`` defaults to ``os.environ``; ``schema`` is the whole file's when it
     holds other programs' sections too (murano-api's).
     """
-    config = schema.load(path, environ=os.environ if environ is None else environ)
-    if not config["rabbitmq"]["url"] and not heat_configured(config):
-        config["rabbitmq"]["url"] = "memory://"
-    return config
-
-
-def heat_configured(config: Mapping[str, Mapping[str, Any]]) -> bool:
-    heat = config["heat"]
-    return bool(heat.get("auth_url") or (heat.get("url") and heat.get("token")))
+    return schema.load(path, environ=os.environ if environ is None else environ)
 
 
 def broker_url(config: Mapping[str, Mapping[str, Any]]) -> str:

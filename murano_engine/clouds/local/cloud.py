@@ -26,9 +26,10 @@ from murano_engine.clouds.base import (
     StackService,
 )
 from murano_engine.clouds.local.addresses import FLOATING_POOL, Addresses
-from murano_engine.clouds.local.guest import AgentFactory, Guests
+from murano_engine.clouds.local.guest import Guests
 from murano_engine.clouds.local.operations import Operation, OperationFailed, outputs
 from murano_engine.clouds.local.resource import ResourceRecord
+from murano_engine.clouds.local.sandbox import Launcher, make_launcher
 from murano_engine.clouds.local.scheduler import DEFAULT_PARALLEL
 from murano_engine.clouds.local.stack import (
     SECTIONS,
@@ -59,7 +60,8 @@ class LocalCloud(StackService):
         broker_url: str | None = None,
         powershell: str | None = None,
         floating_cidr: str = "172.24.4.0/24",
-        agent_factory: AgentFactory | None = None,
+        isolation: str = "namespaces",
+        launcher: Launcher | None = None,
         parallel: int = DEFAULT_PARALLEL,
         timeout: float = DEFAULT_STACK_TIMEOUT,
         poll_interval: float = 0.05,
@@ -71,9 +73,9 @@ class LocalCloud(StackService):
         self.addresses = Addresses(floating_cidr)
         self.guests = Guests(
             root / "servers",
+            launcher or make_launcher(isolation),
             broker_url=broker_url,
             powershell=powershell,
-            agent_factory=agent_factory,
         )
         self.volumes = root / "volumes"
         self.volumes.mkdir(parents=True, exist_ok=True)
@@ -93,6 +95,7 @@ class LocalCloud(StackService):
             section.get("state_dir") or DEFAULT_STATE_DIR,
             broker_url=section.get("broker_url") or None,
             powershell=section.get("powershell") or None,
+            isolation=section.get("isolation") or "namespaces",
             floating_cidr=section.get("floating_cidr") or "172.24.4.0/24",
             parallel=int(section.get("parallel", DEFAULT_PARALLEL)),
             timeout=float(section.get("stack_timeout") or stack_timeout),

@@ -9,12 +9,15 @@ format may name a software config (as Murano's multipart user data does);
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from murano_engine.clouds.local.guest import is_windows
+from murano_engine.clouds.local.netns import Interface
 from murano_engine.clouds.local.network import (
     FLOATING_IP,
     PORT,
+    SUBNET,
     allocate_port,
     mac_address,
     physical_name,
@@ -95,14 +98,16 @@ class Server(ResourceType):
         windows = is_windows(image, props.get("metadata"))
         user_data = _user_data(ctx, props)
         nics = _attach(ctx, server_id, props.get("networks") or [])
+        name = physical_name(ctx, props, None)
         try:
-            agent = ctx.services.guests.boot(server_id, image, windows, user_data)
+            agent = ctx.services.guests.boot(server_id, image, windows, user_data, name,
+                                             _sandbox_interfaces(ctx, nics))
         except BaseException:
             _detach(ctx, nics)
             ctx.services.guests.destroy(server_id)
             raise
         return server_id, {
-            "name": physical_name(ctx, props, None),
+            "name": name,
             "image": image,
             "os": "windows" if windows else "linux",
             "agent": agent,
@@ -208,6 +213,21 @@ def _nic(ctx: Context, server_id: str, entry: Any) -> dict[str, Any]:
     return {"implicit": {"id": port_id, "mac_address": mac_address(port_id), **implicit}}
 
 
+def _sandbox_interfaces(ctx: Context, nics: list[dict[str, Any]]) -> tuple[Interface, ...]:
+    """The server's ports as its sandbox gets them: network, first IPv4 address, MAC."""
+    found = []
+    for port in _ports(ctx, nics):
+        for item in port["fixed_ips"]:
+            subnet = ctx.services.find(item["subnet_id"], SUBNET)
+            if subnet is None or ":" in item["ip_address"]:
+                continue
+            prefix = ipaddress.ip_network(subnet.data["cidr"]).prefixlen
+            found.append(Interface(port["network_id"], f"{item['ip_address']}/{prefix}",
+                                   port["mac_address"]))
+            break
+    return tuple(found)
+
+
 def _detach(ctx: Context, nics: list[dict[str, Any]]) -> None:
     for nic in nics:
         if "implicit" in nic:
@@ -216,8 +236,12 @@ def _detach(ctx: Context, nics: list[dict[str, Any]]) -> None:
 
 def _interfaces(ctx: Context, record: ResourceRecord) -> list[dict[str, Any]]:
     """The server's ports as they are now (a deleted bound port drops out)."""
+    return _ports(ctx, record.data.get("nics", []))
+
+
+def _ports(ctx: Context, nics: list[dict[str, Any]]) -> list[dict[str, Any]]:
     found = []
-    for nic in record.data.get("nics", []):
+    for nic in nics:
         if "implicit" in nic:
             found.append(nic["implicit"])
             continue

@@ -1,26 +1,28 @@
-"""Guests: a local server is a sandbox folder with the real agent running in-process.
+"""Guests: a local server is a folder and its agent, a process of its own.
 
 ``<servers>/<server id>/`` holds ``user_data`` (as booted), ``agent.conf`` (the
-agent config found in it, see :mod:`.userdata`) and the agent's storage
-(``agent/``) and log. The agent is ``murano_agent.service.AgentService``
-configured from that file, with its storage, log, reboot command and (for a
-Windows image) PowerShell pointed at this host; ``broker_url`` (when set)
-replaces the broker address the config names, since the address a VM would use
-may not be the one this host reaches.
+agent config found in it, see :mod:`.userdata`), ``server.json`` (its name and
+ports) and the agent's storage (``agent/``), log and output. The agent is the
+real ``murano-agent``, started by a launcher (:mod:`.sandbox`): in a sandbox of
+its own by default. ``broker_url`` (when set) replaces the broker address the
+agent config names, since the address a VM would use may not be the one this
+host reaches.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import shutil
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from murano_agent.config import AgentConfig, ConfigError, load_config
 from murano_engine.clouds.base import CloudError
+from murano_engine.clouds.local.netns import Interface
+from murano_engine.clouds.local.sandbox import Launcher, ServerSpec, broker_from_ini
 from murano_engine.clouds.local.scheduler import run_ordered
 from murano_engine.clouds.local.userdata import find_agent_config
 
@@ -28,17 +30,6 @@ LOG = logging.getLogger(__name__)
 
 _WINDOWS_IMAGE = re.compile(r"(?<![a-z])win", re.IGNORECASE)
 POWERSHELL_NAMES = ("pwsh", "powershell")
-
-
-class Agent(Protocol):
-    """What the local cloud needs from a guest agent."""
-
-    def start(self) -> None: ...
-
-    def stop(self) -> None: ...
-
-
-AgentFactory = Callable[[AgentConfig], Agent]
 
 
 class GuestError(CloudError):
@@ -63,36 +54,31 @@ def find_powershell(preferred: str | None = None) -> str | None:
     return None
 
 
-def _service_agent(config: AgentConfig) -> Agent:
-    from murano_agent.service import AgentService
-
-    return AgentService(config)
-
-
 class Guests:
-    """The running agents of every local server, one sandbox folder each."""
+    """The agents of every local server, one folder each, started by ``launcher``."""
 
     def __init__(
         self,
         root: Path,
+        launcher: Launcher,
         *,
         broker_url: str | None = None,
         powershell: str | None = None,
-        agent_factory: AgentFactory | None = None,
     ) -> None:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
+        self.launcher = launcher
         self._broker_url = broker_url
         self._powershell = powershell
-        self._factory = agent_factory or _service_agent
-        self._agents: dict[str, Agent] = {}
+        self._running: set[str] = set()
         self._lock = threading.Lock()
 
     def sandbox(self, server_id: str) -> Path:
         return self.root / server_id
 
-    def boot(self, server_id: str, image: str, windows: bool, user_data: str | None) -> bool:
-        """Create the sandbox and start the agent; True when user data had an agent."""
+    def boot(self, server_id: str, image: str, windows: bool, user_data: str | None,
+             hostname: str = "server", interfaces: tuple[Interface, ...] = ()) -> bool:
+        """Make the server's folder and start its agent; True when user data had an agent."""
         powershell = None
         if windows:
             powershell = find_powershell(self._powershell)
@@ -109,58 +95,65 @@ class Guests:
         if ini is None:
             return False
         (folder / "agent.conf").write_text(ini, encoding="utf-8")
-        if powershell:
-            (folder / "powershell").write_text(powershell, encoding="utf-8")
+        (folder / "server.json").write_text(json.dumps({
+            "hostname": hostname, "powershell": powershell,
+            "interfaces": [vars(i) for i in interfaces]}), encoding="utf-8")
         self._start(server_id)
         return True
 
     def resume(self, server_id: str) -> None:
-        """Start the agent of a server that was running before a restart."""
+        """Start the agent of a server that was running before a restart (unless it runs)."""
         if (self.sandbox(server_id) / "agent.conf").is_file():
-            self._start(server_id)
+            spec = self._spec(server_id)
+            if self.launcher.running(spec):
+                with self._lock:
+                    self._running.add(server_id)
+            else:
+                self._start(server_id)
 
     def destroy(self, server_id: str) -> None:
-        """Stop the server's agent and remove its sandbox."""
+        """Stop the server's agent and remove its folder."""
         self.stop(server_id)
         shutil.rmtree(self.sandbox(server_id), ignore_errors=True)
 
     def stop(self, server_id: str) -> None:
         with self._lock:
-            agent = self._agents.pop(server_id, None)
-        if agent is not None:
-            agent.stop()
+            self._running.discard(server_id)
+        if (self.sandbox(server_id) / "server.json").is_file():
+            self.launcher.stop(self._spec(server_id))
 
     def stop_all(self) -> None:
         """Stop every agent, side by side (each may take a moment to notice)."""
         with self._lock:
-            ids = list(self._agents)
+            ids = list(self._running)
         failures = run_ordered(ids, {}, self.stop)
         for server_id, error in failures.items():
             LOG.error("Agent of server %s did not stop cleanly: %s", server_id, error)
+        self.launcher.close()
 
     def running(self) -> set[str]:
         with self._lock:
-            return set(self._agents)
+            return set(self._running)
+
+    def _spec(self, server_id: str) -> ServerSpec:
+        folder = self.sandbox(server_id)
+        ini = (folder / "agent.conf").read_text(encoding="utf-8")
+        if not ini.endswith("\n"):
+            ini += "\n"
+        meta = json.loads((folder / "server.json").read_text(encoding="utf-8"))
+        return ServerSpec(
+            server_id=server_id, hostname=meta["hostname"], folder=folder, agent_ini=ini,
+            broker_url=self._broker_url or broker_from_ini(ini),
+            interfaces=[Interface(**i) for i in meta["interfaces"]],
+            powershell=meta.get("powershell"))
 
     def _start(self, server_id: str) -> None:
-        folder = self.sandbox(server_id)
-        overrides: dict[str, Any] = {
-            "storage": folder / "agent",
-            "log_file": folder / "agent.log",
-            "reboot_command": "true",
-            "reboot_wait": 0,
-        }
-        marker = folder / "powershell"
-        if marker.is_file():
-            overrides["powershell"] = marker.read_text(encoding="utf-8")
-        if self._broker_url:
-            overrides["rabbitmq.url"] = self._broker_url
-        ini = (folder / "agent.conf").read_text(encoding="utf-8")
         try:
-            agent = self._factory(load_config(ini if ini.endswith("\n") else ini + "\n", overrides))
-        except ConfigError as exc:
+            spec = self._spec(server_id)
+        except Exception as exc:  # noqa: BLE001 - any unreadable config is the guest's fault
             raise GuestError(f"the agent config in the user data is unusable: {exc}") from None
-        agent.start()
+        self.launcher.start(spec)
         with self._lock:
-            self._agents[server_id] = agent
-        LOG.info("Agent of server %s started in %s", server_id, folder)
+            self._running.add(server_id)
+        LOG.info("Agent of server %s (%s) started in %s", spec.hostname, server_id,
+                 spec.folder)

@@ -1,0 +1,321 @@
+"""Where a local server's agent runs: its own process, sandboxed or (for development) not.
+
+``isolation = namespaces`` (the default): each server's agent is a process in
+namespaces of its own, made with ``ip netns`` and util-linux's ``unshare``
+(both on every Linux with iproute2; no setuid helper is needed since the
+engine that starts it runs as root):
+
+* **network**: the server's addresses on its networks (:mod:`.netns`); the
+  broker is reached through a relay on the namespace's loopback;
+* **mount**: a fresh root holding read-only ``/usr``, the Python installation
+  and the agent's code, the server's own folder as ``/sandbox``, private
+  ``/tmp``; no other host file is visible;
+* **PID, IPC, UTS**: it sees only its own processes; its hostname is the
+  server's name;
+* **user**: it runs as an unprivileged host user (one per server, no
+  capabilities), mapped to root inside its own user namespace.
+
+``isolation = none`` runs the agent as a plain child process of the engine,
+with the host's files, network and processes in reach: for a single user's
+development on a machine without namespaces, never for the API.
+"""
+
+from __future__ import annotations
+
+import configparser
+import hashlib
+import importlib.util
+import io
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from murano_engine.clouds.base import CloudError
+from murano_engine.clouds.local import netns
+from murano_engine.clouds.local.relay import Relay
+
+LOG = logging.getLogger(__name__)
+
+ISOLATIONS = ("namespaces", "none")
+INIT_SCRIPT = Path(__file__).with_name("sandbox-init.sh")
+INSIDE = "/sandbox"
+RELAY_PORT = 5672
+FIRST_UID = 200_000
+UID_SPAN = 100_000
+STOP_GRACE = 3.0
+
+
+class SandboxError(CloudError):
+    """A server's sandbox could not be made or started."""
+
+
+@dataclass
+class ServerSpec:
+    """What a launcher needs to start one server's agent."""
+
+    server_id: str
+    hostname: str
+    folder: Path
+    agent_ini: str
+    broker_url: str
+    interfaces: list[netns.Interface] = field(default_factory=list)
+    powershell: str | None = None
+
+
+def missing_for_namespaces() -> list[str]:
+    """What this host lacks to run sandboxes (empty when it has everything)."""
+    missing = [f"the {tool!r} command" for tool in ("ip", "unshare", "setpriv", "pivot_root",
+                                                    "mount", "hostname")
+               if shutil.which(tool) is None]
+    if os.geteuid() != 0:
+        missing.append("root privileges for the engine (to make network namespaces)")
+    if not Path("/proc/self/ns/user").exists():
+        missing.append("kernel namespaces (/proc/self/ns)")
+    return missing
+
+
+def agent_config(ini: str, root: str, broker_url: str, powershell: str | None = None) -> str:
+    """The agent's configuration: the user data's, with storage, log and broker for here."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(ini)
+    defaults = parser.defaults()
+    defaults["storage"] = f"{root}/agent"
+    defaults["log_file"] = f"{root}/agent.log"
+    defaults["reboot_command"] = "true"
+    defaults["reboot_wait"] = "0"
+    if powershell:
+        defaults["powershell"] = powershell
+    if not parser.has_section("rabbitmq"):
+        parser.add_section("rabbitmq")
+    parser.set("rabbitmq", "url", broker_url)
+    out = io.StringIO()
+    parser.write(out)
+    return out.getvalue()
+
+
+def broker_from_ini(ini: str) -> str:
+    """The broker URL an agent configuration names (its ``url``, else its parts)."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(ini)
+    section = parser["rabbitmq"] if parser.has_section("rabbitmq") else parser.defaults()
+    if section.get("url"):
+        return str(section["url"])
+    scheme = "amqps" if section.get("ssl", "").lower() in ("true", "1", "yes") else "amqp"
+    login = quote(section.get("login", "guest"), safe="")
+    password = quote(section.get("password", "guest"), safe="")
+    vhost = quote(section.get("virtual_host", "/").lstrip("/"), safe="")
+    return (f"{scheme}://{login}:{password}@{section.get('host', 'localhost')}:"
+            f"{section.get('port', '5672')}/{vhost}")
+
+
+def _agent_command(config_path: str) -> list[str]:
+    return [sys.executable, "-m", "murano_agent.cli", "--config-file", config_path]
+
+
+def _check_broker(url: str) -> None:
+    if url.split("://", 1)[0] not in ("amqp", "amqps", "pyamqp"):
+        raise SandboxError(
+            f"a local-cloud server's agent runs in its own process and needs a real broker; "
+            f"{url.split('://', 1)[0]}:// cannot reach it (configure [rabbitmq])")
+
+
+class ProcessLauncher:
+    """``isolation = none``: the agent as a plain child process of the engine."""
+
+    isolation = "none"
+
+    def __init__(self) -> None:
+        self._children: dict[str, subprocess.Popen] = {}
+
+    def start(self, spec: ServerSpec) -> None:
+        _check_broker(spec.broker_url)
+        config = spec.folder / "agent.effective.conf"
+        config.write_text(agent_config(spec.agent_ini, str(spec.folder), spec.broker_url,
+                                       spec.powershell))
+        with open(spec.folder / "agent.out", "ab") as out:
+            child = subprocess.Popen(_agent_command(str(config)), stdout=out, stderr=out,
+                                     stdin=subprocess.DEVNULL, cwd=spec.folder,
+                                     start_new_session=True)
+        (spec.folder / "agent.pid").write_text(str(child.pid))
+        self._children[spec.server_id] = child
+
+    def running(self, spec: ServerSpec) -> bool:
+        child = self._children.get(spec.server_id)
+        if child is not None:
+            return child.poll() is None
+        pid = _read_pid(spec.folder / "agent.pid")
+        return pid is not None and _alive(pid)
+
+    def stop(self, spec: ServerSpec) -> None:
+        child = self._children.pop(spec.server_id, None)
+        if child is None:
+            pid = _read_pid(spec.folder / "agent.pid")
+            if pid is not None:
+                _terminate([pid], group=True)
+            return
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(child.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                child.wait(STOP_GRACE)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def close(self) -> None:
+        self._children.clear()
+
+
+class NamespaceLauncher:
+    """``isolation = namespaces``: the agent in a sandbox of its own (see the module)."""
+
+    isolation = "namespaces"
+
+    def __init__(self) -> None:
+        missing = missing_for_namespaces()
+        if missing:
+            raise SandboxError(
+                "local-cloud servers run in sandboxes, and this host lacks "
+                + ", ".join(missing)
+                + "; set [local_cloud] isolation = none to run agents unisolated "
+                  "(single-user development only)")
+        self._relays: dict[str, Relay] = {}
+        self._children: dict[str, subprocess.Popen] = {}
+
+    def start(self, spec: ServerSpec) -> None:
+        _check_broker(spec.broker_url)
+        parts = urlsplit(spec.broker_url)
+        target = (parts.hostname or "127.0.0.1", parts.port or 5672)
+        inside_url = urlunsplit(parts._replace(
+            netloc=parts.netloc.rsplit("@", 1)[0] + f"@127.0.0.1:{RELAY_PORT}"
+            if "@" in parts.netloc else f"127.0.0.1:{RELAY_PORT}"))
+        uid = _uid_for(spec.server_id)
+        (spec.folder / "agent.effective.conf").write_text(
+            agent_config(spec.agent_ini, INSIDE, inside_url, spec.powershell))
+        _own(spec.folder, uid)
+        try:
+            name = netns.create_server(spec.server_id, spec.interfaces)
+            self._relays[spec.server_id] = Relay(
+                netns.listening_socket(name, "127.0.0.1", RELAY_PORT), target, name)
+        except OSError as exc:
+            self._teardown(spec)
+            raise SandboxError(f"cannot make the network of server {spec.hostname}: "
+                               f"{exc}") from None
+        root = spec.folder.parent / f".{spec.folder.name}.root"
+        root.mkdir(exist_ok=True)
+        command = ["ip", "netns", "exec", name, "unshare", "--mount", "--uts", "--ipc",
+                   "--pid", "--fork", "--kill-child", "--propagation", "private",
+                   "sh", str(INIT_SCRIPT), str(root), _hostname(spec.hostname),
+                   str(spec.folder), str(uid), ":".join(_read_only_paths()),
+                   *_agent_command(f"{INSIDE}/agent.effective.conf")]
+        with open(spec.folder / "agent.out", "ab") as out:
+            self._children[spec.server_id] = subprocess.Popen(
+                command, stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+                start_new_session=True)
+
+    def running(self, spec: ServerSpec) -> bool:
+        return bool(netns.pids(netns.server_namespace(spec.server_id)))
+
+    def stop(self, spec: ServerSpec) -> None:
+        _terminate(netns.pids(netns.server_namespace(spec.server_id)))
+        self._teardown(spec)
+
+    def _teardown(self, spec: ServerSpec) -> None:
+        child = self._children.pop(spec.server_id, None)
+        if child is not None:
+            try:
+                child.wait(STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        relay = self._relays.pop(spec.server_id, None)
+        if relay is not None:
+            relay.close()
+        netns.delete(netns.server_namespace(spec.server_id))
+        netns.delete_unused_networks({i.network_id for i in spec.interfaces})
+        shutil.rmtree(spec.folder.parent / f".{spec.folder.name}.root", ignore_errors=True)
+
+    def close(self) -> None:
+        for relay in self._relays.values():
+            relay.close()
+        self._relays.clear()
+
+
+Launcher = ProcessLauncher | NamespaceLauncher
+
+
+def make_launcher(isolation: str) -> Launcher:
+    if isolation == "namespaces":
+        return NamespaceLauncher()
+    if isolation == "none":
+        return ProcessLauncher()
+    raise SandboxError(f"[local_cloud] isolation must be one of {', '.join(ISOLATIONS)}, "
+                       f"not {isolation!r}")
+
+
+def _read_only_paths() -> list[str]:
+    """The Python installation and the folders the agent's packages are imported from."""
+    paths = {sys.prefix, sys.base_prefix}
+    for name in ("murano_agent", "murano_common"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            paths.add(str(Path(spec.origin).resolve().parents[1]))
+    return sorted(p for p in paths if not p.startswith(("/usr/", "/proc", "/dev")))
+
+
+def _uid_for(server_id: str) -> int:
+    digest = int(hashlib.sha256(server_id.encode()).hexdigest()[:8], 16)
+    return FIRST_UID + digest % UID_SPAN
+
+
+def _hostname(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c == "-" else "-" for c in name).strip("-")
+    return cleaned[:63] or "server"
+
+
+def _own(folder: Path, uid: int) -> None:
+    for path in [folder, *folder.rglob("*")]:
+        os.lchown(path, uid, uid)
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process exists and has not ended (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def _terminate(pids: list[int], group: bool = False) -> None:
+    """SIGTERM, then SIGKILL what is still there after :data:`STOP_GRACE` seconds."""
+    kill = os.killpg if group else os.kill
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + STOP_GRACE
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pids = [p for p in pids if _alive(p)]
+        if not pids:
+            return
+    LOG.warning("processes %s did not end", pids)
