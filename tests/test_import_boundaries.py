@@ -16,15 +16,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("murano_engine", "murano_agent")
 
-#: Crossings still to be removed, as (file, imported module). Each entry must still
-#: exist (so the list only shrinks); any crossing not listed fails the test.
-#: The local cloud runs the real agent in-process and loads its config for it.
-PENDING: set[tuple[str, str]] = {
-    ("murano_engine/clouds/local/guest.py", "murano_agent.config"),
-    ("murano_engine/clouds/local/guest.py", "murano_agent.service"),
-}
-
-
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -79,9 +70,7 @@ def test_engine_and_agent_do_not_import_each_other() -> None:
         source = path.read_text(encoding="utf-8")
         for name in crossings(source, module_name(path), path.name == "__init__.py"):
             found.add((path.relative_to(ROOT).as_posix(), name))
-    unexpected = found - PENDING
-    assert not unexpected, f"imports across the engine/agent boundary: {sorted(unexpected)}"
-    assert PENDING <= found, f"gone, remove from PENDING: {sorted(PENDING - found)}"
+    assert not found, f"imports across the engine/agent boundary: {sorted(found)}"
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import configparser
 import itertools
 import json
 import threading
@@ -313,33 +314,41 @@ def fake_heat():
 
 
 class FakeAgent:
-    """Stands in for ``murano_agent.service.AgentService``: remembers its config."""
+    """Stands in for a server's agent process: remembers the server it was started for."""
 
-    def __init__(self, config, registry: list, start_delay: float) -> None:
-        self.config = config
+    def __init__(self, spec, start_delay: float) -> None:
+        self.spec = spec
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read_string(spec.agent_ini)
+        self.input_queue = parser.get("rabbitmq", "input_queue", fallback="")
         self.running = False
-        self._delay = start_delay
-        registry.append(self)
-
-    def start(self) -> None:
-        if self._delay:
-            time.sleep(self._delay)
+        if start_delay:
+            time.sleep(start_delay)
         self.running = True
-
-    def stop(self) -> None:
-        self.running = False
 
 
 class Agents(list):
-    """Every fake agent a cloud made, with a factory to hand to LocalCloud."""
+    """A launcher for LocalCloud whose agents are fakes; every one it started, in order."""
 
     start_delay = 0.0
 
-    def factory(self, config) -> FakeAgent:
-        return FakeAgent(config, self, self.start_delay)
+    def start(self, spec) -> None:
+        self.append(FakeAgent(spec, self.start_delay))
 
-    def running(self) -> dict[str, FakeAgent]:
-        return {a.config.rabbitmq.input_queue: a for a in self if a.running}
+    def running(self, spec=None) -> Any:
+        """With a server: whether its agent runs; without: running agents by input queue."""
+        alive = {a.input_queue: a for a in self if a.running}
+        if spec is None:
+            return alive
+        return any(a.spec.server_id == spec.server_id for a in alive.values())
+
+    def stop(self, spec) -> None:
+        for agent in self:
+            if agent.spec.server_id == spec.server_id:
+                agent.running = False
+
+    def close(self) -> None:
+        pass
 
 
 @pytest.fixture
@@ -353,7 +362,7 @@ def make_cloud(tmp_path, agents):
     opened: list[LocalCloud] = []
 
     def make(**options: Any) -> LocalCloud:
-        options.setdefault("agent_factory", agents.factory)
+        options.setdefault("launcher", agents)
         options.setdefault("poll_interval", 0.01)
         cloud = LocalCloud(tmp_path / "state", **options)
         opened.append(cloud)
@@ -396,6 +405,7 @@ def build_environment(
     ssh_port: int = 22,
     results: str = "-execution-results-region",
     environment_id: str = "1",
+    cidr: str = "10.0.5.0/24",
 ) -> dict[str, Any]:
     """A region stack as the core library builds it: network, router, security
     group, and per server a port, multipart user data carrying agent.conf
@@ -407,7 +417,7 @@ def build_environment(
             "type": "OS::Neutron::Subnet",
             "properties": {
                 "network": {"get_resource": "network"},
-                "cidr": "10.0.5.0/24",
+                "cidr": cidr,
                 "dns_nameservers": ["8.8.8.8"],
             },
         },

@@ -47,12 +47,14 @@ def test_create_environment_stack(cloud, agents, environment):
     assert set(running) == {"e1-hvm1", "e1-hvm2"}
     assert sandboxes(cloud) == cloud.guests.running() == {outputs["vm1-id"], outputs["vm2-id"]}
     for name in ("vm1", "vm2"):
-        config = running[f"e1-h{name}"].config
+        spec = running[f"e1-h{name}"].spec
         sandbox = cloud.state_dir / "servers" / outputs[f"{name}-id"]
-        assert config.storage == str(sandbox / "agent")
-        assert config.log_file == str(sandbox / "agent.log")
-        assert config.rabbitmq.host == "rabbit.example.org"
-        assert config.rabbitmq.result_routing_key == "-execution-results-region"
+        assert spec.folder == sandbox and spec.hostname == name
+        assert spec.broker_url == "amqp://guest:guest@rabbit.example.org:5672/"
+        (interface,) = spec.interfaces
+        assert interface.address == f"{outputs[f'{name}-ip']}/24"
+        assert interface.mac == fixed["OS-EXT-IPS-MAC:mac_addr"] or name == "vm2"
+        assert "result_routing_key = -execution-results-region" in spec.agent_ini
         assert "input_queue = e1-h" in (sandbox / "agent.conf").read_text()
         parts = email.message_from_string((sandbox / "user_data").read_text()).get_payload()
         assert parts[1].get_payload(decode=True) == b"#!/bin/sh\necho booted\n"
@@ -77,7 +79,7 @@ def test_update_adds_keeps_and_removes_servers(cloud, agents, environment):
     assert stack.status == "UPDATE_COMPLETE" and stack.updated is not None
     # vm1 untouched: same server, same address, same running agent
     assert second["vm1-id"] == first["vm1-id"] and second["vm1-ip"] == first["vm1-ip"]
-    assert len([a for a in agents if a.config.rabbitmq.input_queue == "e1-hvm1"]) == 1
+    assert len([a for a in agents if a.input_queue == "e1-hvm1"]) == 1
     # vm2 gone with its agent and sandbox; vm3 new with an address of its own
     assert not old_vm2.running
     assert set(agents.running()) == {"e1-hvm1", "e1-hvm3"}

@@ -61,7 +61,8 @@ def test_config_values_are_typed_and_reach_murano_pl_by_name(tmp_path):
                     "[rabbitmq]\ninsecure = yes\n")
     config = load_config(path, {})
     assert config.engine.agent_timeout == 7 and config["engine"]["agent_storage"] is None
-    assert config.rabbitmq.insecure is True and config.rabbitmq.url == "memory://"
+    assert config.rabbitmq.insecure is True and config.rabbitmq.url == ""
+    assert broker_url(config) == "amqp://guest:guest@127.0.0.1:5672/"  # no in-process default
     assert config.get("engine", {}).get("agent_source") == "./agent.tar.gz"
 
 

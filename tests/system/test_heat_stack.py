@@ -14,16 +14,18 @@ from murano_engine.dsl import values
 from murano_engine.messaging import AgentClient
 from murano_engine.system.heat_stack import HeatStackError, merge, stack_name
 
+AMQP = "amqp://guest:guest@127.0.0.1:5672//"
+
 
 @pytest.fixture
 def cloud(tmp_path):
-    service = LocalCloud(tmp_path / "cloud", broker_url="memory://", poll_interval=0.01)
+    service = LocalCloud(tmp_path / "cloud", broker_url=AMQP, poll_interval=0.01)
     yield service
     service.close()
 
 
 def agent_ini(queue: str, results: str) -> str:
-    return (f"[DEFAULT]\nstorage = /var/murano/plans\n[rabbitmq]\nurl = memory://\n"
+    return (f"[DEFAULT]\nstorage = /var/murano/plans\n[rabbitmq]\nurl = {AMQP}\n"
             f"input_queue = {queue}\nresult_routing_key = {results}\n")
 
 
@@ -52,7 +54,7 @@ def agent_threads() -> list[str]:
 
 
 def test_push_creates_the_stack_and_its_agent_answers(cloud, make_object):
-    client = AgentClient("memory://", region=f"hs-{uuid.uuid4().hex[:8]}")
+    client = AgentClient(AMQP, region=f"hs-{uuid.uuid4().hex[:8]}")
     queue = client.queue_name("env1", "vm")
     executor, stack = make_object("io.murano.system.HeatStack", {"cloud": cloud},
                                   name="murano-My Env-abc", description="test")

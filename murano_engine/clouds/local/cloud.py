@@ -73,7 +73,7 @@ class LocalCloud(StackService):
         self.addresses = Addresses(floating_cidr)
         self.guests = Guests(
             root / "servers",
-            launcher or make_launcher(isolation),
+            launcher if launcher is not None else make_launcher(isolation),
             broker_url=broker_url,
             powershell=powershell,
         )

@@ -102,14 +102,9 @@ class Guests:
         return True
 
     def resume(self, server_id: str) -> None:
-        """Start the agent of a server that was running before a restart (unless it runs)."""
-        if (self.sandbox(server_id) / "agent.conf").is_file():
-            spec = self._spec(server_id)
-            if self.launcher.running(spec):
-                with self._lock:
-                    self._running.add(server_id)
-            else:
-                self._start(server_id)
+        """Take back the agent of a server that was running before a restart (or start it)."""
+        if (self.sandbox(server_id) / "server.json").is_file():
+            self._start(server_id)
 
     def destroy(self, server_id: str) -> None:
         """Stop the server's agent and remove its folder."""

@@ -74,9 +74,13 @@ def create_server(server_id: str, interfaces: Iterable[Interface]) -> str:
     return name
 
 
+def _veth_names(server_ns: str, index: int) -> tuple[str, str]:
+    """The switch-side and server-side names of a port's veth pair."""
+    return f"v{_short(server_ns)}{index}"[:15], f"t{_short(server_ns)}{index}"[:15]
+
+
 def _plug(server_ns: str, index: int, interface: Interface) -> None:
-    outer = f"v{_short(server_ns)}{index}"[:15]
-    inner = f"t{_short(server_ns)}{index}"[:15]
+    outer, inner = _veth_names(server_ns, index)
     with _SWITCHES:  # so the switch is not removed before the server is plugged in
         switch = _network(interface.network_id)
         ip("link", "add", outer, "type", "veth", "peer", "name", inner)
@@ -107,21 +111,29 @@ def _network(network_id: str) -> str:
 
 
 def delete(name: str) -> None:
-    """Remove a namespace (its veth ends go with it); absent is fine."""
+    """Remove a namespace; absent is fine."""
     if exists(name):
         ip("netns", "del", name, check=False)
 
 
-def delete_unused_networks(network_ids: Iterable[str]) -> None:
-    """Remove the switches of networks no server is plugged into any more."""
+def delete_server(server_id: str, interfaces: Iterable[Interface]) -> None:
+    """Unplug a server from its networks, remove its namespace, then every switch left
+    with no port."""
+    server_ns = server_namespace(server_id)
+    networks = []
     with _SWITCHES:
-        for network_id in network_ids:
-            name = network_namespace(network_id)
-            if exists(name):
-                links = ip("-n", name, "-o", "link", "show", "master", BRIDGE,
+        for index, interface in enumerate(interfaces):
+            switch = network_namespace(interface.network_id)
+            networks.append(switch)
+            if exists(switch):  # removing one end of a veth pair removes both, at once
+                ip("-n", switch, "link", "del", _veth_names(server_ns, index)[0], check=False)
+        delete(server_ns)
+        for switch in networks:
+            if exists(switch):
+                links = ip("-n", switch, "-o", "link", "show", "master", BRIDGE,
                            check=False).stdout
                 if not links.strip():
-                    delete(name)
+                    delete(switch)
 
 
 def pids(name: str) -> list[int]:

@@ -15,6 +15,7 @@ import threading
 LOG = logging.getLogger(__name__)
 CHUNK = 65536
 ACCEPT_POLL = 0.2
+JOIN_TIMEOUT = 2.0
 
 
 class Relay:
@@ -27,7 +28,9 @@ class Relay:
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._closed = False
-        threading.Thread(target=self._accept, name=f"relay {name}", daemon=True).start()
+        self._threads = [threading.Thread(target=self._accept, name=f"relay {name}",
+                                          daemon=True)]
+        self._threads[0].start()
 
     def close(self) -> None:
         """Stop accepting and cut every open connection.
@@ -43,6 +46,9 @@ class Relay:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+        for thread in list(self._threads):
+            if thread is not threading.current_thread():
+                thread.join(JOIN_TIMEOUT)
 
     def _accept(self) -> None:
         self.listener.settimeout(ACCEPT_POLL)
@@ -75,8 +81,11 @@ class Relay:
                     return
                 self._open.update((inner, outer))
             for source, sink in ((inner, outer), (outer, inner)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True,
-                                 name=f"relay {self.name}").start()
+                pump = threading.Thread(target=self._pump, args=(source, sink), daemon=True,
+                                        name=f"relay {self.name}")
+                with self._lock:
+                    self._threads = [t for t in self._threads if t.is_alive()] + [pump]
+                pump.start()
 
     def _pump(self, source: socket.socket, sink: socket.socket) -> None:
         try:

@@ -32,7 +32,9 @@ IFS=$old_ifs
 for file in passwd group nsswitch.conf ld.so.cache localtime; do
     [ -e "/etc/$file" ] && cp -L "/etc/$file" "$root/etc/$file"
 done
-[ -d /etc/ssl ] && mkdir -p "$root/etc/ssl" && mount --rbind -o ro /etc/ssl "$root/etc/ssl"
+for dir in ssl alternatives; do
+    [ -d "/etc/$dir" ] && mkdir -p "$root/etc/$dir" && mount --rbind -o ro "/etc/$dir" "$root/etc/$dir"
+done
 printf '127.0.0.1 localhost\n127.0.1.1 %s\n' "$name" > "$root/etc/hosts"
 echo "$name" > "$root/etc/hostname"
 for dev in null zero full random urandom tty; do

@@ -135,7 +135,10 @@ class ProcessLauncher:
         self._children: dict[str, subprocess.Popen] = {}
 
     def start(self, spec: ServerSpec) -> None:
+        """Start the agent, or take back the one a previous engine left running."""
         _check_broker(spec.broker_url)
+        if self.running(spec):
+            return
         config = spec.folder / "agent.effective.conf"
         config.write_text(agent_config(spec.agent_ini, str(spec.folder), spec.broker_url,
                                        spec.powershell))
@@ -198,14 +201,17 @@ class NamespaceLauncher:
         inside_url = urlunsplit(parts._replace(
             netloc=parts.netloc.rsplit("@", 1)[0] + f"@127.0.0.1:{RELAY_PORT}"
             if "@" in parts.netloc else f"127.0.0.1:{RELAY_PORT}"))
+        name = netns.server_namespace(spec.server_id)
+        if self.running(spec):  # left by a previous engine: give it its broker relay again
+            self._relay(spec, name, target)
+            return
         uid = _uid_for(spec.server_id)
         (spec.folder / "agent.effective.conf").write_text(
             agent_config(spec.agent_ini, INSIDE, inside_url, spec.powershell))
         _own(spec.folder, uid)
         try:
-            name = netns.create_server(spec.server_id, spec.interfaces)
-            self._relays[spec.server_id] = Relay(
-                netns.listening_socket(name, "127.0.0.1", RELAY_PORT), target, name)
+            netns.create_server(spec.server_id, spec.interfaces)
+            self._relay(spec, name, target)
         except OSError as exc:
             self._teardown(spec)
             raise SandboxError(f"cannot make the network of server {spec.hostname}: "
@@ -225,6 +231,13 @@ class NamespaceLauncher:
     def running(self, spec: ServerSpec) -> bool:
         return bool(netns.pids(netns.server_namespace(spec.server_id)))
 
+    def _relay(self, spec: ServerSpec, name: str, target: tuple[str, int]) -> None:
+        old = self._relays.pop(spec.server_id, None)
+        if old is not None:
+            old.close()
+        self._relays[spec.server_id] = Relay(
+            netns.listening_socket(name, "127.0.0.1", RELAY_PORT), target, name)
+
     def stop(self, spec: ServerSpec) -> None:
         _terminate(netns.pids(netns.server_namespace(spec.server_id)))
         self._teardown(spec)
@@ -240,8 +253,7 @@ class NamespaceLauncher:
         relay = self._relays.pop(spec.server_id, None)
         if relay is not None:
             relay.close()
-        netns.delete(netns.server_namespace(spec.server_id))
-        netns.delete_unused_networks({i.network_id for i in spec.interfaces})
+        netns.delete_server(spec.server_id, spec.interfaces)
         shutil.rmtree(spec.folder.parent / f".{spec.folder.name}.root", ignore_errors=True)
 
     def close(self) -> None:
