@@ -106,6 +106,7 @@ class Guests:
         if (self.sandbox(server_id) / "agent.conf").is_file():
             spec = self._spec(server_id)
             if self.launcher.running(spec):
+                self.launcher.attach(spec)
                 with self._lock:
                     self._running.add(server_id)
             else:
@@ -129,6 +130,17 @@ class Guests:
         failures = run_ordered(ids, {}, self.stop)
         for server_id, error in failures.items():
             LOG.error("Agent of server %s did not stop cleanly: %s", server_id, error)
+        self.launcher.close()
+
+    def detach_all(self) -> None:
+        """Leave every agent running (as VMs outlive the engine); :meth:`resume`
+        takes each up again in the next engine on the same folder."""
+        with self._lock:
+            ids = list(self._running)
+            self._running.clear()
+        for server_id in ids:
+            if (self.sandbox(server_id) / "server.json").is_file():
+                self.launcher.detach(self._spec(server_id))
         self.launcher.close()
 
     def running(self) -> set[str]:

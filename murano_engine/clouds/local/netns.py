@@ -107,8 +107,17 @@ def _network(network_id: str) -> str:
 
 
 def delete(name: str) -> None:
-    """Remove a namespace (its veth ends go with it); absent is fine."""
+    """Remove a namespace and its veth ends; absent is fine.
+
+    The kernel tears a namespace's devices down after ``ip netns del`` returns,
+    so the veths are deleted first: their peers leave the switches now, and
+    :func:`delete_unused_networks` sees a switch no server is plugged into.
+    """
     if exists(name):
+        links = ip("-n", name, "-o", "link", "show", "type", "veth", check=False).stdout
+        for line in links.splitlines():
+            device = line.split(":", 2)[1].strip().split("@", 1)[0]
+            ip("-n", name, "link", "del", device, check=False)
         ip("netns", "del", name, check=False)
 
 

@@ -50,6 +50,9 @@ RELAY_PORT = 5672
 FIRST_UID = 200_000
 UID_SPAN = 100_000
 STOP_GRACE = 3.0
+# An agent left running by an engine that exited retries its broker (the next
+# engine's relay) this often at most, so that engine need not wait for it long.
+RECONNECT_MAX_DELAY = 2.0
 
 
 class SandboxError(CloudError):
@@ -95,6 +98,7 @@ def agent_config(ini: str, root: str, broker_url: str, powershell: str | None = 
     if not parser.has_section("rabbitmq"):
         parser.add_section("rabbitmq")
     parser.set("rabbitmq", "url", broker_url)
+    parser.set("rabbitmq", "reconnect_max_delay", str(RECONNECT_MAX_DELAY))
     out = io.StringIO()
     parser.write(out)
     return out.getvalue()
@@ -153,6 +157,13 @@ class ProcessLauncher:
         pid = _read_pid(spec.folder / "agent.pid")
         return pid is not None and _alive(pid)
 
+    def detach(self, spec: ServerSpec) -> None:
+        """Leave the agent running (in a session of its own) for a later engine."""
+        self._children.pop(spec.server_id, None)
+
+    def attach(self, spec: ServerSpec) -> None:
+        """Take up an agent left running: it needs nothing from the engine."""
+
     def stop(self, spec: ServerSpec) -> None:
         child = self._children.pop(spec.server_id, None)
         if child is None:
@@ -194,7 +205,6 @@ class NamespaceLauncher:
     def start(self, spec: ServerSpec) -> None:
         _check_broker(spec.broker_url)
         parts = urlsplit(spec.broker_url)
-        target = (parts.hostname or "127.0.0.1", parts.port or 5672)
         inside_url = urlunsplit(parts._replace(
             netloc=parts.netloc.rsplit("@", 1)[0] + f"@127.0.0.1:{RELAY_PORT}"
             if "@" in parts.netloc else f"127.0.0.1:{RELAY_PORT}"))
@@ -204,8 +214,7 @@ class NamespaceLauncher:
         _own(spec.folder, uid)
         try:
             name = netns.create_server(spec.server_id, spec.interfaces)
-            self._relays[spec.server_id] = Relay(
-                netns.listening_socket(name, "127.0.0.1", RELAY_PORT), target, name)
+            self._relay(spec, name)
         except OSError as exc:
             self._teardown(spec)
             raise SandboxError(f"cannot make the network of server {spec.hostname}: "
@@ -222,8 +231,33 @@ class NamespaceLauncher:
                 command, stdout=out, stderr=out, stdin=subprocess.DEVNULL,
                 start_new_session=True)
 
+    def _relay(self, spec: ServerSpec, name: str) -> None:
+        parts = urlsplit(spec.broker_url)
+        target = (parts.hostname or "127.0.0.1", parts.port or 5672)
+        self._relays[spec.server_id] = Relay(
+            netns.listening_socket(name, "127.0.0.1", RELAY_PORT), target, name)
+
     def running(self, spec: ServerSpec) -> bool:
         return bool(netns.pids(netns.server_namespace(spec.server_id)))
+
+    def detach(self, spec: ServerSpec) -> None:
+        """Leave the sandbox running for a later engine; only the broker relay goes
+        (the agent reconnects once :meth:`attach` gives it a new one)."""
+        self._children.pop(spec.server_id, None)
+        relay = self._relays.pop(spec.server_id, None)
+        if relay is not None:
+            relay.close()
+
+    def attach(self, spec: ServerSpec) -> None:
+        """Take up a sandbox an earlier engine left running: a relay to the broker."""
+        if spec.server_id in self._relays:
+            return
+        _check_broker(spec.broker_url)
+        try:
+            self._relay(spec, netns.server_namespace(spec.server_id))
+        except OSError as exc:
+            raise SandboxError(f"cannot reconnect server {spec.hostname} to the broker: "
+                               f"{exc}") from None
 
     def stop(self, spec: ServerSpec) -> None:
         _terminate(netns.pids(netns.server_namespace(spec.server_id)))
