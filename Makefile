@@ -10,12 +10,12 @@ install: .make-installed
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch .make-installed
 
-# Deploys the replicated key-value store (2 nodes) on the embedded local cloud.
+# Deploys the replicated key-value store (2 nodes) on the embedded local cloud,
+# then prints the curl commands that reach its nodes (examples/kv_reach.py).
 demo: .make-installed
 	@mkdir -p $(dir $(STATE))
 	murano-engine deploy examples/linux-cluster.json -l dsl_packages --state $(STATE)
-	@$(PYTHON) -c "import json,sys; a=json.load(open('$(STATE)'))['Objects']['applications'][0]; \
-	m=a.get('masterAddress'); print(f'Reach it: curl -s http://{m}/status   (write: curl -X PUT --data v http://{m}/kv/k; read a replica: curl http://127.0.0.1:{a[\"basePort\"]+1}/kv/k)') if m else None"
+	@$(PYTHON) examples/kv_reach.py $(STATE)
 	@echo "Tear it down: make demo-destroy"
 
 demo-destroy: .make-installed

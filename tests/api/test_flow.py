@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import shutil
-import signal
 import socket
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from murano_engine.api.catalog import pack_folder
+from murano_engine.clouds.local.sandbox import missing_for_namespaces
 from tests.api.conftest import PACKAGES
+from tests.apps import kv_nodes
 
 
 def _ids(text: str) -> list[str]:
@@ -51,25 +50,6 @@ def _free_base_port(count: int) -> int:
     pytest.skip("no free loopback ports for the key-value nodes")
 
 
-def _kv_processes(marker: str) -> list[int]:
-    """The key-value servers started under the local cloud folder ``marker``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if "kv.py" in command and marker in command:
-                found.append(int(entry.name))
-    return found
-
-
-def _status(port: int) -> dict:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as response:
-        return json.loads(response.read())
-
-
 def _wait_for(check, what: str, timeout: float = 60) -> Any:
     deadline = time.monotonic() + timeout
     while not (value := check()):
@@ -83,11 +63,13 @@ def _reports(api, env_id: str, task_id: str) -> list[str]:
         "GET", f"/v1/environments/{env_id}/deployments/{task_id}")["reports"]]
 
 
-@pytest.mark.skipif(shutil.which("python3") is None or sys.platform != "linux",
-                    reason="the local cloud's Linux guests need python3 on Linux")
+@pytest.mark.skipif(shutil.which("python3") is None or sys.platform != "linux"
+                    or bool(missing_for_namespaces()),
+                    reason="the local cloud's sandboxed Linux guests need python3, Linux, "
+                           "root and namespaces")
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_linux_app_deploy_reports_action_delete(start_api, request, tmp_path, backend):
-    """The replicated key-value store through the API on the local cloud, then deleted."""
+    """The replicated key-value store through the API on the sandboxed local cloud, then deleted."""
     database = request.getfixturevalue("pg_database") if backend == "postgresql" else None
     cloud = tmp_path / "cloud"
     api = start_api(database, environment_class="io.murano.Environment",
@@ -95,6 +77,8 @@ def test_linux_app_deploy_reports_action_delete(start_api, request, tmp_path, ba
     base = _free_base_port(3)
     archive = tmp_path / "ReplicatedKV.zip"
     archive.write_bytes(pack_folder(KV))
+    server_ids: list[str] = []
+    networks: set[str] = set()
     try:
         api.murano("category-create", "Testing")
         imported = api.murano("package-import", "--is-public", "-c", "Testing", "--",
@@ -134,13 +118,22 @@ def test_linux_app_deploy_reports_action_delete(start_api, request, tmp_path, ba
         assert any("read back from 1 replica(s)" in t for t in texts)
         assert "success" in api.murano("deployment-list", env_id).stdout
 
+        # each node in its sandbox, on its own address on the environment's network
         app = env["services"][0]
-        assert app["masterNode"] == "kv-1" and app["masterAddress"] == f"127.0.0.1:{base}"
+        master, replica = nodes = kv_nodes.nodes(app, sandboxed=True)
+        server_ids = [n.server_id for n in nodes]
+        networks = kv_nodes.network_ids(cloud, server_ids)
+        assert len(networks) == 1 and master.ip != replica.ip
+        assert app["masterNode"] == "kv-1" and app["masterAddress"] == f"{master.ip}:{base}"
         assert len(app["servers"]) == 2
-        assert _status(base)["role"] == "master"
-        replica = _status(base + 1)
-        assert replica["role"] == "replica" and replica["master"] == f"127.0.0.1:{base}"
-        assert len(_kv_processes(str(cloud))) == 2
+        assert master.status()["role"] == "master"
+        status = replica.status()
+        assert status["role"] == "replica" and status["master"] == app["masterAddress"]
+        assert status["sync_error"] is None
+        # the replica reaches the master over the network, not on its own loopback
+        assert replica.request("/status", address=app["masterAddress"])[0] == 200
+        assert replica.request("/status", address=f"127.0.0.1:{base}", timeout=1)[0] == 0
+        assert [len(kv_nodes.sandbox_kv_pids(n)) for n in nodes] == [1, 1]
 
         # scaleTo, the application's public action: a third node joins the master
         shown_env = api.murano("environment-show", env_id).stdout
@@ -158,22 +151,26 @@ def test_linux_app_deploy_reports_action_delete(start_api, request, tmp_path, ba
         assert scaled["services"][0]["nodeCount"] == 3
         assert any("read back from 2 replica(s)" in t
                    for t in _reports(api, env_id, action_task))
-        assert _status(base + 2)["master"] == f"127.0.0.1:{base}"
-        assert len(_kv_processes(str(cloud))) == 3
+        nodes = kv_nodes.nodes(scaled["services"][0], sandboxed=True)
+        assert [n.server_id for n in nodes[:2]] == server_ids
+        server_ids = [n.server_id for n in nodes]
+        assert kv_nodes.network_ids(cloud, server_ids) == networks
+        assert len({n.ip for n in nodes}) == 3
+        assert nodes[2].status()["master"] == app["masterAddress"]
+        assert [len(kv_nodes.sandbox_kv_pids(n)) for n in nodes] == [1, 1, 1]
+        sandbox_pids = [p for n in nodes for p in kv_nodes.netns.pids(n.namespace)]
 
         api.murano("environment-delete", "kv-env")
         _wait_for(lambda: not api.ok("GET", "/v1/environments")["environments"],
                   "the environment to be deleted", 120)
-        _wait_for(lambda: not _kv_processes(str(cloud)), "the key-value servers to stop", 10)
+        _wait_for(lambda: not kv_nodes.alive(sandbox_pids), "the sandboxes to stop", 10)
+        assert kv_nodes.namespaces_left(server_ids, networks) == []
         servers = cloud / "servers"
         assert not servers.exists() or not any(servers.iterdir()), "a server sandbox is left"
-        with pytest.raises(OSError):
-            _status(base)
         api.murano("package-delete", package_id)
         assert api.ok("GET", "/v1/catalog/packages")["packages"] == []
-    finally:
-        for pid in _kv_processes(str(cloud)):  # only when an assertion failed first
-            os.kill(pid, signal.SIGKILL)
+    finally:  # only when an assertion failed first
+        kv_nodes.force_cleanup(server_ids, networks)
 
 
 def test_echo_action_and_static_action(start_api):

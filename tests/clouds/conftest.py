@@ -333,7 +333,8 @@ class Agents(list):
     start_delay = 0.0
 
     def start(self, spec) -> None:
-        self.append(FakeAgent(spec, self.start_delay))
+        if not self.running(spec):  # else: taken back after a restart
+            self.append(FakeAgent(spec, self.start_delay))
 
     def running(self, spec=None) -> Any:
         """With a server: whether its agent runs; without: running agents by input queue."""
@@ -346,6 +347,9 @@ class Agents(list):
         for agent in self:
             if agent.spec.server_id == spec.server_id:
                 agent.running = False
+
+    def detach(self, spec) -> None:
+        """The engine lets go; the server (and its agent) keeps running."""
 
     def close(self) -> None:
         pass

@@ -8,6 +8,8 @@ script can see and reach) and from outside (processes, users, namespaces).
 from __future__ import annotations
 
 import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -171,10 +173,22 @@ def test_a_killed_engine_finds_its_sandboxes_again(tmp_path, environment):
 
 
 def _agent_pid(server_id: str) -> int:
-    (pid,) = [p for p in netns.pids(netns.server_namespace(server_id))
-              if b"murano_agent.cli" in Path(f"/proc/{p}/cmdline").read_bytes()
-              and _status(p, "Name") == ["python3"]]
-    return pid
+    """The agent's process (waiting for the sandbox's set-up to hand over to it)."""
+    deadline = time.monotonic() + 10
+    while True:
+        found = [p for p in netns.pids(netns.server_namespace(server_id))
+                 if _cmdline(p).startswith(sys.executable.encode())]
+        if found or time.monotonic() > deadline:
+            (pid,) = found
+            return pid
+        time.sleep(0.05)
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # ended meanwhile
+        return b""
 
 
 def _status(pid: int, field: str) -> list[str] | None:

@@ -1,9 +1,10 @@
 """End to end on the local cloud (issue 4): three Linux instances run real shell
 plans through the real agent; a redeploy without one of them destroys it and its
-server; ``destroy`` leaves no sandbox and no agent behind.
+server; ``destroy`` leaves no sandbox, no agent and no namespace behind.
 
-Each application owns one LinuxMuranoInstance and records what its plan printed
-(the working folder of the agent inside the server's sandbox).
+Each application owns one LinuxMuranoInstance and records what its plan printed:
+the hostname and working folder of the agent inside the server's sandbox (its
+own UTS namespace, the server's folder mounted as /sandbox).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+
+from murano_engine.clouds.local import netns
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -62,7 +65,8 @@ def _package(root: Path) -> Path:
         "Format: 1.4\nType: Application\nFullName: t.fleet\n"
         "Classes:\n  t.fleet.Node: Node.yaml\n")
     (package / "Classes" / "Node.yaml").write_text(textwrap.dedent(APP))
-    (package / "Resources" / "scripts" / "where.sh").write_text("#!/bin/sh\npwd\n")
+    (package / "Resources" / "scripts" / "where.sh").write_text(
+        "#!/bin/sh\necho \"$(hostname) $(pwd)\"\n")
     return root
 
 
@@ -85,9 +89,21 @@ def _engine(tmp: Path, *args: str) -> subprocess.CompletedProcess:
         capture_output=True, text=True, timeout=300, cwd=tmp)
 
 
+def _namespaces(server_ids: set[str]) -> list[str]:
+    """The servers' network namespaces and their networks' that still exist."""
+    names = {netns.server_namespace(s) for s in server_ids}
+    for server_id in server_ids:
+        names |= {netns.network_namespace(n) for n in _networks.get(server_id, ())}
+    return sorted(n for n in names if netns.exists(n))
+
+
+_networks: dict[str, set[str]] = {}
+
+
 def _servers(cloud: Path) -> set[str]:
     folder = cloud / "servers"
-    return {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+    return {p.name for p in folder.iterdir() if not p.name.startswith(".")} \
+        if folder.is_dir() else set()
 
 
 def test_three_instances_remove_one_then_destroy(tmp_path: Path):
@@ -98,28 +114,45 @@ def test_three_instances_remove_one_then_destroy(tmp_path: Path):
     (tmp_path / "two.json").write_text(json.dumps(_model(["n1", "n3"])))
     threads_before = threading.active_count()
 
+    try:
+        _deploy_remove_destroy(tmp_path, cloud)
+    finally:  # the servers outlive the engine: after a failure, destroy them
+        if (tmp_path / "state.json").exists():
+            _engine(tmp_path, "destroy")
+    assert threading.active_count() == threads_before
+
+
+def _deploy_remove_destroy(tmp_path: Path, cloud: Path) -> None:
     done = _engine(tmp_path, "deploy", str(tmp_path / "three.json"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "3/3 apps" in done.stdout
     apps = json.loads((tmp_path / "state.json").read_text())["Objects"]["applications"]
-    sandboxes = {app["name"]: app["ranIn"] for app in apps}
-    assert len(_servers(cloud)) == 3
-    for where in sandboxes.values():  # each plan ran as a real process inside its sandbox
-        assert where.startswith(str(cloud / "servers"))
-    assert len(set(sandboxes.values())) == 3
+    servers = {app["name"]: app["server"]["openstackId"] for app in apps}
+    assert set(servers.values()) == _servers(cloud)
+    for server_id in servers.values():
+        meta = json.loads((cloud / "servers" / server_id / "server.json").read_text())
+        _networks[server_id] = {i["network_id"] for i in meta["interfaces"]}
+    for app in apps:  # each plan ran as a real process inside its server's sandbox
+        hostname, where = app["ranIn"].split()
+        assert hostname == app["name"]
+        assert where.startswith("/sandbox/")
+        assert netns.pids(netns.server_namespace(servers[app["name"]]))
+    assert len({a["server"]["ipAddresses"][0] for a in apps}) == 3
+    assert len(set().union(*_networks.values())) == 1
 
     done = _engine(tmp_path, "deploy", str(tmp_path / "two.json"))
     assert done.returncode == 0, done.stdout + done.stderr
     state = json.loads((tmp_path / "state.json").read_text())
     assert [a["name"] for a in state["Objects"]["applications"]] == ["n1", "n3"]
-    assert len(_servers(cloud)) == 2
-    removed = Path(sandboxes["n2"])
-    assert not removed.exists(), "the removed instance's sandbox must be deleted"
+    assert _servers(cloud) == {servers["n1"], servers["n3"]}
+    assert not netns.exists(netns.server_namespace(servers["n2"])), \
+        "the removed instance's namespace must go"
+    assert _namespaces({servers["n1"]}), "the network stays while servers use it"
     kept = state["Objects"]["applications"][0]
-    assert kept["ranIn"] == sandboxes["n1"], "a kept instance keeps its server"
+    assert kept["server"]["openstackId"] == servers["n1"], "a kept instance keeps its server"
 
     done = _engine(tmp_path, "destroy")
     assert done.returncode == 0, done.stdout + done.stderr
     assert _servers(cloud) == set()
+    assert _namespaces(set(servers.values())) == []
     assert not (tmp_path / "state.json").exists()
-    assert threading.active_count() == threads_before

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import uuid
 
 import pytest
 
-from murano_engine.clouds.local import LocalCloud
+from murano_engine.clouds.local import LocalCloud, netns
 from murano_engine.dsl import values
 from murano_engine.messaging import AgentClient
 from murano_engine.system.heat_stack import HeatStackError, merge, stack_name
@@ -49,8 +48,10 @@ def server_template(queue: str, results: str) -> dict:
     }
 
 
-def agent_threads() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name.startswith("murano-agent")]
+def running_servers(cloud) -> set[str]:
+    """The servers whose agents run (their sandboxes hold processes)."""
+    return {server_id for server_id in cloud.guests.running()
+            if netns.pids(netns.server_namespace(server_id))}
 
 
 def test_push_creates_the_stack_and_its_agent_answers(cloud, make_object):
@@ -80,7 +81,7 @@ def test_empty_template_deletes_the_stack_and_stops_the_agent(cloud, make_object
     executor, stack = make_object("io.murano.system.HeatStack", {"cloud": cloud}, name="s1")
     executor.call(stack, "setTemplate", (server_template("q1", "r1"),))
     executor.call(stack, "push")
-    assert agent_threads()
+    (server_id,) = running_servers(cloud)
 
     template = values.thaw(executor.call(stack, "current"))
     template["resources"] = {}
@@ -89,7 +90,8 @@ def test_empty_template_deletes_the_stack_and_stops_the_agent(cloud, make_object
     executor.call(stack, "push")
 
     assert cloud.get("s1") is None
-    assert agent_threads() == []
+    assert running_servers(cloud) == set()
+    assert not netns.exists(netns.server_namespace(server_id))
     assert executor.call(stack, "output") == {}
 
 

@@ -207,7 +207,12 @@ class LocalCloud(StackService):
         self._start(stack, "DELETE")
 
     def close(self) -> None:
-        """Let running operations finish, then stop every agent (sandboxes stay)."""
+        """Let running operations finish, then leave the servers running.
+
+        Servers are VMs: they outlive the engine (a command-line deploy, the
+        API) and the next LocalCloud on the same folder takes them up again;
+        deleting a server stops it.
+        """
         while True:
             with self.lock:
                 workers = list(self._workers.values())
@@ -215,7 +220,7 @@ class LocalCloud(StackService):
                 break
             for worker in workers:
                 worker.join()
-        self.guests.stop_all()
+        self.guests.detach_all()
 
     # --- internals ---------------------------------------------------------------
     def _busy_check(self, name: str) -> StackState:

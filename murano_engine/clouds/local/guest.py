@@ -23,7 +23,6 @@ from typing import Any
 from murano_engine.clouds.base import CloudError
 from murano_engine.clouds.local.netns import Interface
 from murano_engine.clouds.local.sandbox import Launcher, ServerSpec, broker_from_ini
-from murano_engine.clouds.local.scheduler import run_ordered
 from murano_engine.clouds.local.userdata import find_agent_config
 
 LOG = logging.getLogger(__name__)
@@ -117,13 +116,15 @@ class Guests:
         if (self.sandbox(server_id) / "server.json").is_file():
             self.launcher.stop(self._spec(server_id))
 
-    def stop_all(self) -> None:
-        """Stop every agent, side by side (each may take a moment to notice)."""
+    def detach_all(self) -> None:
+        """Leave every agent running (as VMs outlive the engine); :meth:`resume`
+        takes each up again in the next engine on the same folder."""
         with self._lock:
             ids = list(self._running)
-        failures = run_ordered(ids, {}, self.stop)
-        for server_id, error in failures.items():
-            LOG.error("Agent of server %s did not stop cleanly: %s", server_id, error)
+            self._running.clear()
+        for server_id in ids:
+            if (self.sandbox(server_id) / "server.json").is_file():
+                self.launcher.detach(self._spec(server_id))
         self.launcher.close()
 
     def running(self) -> set[str]:

@@ -50,6 +50,9 @@ RELAY_PORT = 5672
 FIRST_UID = 200_000
 UID_SPAN = 100_000
 STOP_GRACE = 3.0
+# An agent left running by an engine that exited retries its broker (the next
+# engine's relay) this often at most, so that engine need not wait for it long.
+RECONNECT_MAX_DELAY = 2.0
 
 
 class SandboxError(CloudError):
@@ -95,6 +98,7 @@ def agent_config(ini: str, root: str, broker_url: str, powershell: str | None = 
     if not parser.has_section("rabbitmq"):
         parser.add_section("rabbitmq")
     parser.set("rabbitmq", "url", broker_url)
+    parser.set("rabbitmq", "reconnect_max_delay", str(RECONNECT_MAX_DELAY))
     out = io.StringIO()
     parser.write(out)
     return out.getvalue()
@@ -156,6 +160,10 @@ class ProcessLauncher:
         pid = _read_pid(spec.folder / "agent.pid")
         return pid is not None and _alive(pid)
 
+    def detach(self, spec: ServerSpec) -> None:
+        """Leave the agent running (in a session of its own) for a later engine."""
+        self._children.pop(spec.server_id, None)
+
     def stop(self, spec: ServerSpec) -> None:
         child = self._children.pop(spec.server_id, None)
         if child is None:
@@ -195,15 +203,15 @@ class NamespaceLauncher:
         self._children: dict[str, subprocess.Popen] = {}
 
     def start(self, spec: ServerSpec) -> None:
+        """Start the sandbox, or take back the one a previous engine left running."""
         _check_broker(spec.broker_url)
         parts = urlsplit(spec.broker_url)
-        target = (parts.hostname or "127.0.0.1", parts.port or 5672)
         inside_url = urlunsplit(parts._replace(
             netloc=parts.netloc.rsplit("@", 1)[0] + f"@127.0.0.1:{RELAY_PORT}"
             if "@" in parts.netloc else f"127.0.0.1:{RELAY_PORT}"))
         name = netns.server_namespace(spec.server_id)
         if self.running(spec):  # left by a previous engine: give it its broker relay again
-            self._relay(spec, name, target)
+            self._relay(spec, name)
             return
         uid = _uid_for(spec.server_id)
         (spec.folder / "agent.effective.conf").write_text(
@@ -211,7 +219,7 @@ class NamespaceLauncher:
         _own(spec.folder, uid)
         try:
             netns.create_server(spec.server_id, spec.interfaces)
-            self._relay(spec, name, target)
+            self._relay(spec, name)
         except OSError as exc:
             self._teardown(spec)
             raise SandboxError(f"cannot make the network of server {spec.hostname}: "
@@ -231,12 +239,23 @@ class NamespaceLauncher:
     def running(self, spec: ServerSpec) -> bool:
         return bool(netns.pids(netns.server_namespace(spec.server_id)))
 
-    def _relay(self, spec: ServerSpec, name: str, target: tuple[str, int]) -> None:
+    def _relay(self, spec: ServerSpec, name: str) -> None:
+        """A relay from the namespace's loopback to the broker (replacing any old one)."""
+        parts = urlsplit(spec.broker_url)
+        target = (parts.hostname or "127.0.0.1", parts.port or 5672)
         old = self._relays.pop(spec.server_id, None)
         if old is not None:
             old.close()
         self._relays[spec.server_id] = Relay(
             netns.listening_socket(name, "127.0.0.1", RELAY_PORT), target, name)
+
+    def detach(self, spec: ServerSpec) -> None:
+        """Leave the sandbox running for a later engine; only the broker relay goes
+        (the agent reconnects once a later :meth:`start` gives it a new one)."""
+        self._children.pop(spec.server_id, None)
+        relay = self._relays.pop(spec.server_id, None)
+        if relay is not None:
+            relay.close()
 
     def stop(self, spec: ServerSpec) -> None:
         _terminate(netns.pids(netns.server_namespace(spec.server_id)))

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """A tiny replicated key-value service (standard library only).
 
-    kv.py serve --port P --data DIR --pidfile F [--master HOST:PORT]
-    kv.py wait --port P [--timeout S]
-    kv.py put --port P --key K --value V
-    kv.py expect --port P --key K --value V [--master HOST:PORT] [--timeout S]
+    kv.py address [--host H] --port P
+    kv.py serve [--host H] --port P --data DIR --pidfile F [--master HOST:PORT]
+    kv.py wait [--host H] --port P [--timeout S]
+    kv.py put [--host H] --port P --key K --value V
+    kv.py expect [--host H] --port P --key K --value V [--master HOST:PORT] [--timeout S]
 
-The service listens on 127.0.0.1 only. A master accepts PUT /kv/KEY; a
+--host is the address the cloud gave the node. The service listens on it
+when it really is one of this machine's addresses (a server with a network of
+its own), else on 127.0.0.1 (servers sharing the host's loopback, which is why
+each node has a port of its own); ``address`` prints the HOST:PORT a node
+listens at, for the others to reach it. A master accepts PUT /kv/KEY; a
 replica refuses writes and copies the master's data (GET /dump) a few times
 a second. GET /kv/KEY reads, GET /status describes the node. The service
 writes its PID to the pidfile and exits when that file disappears or names
@@ -17,6 +22,7 @@ import argparse
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -24,7 +30,19 @@ import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-HOST = "127.0.0.1"
+LOOPBACK = "127.0.0.1"
+
+
+def local_host(candidate):
+    """candidate when this machine has that IPv4 address (a bind to it works), else loopback."""
+    if not candidate or candidate == LOOPBACK:
+        return LOOPBACK
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((candidate, 0))
+    except (OSError, ValueError, OverflowError):  # not assigned here, or not IPv4
+        return LOOPBACK
+    return candidate
 
 
 class Store:
@@ -66,7 +84,7 @@ class Store:
         os.replace(tmp, self.path)
 
 
-def make_handler(store, role, port, master):
+def make_handler(store, role, address, master):
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, fmt, *args):
             pass
@@ -82,7 +100,8 @@ def make_handler(store, role, port, master):
         def do_GET(self):
             if self.path == "/status":
                 snap = store.snapshot()
-                self._send(200, {"role": role, "port": port, "master": master,
+                self._send(200, {"role": role, "address": address,
+                                 "port": int(address.rsplit(":", 1)[1]), "master": master,
                                  "version": snap["version"], "keys": len(snap["data"]),
                                  "synced_at": store.synced_at, "sync_error": store.sync_error})
             elif self.path == "/dump":
@@ -144,8 +163,9 @@ def serve(options):
     os.makedirs(options.data, exist_ok=True)
     role = "replica" if options.master else "master"
     store = Store(os.path.join(options.data, "store.json"))
-    server = ThreadingHTTPServer((HOST, options.port),
-                                 make_handler(store, role, options.port, options.master))
+    address = f"{options.host}:{options.port}"
+    server = ThreadingHTTPServer((options.host, options.port),
+                                 make_handler(store, role, address, options.master))
     with open(options.pidfile + ".tmp", "w", encoding="utf-8") as stream:
         stream.write(str(os.getpid()))
     os.replace(options.pidfile + ".tmp", options.pidfile)
@@ -162,7 +182,7 @@ def serve(options):
     if options.master:
         threading.Thread(target=replicate, args=(store, options.master, stop),
                          daemon=True).start()
-    print(f"{role} serving on {HOST}:{options.port}", flush=True)
+    print(f"{role} serving on {address}", flush=True)
     try:
         server.serve_forever(poll_interval=0.2)
     finally:
@@ -177,11 +197,16 @@ def serve(options):
     return 0
 
 
+def show_address(options):
+    print(f"{options.host}:{options.port}")
+    return 0
+
+
 def wait(options):
     deadline = time.time() + options.timeout
     while time.time() < deadline:
         try:
-            json.loads(fetch(f"{HOST}:{options.port}", "/status", timeout=1.0))
+            json.loads(fetch(f"{options.host}:{options.port}", "/status", timeout=1.0))
             return 0
         except (OSError, ValueError):
             time.sleep(0.1)
@@ -189,17 +214,17 @@ def wait(options):
 
 
 def put(options):
-    answer = json.loads(fetch(f"{HOST}:{options.port}", f"/kv/{options.key}", "PUT",
-                              options.value.encode()))
-    print(f"wrote {options.key} on 127.0.0.1:{options.port} (version {answer['version']})")
+    address = f"{options.host}:{options.port}"
+    answer = json.loads(fetch(address, f"/kv/{options.key}", "PUT", options.value.encode()))
+    print(f"wrote {options.key} on {address} (version {answer['version']})")
     return 0
 
 
 def expect(options):
-    address = f"{HOST}:{options.port}"
+    address = f"{options.host}:{options.port}"
     status = json.loads(fetch(address, "/status"))
     if options.master and status.get("master") != options.master:
-        print(f"127.0.0.1:{options.port} follows {status.get('master')}, "
+        print(f"{address} follows {status.get('master')}, "
               f"not {options.master}", file=sys.stderr)
         return 1
     deadline = time.time() + options.timeout
@@ -208,7 +233,7 @@ def expect(options):
         try:
             seen = fetch(address, f"/kv/{options.key}").decode()
             if seen == options.value:
-                print(f"127.0.0.1:{options.port} serves {options.key}={seen} "
+                print(f"{address} serves {options.key}={seen} "
                       f"from master {status.get('master')}")
                 return 0
         except urllib.error.HTTPError as exc:
@@ -216,7 +241,7 @@ def expect(options):
                 raise
         time.sleep(0.2)
     status = json.loads(fetch(address, "/status"))
-    print(f"127.0.0.1:{options.port} still serves {options.key}={seen!r} after "
+    print(f"{address} still serves {options.key}={seen!r} after "
           f"{options.timeout}s (sync error: {status.get('sync_error')})", file=sys.stderr)
     return 1
 
@@ -224,8 +249,9 @@ def expect(options):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="kv.py")
     commands = parser.add_subparsers(dest="command", required=True)
-    for name in ("serve", "wait", "put", "expect"):
+    for name in ("address", "serve", "wait", "put", "expect"):
         command = commands.add_parser(name)
+        command.add_argument("--host", default="", help="the node's address in the cloud")
         command.add_argument("--port", type=int, required=True)
         command.add_argument("--timeout", type=float, default=15.0)
         if name == "serve":
@@ -237,7 +263,9 @@ def main(argv=None):
             command.add_argument("--key", required=True)
             command.add_argument("--value", required=True)
     options = parser.parse_args(argv)
-    return {"serve": serve, "wait": wait, "put": put, "expect": expect}[options.command](options)
+    options.host = local_host(options.host)
+    return {"address": show_address, "serve": serve, "wait": wait, "put": put,
+            "expect": expect}[options.command](options)
 
 
 if __name__ == "__main__":

@@ -1,17 +1,21 @@
 #!/bin/sh
-# start.sh ROLE PORT [MASTER] - starts (or keeps) the service on 127.0.0.1:PORT
-# as master, or as a replica of MASTER (host:port). Prints its address.
+# start.sh ROLE PORT HOST [MASTER] - starts (or keeps) the service on port PORT
+# as master, or as a replica of MASTER (host:port). HOST is the node's address
+# in the cloud: the service listens on it when the node really has it, else on
+# 127.0.0.1 (see kv.py). Prints the address it listens at, HOST:PORT.
 set -eu
 . ./common.sh
 ROLE=$1
 PORT=$2
-MASTER=${3:-}
+HOST=$3
+MASTER=${4:-}
 mkdir -p "$KV_DATA"
 [ -f "$KV_PY" ] || cp kv.py "$KV_PY"
-WANT="$ROLE $PORT $MASTER"
+ADDRESS=$(python3 "$KV_PY" address --host "$HOST" --port "$PORT")
+WANT="$ROLE $ADDRESS $MASTER"
 if pid=$(kv_running_pid); then
     if [ "$(cat "$KV_DATA/kv.role" 2>/dev/null || true)" = "$WANT" ]; then
-        echo "127.0.0.1:$PORT"
+        echo "$ADDRESS"
         exit 0
     fi
     kv_stop
@@ -20,16 +24,16 @@ if [ "$ROLE" = replica ] && [ -z "$MASTER" ]; then
     echo "a replica needs the master's address" >&2
     exit 2
 fi
-set -- --port "$PORT" --data "$KV_DATA" --pidfile "$KV_PID"
+set -- --host "$HOST" --port "$PORT" --data "$KV_DATA" --pidfile "$KV_PID"
 if [ "$ROLE" = replica ]; then
     set -- "$@" --master "$MASTER"
 fi
 # A new session, no terminal, output to the log: the agent does not wait for it.
 setsid python3 "$KV_PY" serve "$@" </dev/null >>"$KV_LOG" 2>&1 &
 echo "$WANT" > "$KV_DATA/kv.role"
-python3 "$KV_PY" wait --port "$PORT" --timeout 15 || {
-    echo "the service did not answer on 127.0.0.1:$PORT; last log lines:" >&2
+python3 "$KV_PY" wait --host "$HOST" --port "$PORT" --timeout 15 || {
+    echo "the service did not answer on $ADDRESS; last log lines:" >&2
     tail -n 20 "$KV_LOG" >&2 || true
     exit 1
 }
-echo "127.0.0.1:$PORT"
+echo "$ADDRESS"
