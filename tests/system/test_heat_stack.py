@@ -73,6 +73,8 @@ def test_push_creates_the_stack_and_its_agent_answers(cloud, make_object):
         assert outputs["vm-ip"].startswith("10.0.5.")
         assert outputs["vm-id"] in cloud.guests.running()
         assert client.is_ready(queue, 20)
+        executor.call(stack, "delete")
+        assert cloud.get("murano-My-Env-abc") is None
     finally:
         client.close()
 
