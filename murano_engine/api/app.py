@@ -398,13 +398,13 @@ class Api:
                                                      self.params(request)))
 
     def on_create_category(self, request: ApiRequest, ctx: Context) -> Response:
-        return json_response(catalog.create_category(self.store, self.body(request)))
+        return json_response(catalog.create_category(self.store, ctx, self.body(request)))
 
     def on_show_category(self, request: ApiRequest, ctx: Context, category_id: str) -> Response:
         return json_response(catalog.show_category(self.store, ctx, category_id))
 
     def on_delete_category(self, request: ApiRequest, ctx: Context, category_id: str) -> Response:
-        catalog.delete_category(self.store, category_id)
+        catalog.delete_category(self.store, ctx, category_id)
         return Response(status=200)
 
     # -- templates ---------------------------------------------------------

@@ -22,10 +22,11 @@ from murano_engine.api.config import Settings
 from murano_engine.api.errors import BadRequest, Conflict, Forbidden, NotFound, TooLarge
 from murano_engine.dsl import errors as dsl_errors
 from murano_engine.dsl.packages import (
-    CORE_PACKAGE,
     Package,
     PackageLoader,
     ZipSource,
+    check_not_reserved,
+    core_package_names,
     parse_version,
     read_manifest,
     version_matches,
@@ -100,7 +101,14 @@ def cached_archive(store: db.Store, cache_dir: Path, package_id: str,
     return path
 
 
-# -- visibility ------------------------------------------------------------------
+# -- visibility and rights -------------------------------------------------------
+
+def _check_admin(context: Context, what: str) -> None:
+    """Murano's admin-only catalog operations: publishing packages, adding and
+    deleting categories."""
+    if not context.is_admin:
+        raise Forbidden(f"{what} needs the admin role")
+
 
 def visible(context: Context) -> Any:
     """Packages a tenant may see: its own and public ones (all for admins)."""
@@ -141,7 +149,7 @@ def _required(session: DbSession, context: Context, manifest: Mapping) -> tuple[
     while queue:
         name, spec = queue.pop()
         name = str(name)
-        if name == CORE_PACKAGE or name in found:
+        if name in core_package_names() or name in found:  # the engine's own meta/
             continue
         rows = session.execute(
             select(db.Package.id, db.Package.version, db.Package.archive_hash)
@@ -171,6 +179,10 @@ def inspect_upload(store: db.Store, settings: Settings, interpreter: Interpreter
                 _strip(str(p), tmp) for p in exc.problems]) from None
         except dsl_errors.LoadError as exc:
             raise BadRequest("the package is invalid", problems=[_strip(str(exc), tmp)]) from None
+        try:
+            check_not_reserved(manifest, "manifest.yaml")
+        except dsl_errors.LoadError as exc:
+            raise Conflict(exc.message) from None
         with store.read() as session:
             required, missing = _required(session, context, manifest)
         deps = work / "deps"
@@ -210,12 +222,17 @@ def _optional(source: ZipSource, relpath: str) -> bytes | None:
 def create_package(store: db.Store, settings: Settings, interpreter: Interpreter,
                    context: Context, data: bytes, metadata: Mapping[str, Any]
                    ) -> dict[str, Any]:
-    """Validate an upload (with ``interpreter``'s native classes) and add it to the catalog."""
+    """Validate an upload (with ``interpreter``'s native classes) and add it to the catalog.
+
+    Packages taking a name of the core library are refused; only admins publish.
+    """
+    is_public = _flag(metadata.get("is_public", False))
+    if is_public:
+        _check_admin(context, "publishing a package (is_public)")
     upload = inspect_upload(store, settings, interpreter, context, data)
     manifest = upload.manifest
     fqn = str(manifest["FullName"])
     version = str(parse_version(manifest.get("Version")))
-    is_public = _flag(metadata.get("is_public", False))
     with store.write() as session:
         clash = select(db.Package.id).where(
             db.Package.fully_qualified_name == fqn, db.Package.version == version,
@@ -446,6 +463,10 @@ def update_package(store: db.Store, context: Context, package_id: str,
     """Apply Murano's JSON-patch subset (valid against the ``PackagePatch`` schema)."""
     with store.write() as session:
         row = get_package(session, context, package_id, owned=True)
+        publishes = any(c["path"].strip("/") == "is_public" and _flag(c.get("value", False))
+                        for c in patch)
+        if publishes and not row.is_public:
+            _check_admin(context, "publishing a package (is_public)")
         tags = set(_split(session.scalar(select(TAGS).where(db.Package.id == package_id))))
         categories = set(_split(session.scalar(select(CATEGORIES)
                                                .where(db.Package.id == package_id))))
@@ -534,8 +555,10 @@ def show_category(store: db.Store, context: Context, category_id: str) -> dict[s
     return body
 
 
-def create_category(store: db.Store, body: Mapping[str, Any]) -> dict[str, Any]:
-    """A new category from a body valid against the ``Category`` schema."""
+def create_category(store: db.Store, context: Context,
+                    body: Mapping[str, Any]) -> dict[str, Any]:
+    """A new category (admins only) from a body valid against the ``Category`` schema."""
+    _check_admin(context, "creating a category")
     name = body["name"]
     with store.write() as session:
         if session.scalar(select(db.Category.id).where(db.Category.name == name)):
@@ -546,7 +569,8 @@ def create_category(store: db.Store, body: Mapping[str, Any]) -> dict[str, Any]:
         return category_json(row, 0)
 
 
-def delete_category(store: db.Store, category_id: str) -> None:
+def delete_category(store: db.Store, context: Context, category_id: str) -> None:
+    _check_admin(context, "deleting a category")
     with store.write() as session:
         row = session.get(db.Category, category_id)
         if row is None:
@@ -564,7 +588,9 @@ class CatalogLoader(PackageLoader):
     """A :class:`PackageLoader` that fetches packages from the catalog as they are asked for.
 
     Only packages the tenant may see are used; its own come before public
-    ones of the same name and version. Archives are cached in ``cache_dir``.
+    ones of the same name and version. Packages named like the core library
+    are never taken from the catalog: the engine's own ``meta/`` has them.
+    Archives are cached in ``cache_dir``.
     """
 
     def __init__(self, store: db.Store, cache_dir: Path, project_id: str,
@@ -579,7 +605,9 @@ class CatalogLoader(PackageLoader):
         if (kind, name) in self._asked:
             return
         self._asked.add((kind, name))
-        query = select(db.Package.id, db.Package.archive_hash).where(visible(self._context))
+        query = select(db.Package.id, db.Package.archive_hash).where(
+            visible(self._context),
+            db.Package.fully_qualified_name.not_in(sorted(core_package_names())))
         if kind == "fqn":
             query = query.where(db.Package.fully_qualified_name == name)
         else:

@@ -8,6 +8,7 @@ once.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from murano_engine.dsl.runtime import Interpreter
 
 CORE_PACKAGE = "io.murano"
+
+
 def _core_library_dir() -> Path:
     """``meta/`` beside the source tree, or where ``pip install .`` put it."""
     source_tree = Path(__file__).resolve().parents[2] / "meta"
@@ -181,6 +184,9 @@ class Package:
         self.source = source
         self.loader = loader
         self.manifest = manifest
+        #: loaded from the engine's own ``meta/`` folder: the core library, which alone
+        #: may use privileged functions such as ``config()``
+        self.trusted = is_core_location(source.location)
         manifest_file = source.display("manifest.yaml")
         self.format = _parse_format(manifest.get("Format"), manifest_file)
         self.name = str(manifest["FullName"])
@@ -350,9 +356,49 @@ def read_manifest(source: PackageSource) -> dict:
     return manifest
 
 
+# -- the core library ------------------------------------------------------------
+
+def is_core_location(path: Path) -> bool:
+    """Whether ``path`` is inside the engine's own ``meta/`` folder."""
+    return path.resolve().is_relative_to(META_DIR.resolve())
+
+
+@functools.cache
+def _core_manifests() -> tuple[dict, ...]:
+    if not META_DIR.is_dir():
+        return ()
+    return tuple(read_manifest(open_source(path)) for path in sorted(META_DIR.iterdir())
+                 if (path / "manifest.yaml").is_file() or path.suffix == ".zip")
+
+
+def core_package_names() -> frozenset[str]:
+    """Names of the packages in ``meta/``: reserved for the engine's core library."""
+    return frozenset(str(m["FullName"]) for m in _core_manifests())
+
+
+def core_class_names() -> frozenset[str]:
+    """Names of the classes the core library defines: no other package may define them."""
+    return frozenset(str(c) for m in _core_manifests() for c in (m.get("Classes") or {}))
+
+
+def check_not_reserved(manifest: dict, where: str) -> None:
+    """Refuse a package from outside ``meta/`` that takes a core package's or class's name."""
+    name = str(manifest.get("FullName"))
+    if name in core_package_names():
+        raise LoadError(f"package name {name} is reserved for the engine's core library",
+                        file=where)
+    taken = sorted(core_class_names().intersection(str(c) for c in
+                                                   (manifest.get("Classes") or {})))
+    if taken:
+        raise LoadError(f"package {name} defines {', '.join(taken)}, reserved for the "
+                        f"engine's core library", file=where)
+
 
 class PackageLoader:
     """Finds packages in search folders (the core library always included).
+
+    Only the packages in ``meta/`` may carry the core library's package and
+    class names; others that do are refused, so they never shadow it.
 
     Its classes are built for ``interpreter``: they get its native classes,
     and every executor of this loader runs with its runtime.
@@ -383,6 +429,8 @@ class PackageLoader:
     def add(self, path: Path) -> Package:
         source = open_source(path)
         package = Package(source, read_manifest(source), self)
+        if not package.trusted:
+            check_not_reserved(package.manifest, source.display("manifest.yaml"))
         versions = self.packages.setdefault(package.name, [])
         if any(p.version == package.version for p in versions):
             return next(p for p in versions if p.version == package.version)

@@ -80,11 +80,11 @@ def test_linux_app_deploy_reports_action_delete(start_api, request, tmp_path, ba
     server_ids: list[str] = []
     networks: set[str] = set()
     try:
-        api.murano("category-create", "Testing")
-        imported = api.murano("package-import", "--is-public", "-c", "Testing", "--",
-                              str(archive))
+        api.murano("category-create", "Testing", token="tok-admin")
+        imported = api.murano("package-import", "-c", "Testing", "--", str(archive))
         assert KV_CLASS in imported.stdout
         package_id = _ids(api.murano("package-list", "--search", "key-value").stdout)[0]
+        api.murano("package-update", package_id, "--is-public", "true", token="tok-admin")
         shown = api.murano("package-show", package_id).stdout
         assert KV_CLASS in shown and "Testing" in shown
         api.murano("package-update", package_id, "--tags", "demo", "extra")

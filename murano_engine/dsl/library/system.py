@@ -26,9 +26,12 @@ def logger(ctx: Any, name_: Any) -> Any:
 
 
 def config(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+    """An engine setting; only code of the core library loaded from ``meta/`` may read them."""
     frame = frame_of(ctx)
-    if frame.murano_class.package.name != "io.murano":
-        raise errors.PolicyViolationException("config() is available to io.murano only")
+    if not frame.murano_class.package.trusted:
+        raise errors.PolicyViolationException(
+            f"config() is available to the engine's core library only, not to "
+            f"{frame.murano_class.name} of package {frame.murano_class.package.name}")
     settings = frame.executor.services.get("config") or {}
     if len(args) == 1:
         return settings.get("engine", {}).get(args[0])
