@@ -9,7 +9,10 @@ done, so the next deploy continues from it.
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
+import re
 import sys
 import time
 from collections.abc import Mapping
@@ -17,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
+    from murano_common.options import Values
     from murano_engine.dsl.runtime import Interpreter
 
 DEFAULT_STATE = "murano-state.json"
@@ -139,6 +143,21 @@ def engine_services(config: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     if folder:
         services["class_configs"] = ClassConfigFiles(folder)
     return services
+
+
+def project_config(config: Values, project_id: str) -> Values:
+    """``config`` for one project's tasks: on the local cloud, a state folder of its own
+    (``<state_dir>/projects/<project>``); a Heat cloud scopes projects itself."""
+    from murano_engine.clouds.heat import heat_configured
+    if heat_configured(config["heat"]):
+        return config
+    scoped = copy.deepcopy(config)
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", project_id) or "_"
+    if safe != project_id or safe in (".", ".."):
+        safe = f"{safe[:40]}-{hashlib.sha256(project_id.encode()).hexdigest()[:12]}"
+    base = Path(str(config["local_cloud"]["state_dir"])).expanduser()
+    scoped["local_cloud"]["state_dir"] = str(base / "projects" / safe)
+    return scoped
 
 
 def close_services(services: Mapping[str, Any]) -> None:

@@ -28,7 +28,7 @@ from murano_engine.api import db
 from murano_engine.api.catalog import CatalogLoader
 from murano_engine.api.config import SCHEMA, Settings, load_settings
 from murano_engine.config import load_config
-from murano_engine.deploy import close_services, engine_services
+from murano_engine.deploy import close_services, engine_services, project_config
 from murano_engine.dsl import errors, serializer
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.runtime import Interpreter
@@ -44,30 +44,33 @@ def json_safe(value: Any) -> Any:
 
 
 class EngineServices:
-    """The cloud and the agents' broker of one process, opened for its first task.
+    """The cloud and the agents' broker of each project, opened for its first task.
 
-    Every task of the process shares them (the local cloud keeps its stacks and
-    the servers' agents in the process that opened its state folder); the
-    engine sections of the API's configuration file say what they are.
+    The engine sections of the API's configuration file say what they are. On
+    the local cloud every project has a cloud of its own (its own state folder,
+    so its own stacks, networks and servers): nothing one project lists or
+    reaches belongs to another.
     """
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.interpreter = build_interpreter()
         self._lock = threading.Lock()
-        self._services: dict[str, Any] | None = None
+        self._projects: dict[str, dict[str, Any]] = {}
 
-    def get(self) -> dict[str, Any]:
+    def get(self, project_id: str) -> dict[str, Any]:
         with self._lock:
-            if self._services is None:
-                self._services = engine_services(
-                    load_config(self.settings.config_file, schema=SCHEMA))
-            return self._services
+            services = self._projects.get(project_id)
+            if services is None:
+                config = load_config(self.settings.config_file, schema=SCHEMA)
+                services = self._projects[project_id] = engine_services(
+                    project_config(config, project_id))
+            return services
 
     def close(self) -> None:
         with self._lock:
-            services, self._services = self._services, None
-        if services is not None:
+            projects, self._projects = list(self._projects.values()), {}
+        for services in projects:
             close_services(services)
 
 
@@ -77,7 +80,8 @@ def run_engine_task(store: db.Store, settings: Settings, task: Mapping[str, Any]
     try:
         loader = CatalogLoader(store, settings.packages_cache, str(task.get("project_id")),
                                services.interpreter)
-        result = run_task(task, loader, reporter=reporter, services=services.get())
+        result = run_task(task, loader, reporter=reporter,
+                          services=services.get(str(task.get("project_id"))))
     except Exception as exc:  # noqa: BLE001 - a task that cannot start still ends
         LOG.exception("task %s could not run", task.get("task_id"))
         failure = describe_failure(exc)

@@ -71,9 +71,9 @@ def _reports(api, env_id: str, task_id: str) -> list[str]:
 def test_linux_app_deploy_reports_action_delete(start_api, request, tmp_path, backend):
     """The replicated key-value store through the API on the sandboxed local cloud, then deleted."""
     database = request.getfixturevalue("pg_database") if backend == "postgresql" else None
-    cloud = tmp_path / "cloud"
     api = start_api(database, environment_class="io.murano.Environment",
-                    sections={"local_cloud": {"state_dir": str(cloud)}})
+                    sections={"local_cloud": {"state_dir": str(tmp_path / "cloud")}})
+    cloud = tmp_path / "cloud" / "projects" / "proj-a"  # each project has a cloud of its own
     base = _free_base_port(3)
     archive = tmp_path / "ReplicatedKV.zip"
     archive.write_bytes(pack_folder(KV))
