@@ -39,3 +39,4 @@ bench: .make-installed
 	$(PYTHON) benchmarks/agent_bench.py
 	$(PYTHON) benchmarks/deploy_bench.py
 	$(PYTHON) benchmarks/api_bench.py
+	$(PYTHON) benchmarks/sandbox_bench.py

@@ -156,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("-l", "--load-packages-from", nargs="+", action="extend",
                              default=[], metavar="DIR", help="folders holding packages")
         command.add_argument("--config", help="engine configuration (INI); default: "
-                             "the local cloud with in-process messaging")
+                             "the local cloud, RabbitMQ on 127.0.0.1:5672")
         command.add_argument("--state", default="murano-state.json",
                              help="the environment's state file (default %(default)s)")
         return command

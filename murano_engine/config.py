@@ -4,7 +4,7 @@
 
 An environment variable ``MURANO_<SECTION>_<OPTION>`` (upper case) overrides the
 file. With no file and no ``[heat]`` settings the engine deploys to the embedded
-local cloud with in-process messaging.
+local cloud, its agents talking to the RabbitMQ the ``[rabbitmq]`` defaults name.
 """
 
 from __future__ import annotations

@@ -95,6 +95,13 @@ def test_a_plan_runs_in_the_sandbox_as_the_server(region, environment, tmp_path)
     assert facts["pytest"] == "unseen" and int(facts["processes"]) < 20
     assert facts["postgres"] == "unreached"  # the host's loopback services are out of reach
 
+    # A v2 plan's Body (Python run by the agent) is in the sandbox too.
+    probe = f"[os.path.exists({str(secret)!r}), os.path.exists('/etc/shadow')]"
+    body = {"FormatVersion": "2.0.0", "Scripts": {}, "Files": {},
+            "Body": f"import os, socket\nreturn {probe} + [socket.gethostname()]"}
+    assert region.client.call(queue, region.client.build_plan(body, None), 30) == [
+        False, False, "vm1"]
+
     # From outside: the agent and its scripts run as an unprivileged user.
     (server_id,) = _server_ids(outputs, ("vm1",))
     pids = netns.pids(netns.server_namespace(server_id))

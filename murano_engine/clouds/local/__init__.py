@@ -2,9 +2,10 @@
 
 It takes the HOT templates the core library emits and makes their resources on
 this machine: networks, subnets and ports get addresses allocated from the
-subnets' CIDRs (fiction, no interface is touched), volumes are folders, and a
-server is a sandbox folder running the real guest agent in-process, configured
-from the agent config found in its user data (the rule is in
+subnets' CIDRs, volumes are folders, and a server is a sandbox (:mod:`.sandbox`:
+its own namespaces, its ports' addresses on its networks' bridges) running the
+real guest agent as a process of its own, configured from the agent config
+found in its user data (the rule is in
 :mod:`murano_engine.clouds.local.userdata`: a MIME part named ``*agent.conf``,
 or a cloud-config ``write_files`` entry whose path ends with ``agent.conf``).
 A Linux image runs shell plans for real; a Windows image (name containing
@@ -13,7 +14,8 @@ host and fails clearly without one.
 
 ``[local_cloud]`` settings (declared in :mod:`murano_engine.config`): ``state_dir``,
 ``broker_url`` (the broker the agents use instead of the one their config names),
-``powershell``, ``floating_cidr``, ``parallel``, ``stack_timeout``, ``poll_interval``.
+``isolation`` (``namespaces`` or ``none``), ``powershell``, ``floating_cidr``,
+``parallel``, ``stack_timeout``, ``poll_interval``.
 """
 
 from murano_engine.clouds.local.cloud import LocalCloud

@@ -51,7 +51,7 @@ def _now() -> str:
 
 
 class LocalCloud(StackService):
-    """Stacks whose resources are folders, fictional addresses and in-process agents."""
+    """Stacks whose resources are records and folders, and whose servers are sandboxes."""
 
     def __init__(
         self,
