@@ -29,7 +29,7 @@ setup(
         "murano_agent": ["packaging/*.sample", "packaging/*.service", "packaging/*.ps1",
                          "schemas/*.json"],
         "murano_engine.api.schemas": ["*.json"],
-        "murano_engine.clouds.local": ["sandbox-init.sh"],
+        "murano_engine.clouds.local": ["sandbox-init.sh", "sandbox-init.py"],
     },
     install_requires=[
         "yaql>=3.0",

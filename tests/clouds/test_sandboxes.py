@@ -84,6 +84,9 @@ def test_a_plan_runs_in_the_sandbox_as_the_server(region, environment, tmp_path)
             || echo "pytest=unseen"
         python3 -c 'import socket; socket.create_connection(("127.0.0.1", 5432), 1)' \
             2>/dev/null && echo "postgres=reached" || echo "postgres=unreached"
+        setsid sh -c 'sleep 0.1' </dev/null >/dev/null 2>&1 &
+        sleep 0.6
+        echo "zombies=$(grep -l '^State:.*Z' /proc/[0-9]*/status 2>/dev/null | wc -l)"
     """)
 
     facts = dict(line.split("=", 1) for line in seen.split())
@@ -94,6 +97,7 @@ def test_a_plan_runs_in_the_sandbox_as_the_server(region, environment, tmp_path)
     assert facts["usr"] == "read-only"
     assert facts["pytest"] == "unseen" and int(facts["processes"]) < 20
     assert facts["postgres"] == "unreached"  # the host's loopback services are out of reach
+    assert facts["zombies"] == "0"  # orphans are reaped, as a VM's init does
 
     # A v2 plan's Body (Python run by the agent) is in the sandbox too.
     probe = f"[os.path.exists({str(secret)!r}), os.path.exists('/etc/shadow')]"
@@ -184,7 +188,7 @@ def _agent_pid(server_id: str) -> int:
     deadline = time.monotonic() + 10
     while True:
         found = [p for p in netns.pids(netns.server_namespace(server_id))
-                 if _cmdline(p).startswith(sys.executable.encode())]
+                 if _cmdline(p).startswith(sys.executable.encode() + b"\0-m\0murano_agent")]
         if found or time.monotonic() > deadline:
             (pid,) = found
             return pid

@@ -2,15 +2,16 @@
 # Runs as root inside a server's new mount, UTS, IPC and PID namespaces (and its
 # network namespace): names the host, builds the sandbox's root from read-only
 # binds of what the agent needs plus the server's own folder, switches to it,
-# then runs COMMAND as UID (no capabilities) in a user namespace of its own.
+# then runs COMMAND as UID (no capabilities) in a user namespace of its own,
+# under sandbox-init.py (PID 1: it reaps the orphans a VM's init would).
 #
-#   sandbox-init.sh ROOT HOSTNAME FOLDER UID RO_PATHS COMMAND...
+#   sandbox-init.sh ROOT HOSTNAME FOLDER UID RO_PATHS PYTHON COMMAND...
 #
 # RO_PATHS is a colon-separated list of host folders bound read-only at the
 # same path (the Python installation, the agent's code).
 set -eu
-root=$1 name=$2 folder=$3 uid=$4 ro_paths=$5
-shift 5
+root=$1 name=$2 folder=$3 uid=$4 ro_paths=$5 python=$6
+shift 6
 
 hostname "$name"
 mount -t tmpfs -o mode=0755,size=16m sandbox-root "$root"
@@ -44,6 +45,7 @@ mount -t tmpfs -o mode=1777,size=256m sandbox-tmp "$root/tmp"
 mount -t tmpfs -o mode=1777,size=64m sandbox-shm "$root/dev/shm"
 mount --bind "$folder" "$root/sandbox"
 mount -t proc -o nosuid,nodev,noexec proc "$root/proc"
+cp "$(dirname "$0")/sandbox-init.py" "$root/init.py"
 chmod 0555 "$root"
 
 cd "$root"
@@ -54,4 +56,4 @@ rmdir /.host
 cd /sandbox
 export HOME=/sandbox PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
 exec setpriv --reuid="$uid" --regid="$uid" --clear-groups --inh-caps=-all \
-    --bounding-set=-all unshare --user --map-root-user -- "$@"
+    --bounding-set=-all unshare --user --map-root-user -- "$python" /init.py "$@"

@@ -229,7 +229,7 @@ class NamespaceLauncher:
         command = ["ip", "netns", "exec", name, "unshare", "--mount", "--uts", "--ipc",
                    "--pid", "--fork", "--kill-child", "--propagation", "private",
                    "sh", str(INIT_SCRIPT), str(root), _hostname(spec.hostname),
-                   str(spec.folder), str(uid), ":".join(_read_only_paths()),
+                   str(spec.folder), str(uid), ":".join(_read_only_paths()), sys.executable,
                    *_agent_command(f"{INSIDE}/agent.effective.conf")]
         with open(spec.folder / "agent.out", "ab") as out:
             self._children[spec.server_id] = subprocess.Popen(
