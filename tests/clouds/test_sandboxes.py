@@ -23,7 +23,7 @@ from murano_engine.messaging import AgentClient
 
 AMQP = "amqp://guest:guest@127.0.0.1:5672//"
 
-pytestmark = pytest.mark.skipif(bool(missing_for_namespaces()),
+NO_NAMESPACES = pytest.mark.skipif(bool(missing_for_namespaces()),
                                 reason=f"no namespaces here: {missing_for_namespaces()}")
 
 
@@ -65,6 +65,7 @@ def _server_ids(outputs: dict, names: tuple[str, ...]) -> list[str]:
     return [outputs[f"{name}-id"] for name in names]
 
 
+@NO_NAMESPACES
 def test_a_plan_runs_in_the_sandbox_as_the_server(region, environment, tmp_path):
     outputs = region.boot(environment, "one", ("vm1",), "10.0.7.0/24")
     assert Path("/etc/shadow").exists()
@@ -119,6 +120,7 @@ def test_a_plan_runs_in_the_sandbox_as_the_server(region, environment, tmp_path)
                 and (Path(f"/proc/{p}/stat").read_text().split()[2] != "Z")]
 
 
+@NO_NAMESPACES
 def test_servers_reach_their_own_network_and_nothing_else(region, environment):
     mine = region.boot(environment, "mine", ("vm1", "vm2"), "10.0.8.0/24")
     other = region.boot(environment, "other", ("vm1",), "10.0.9.0/24")
@@ -161,6 +163,7 @@ def test_servers_reach_their_own_network_and_nothing_else(region, environment):
         assert netns.network_namespace(network) not in left
 
 
+@NO_NAMESPACES
 def test_a_killed_engine_finds_its_sandboxes_again(tmp_path, environment):
     state = tmp_path / "state"
     first = Region(state)
@@ -210,3 +213,19 @@ def _status(pid: int, field: str) -> list[str] | None:
     except OSError:
         return None
     return None
+
+
+def test_without_namespaces_servers_are_refused_with_what_is_missing(tmp_path, monkeypatch):
+    import murano_engine.clouds.local.sandbox as sandbox
+
+    real_which = sandbox.shutil.which
+    monkeypatch.setattr(sandbox.shutil, "which",
+                        lambda name: None if name == "unshare" else real_which(name))
+    with pytest.raises(sandbox.SandboxError) as refused:
+        LocalCloud(tmp_path / "state", broker_url=AMQP)
+    message = str(refused.value)
+    assert "the 'unshare' command" in message and "isolation = none" in message
+    assert not (tmp_path / "state" / "servers").exists() or not any(
+        (tmp_path / "state" / "servers").iterdir())
+    with pytest.raises(sandbox.SandboxError, match="isolation must be one of"):
+        LocalCloud(tmp_path / "other", isolation="chroot")
