@@ -24,6 +24,8 @@ for top in bin lib lib64 sbin; do
 done
 mkdir -p "$root/usr" "$root/etc" "$root/proc" "$root/dev/shm" "$root/tmp" "$root/sandbox"
 mount --rbind -o ro /usr "$root/usr"
+# Private /tmp first: a read-only path below /tmp (a checkout there) is bound over it.
+mount -t tmpfs -o mode=1777,size=256m sandbox-tmp "$root/tmp"
 old_ifs=$IFS; IFS=:
 for path in $ro_paths; do
     [ -e "$path" ] || continue
@@ -41,7 +43,6 @@ echo "$name" > "$root/etc/hostname"
 for dev in null zero full random urandom tty; do
     touch "$root/dev/$dev" && mount --bind "/dev/$dev" "$root/dev/$dev"
 done
-mount -t tmpfs -o mode=1777,size=256m sandbox-tmp "$root/tmp"
 mount -t tmpfs -o mode=1777,size=64m sandbox-shm "$root/dev/shm"
 mount --bind "$folder" "$root/sandbox"
 mount -t proc -o nosuid,nodev,noexec proc "$root/proc"

@@ -294,12 +294,13 @@ def make_launcher(isolation: str) -> Launcher:
 
 
 def _read_only_paths() -> list[str]:
-    """The Python installation and the folders the agent's packages are imported from."""
+    """The Python installation and the agent's own packages (their folders only: not the
+    checkout or site folder around them)."""
     paths = {sys.prefix, sys.base_prefix}
     for name in ("murano_agent", "murano_common"):
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.origin:
-            paths.add(str(Path(spec.origin).resolve().parents[1]))
+            paths.add(str(Path(spec.origin).resolve().parent))
     return sorted(p for p in paths if not p.startswith(("/usr/", "/proc", "/dev")))
 
 
