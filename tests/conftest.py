@@ -12,23 +12,42 @@ import pytest
 sys.setrecursionlimit(100_000)
 
 
-def _sandboxes() -> set[str]:
-    """The local cloud's server (``ms-``) and network (``mn-``) namespaces on this host."""
+def _sandboxes(folder: Path) -> set[str]:
+    """The local cloud's server namespaces (``ms-``) on this host whose sandboxes live
+    under ``folder`` (other test runs on the machine have their own)."""
     root = Path("/run/netns")
     if not root.is_dir():
         return set()
-    return {p.name for p in root.iterdir() if p.name.startswith(("ms-", "mn-"))}
+    mine = set()
+    for entry in root.iterdir():
+        if entry.name.startswith("ms-") and any(
+                str(folder).encode() in _cmdline(pid) for pid in _pids(entry.name)):
+            mine.add(entry.name)
+    return mine
+
+
+def _pids(namespace: str) -> list[int]:
+    from murano_engine.clouds.local import netns
+    return netns.pids(namespace)
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 @pytest.fixture(autouse=True)
-def no_sandbox_left_behind():
+def no_sandbox_left_behind(tmp_path_factory):
     """Local-cloud servers outlive the engine: a test must delete those it made."""
-    before = _sandboxes()
+    folder = tmp_path_factory.getbasetemp()
+    before = _sandboxes(folder)
     yield
-    left = _sandboxes() - before
+    left = _sandboxes(folder) - before
     if left:
         from murano_engine.clouds.local import netns
-        for name in sorted(left, reverse=True):  # servers first; one leak fails one test
+        for name in left:  # clean up, so one leak fails one test
             for pid in netns.pids(name):
                 try:
                     os.kill(pid, signal.SIGKILL)

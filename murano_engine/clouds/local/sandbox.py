@@ -147,9 +147,10 @@ class ProcessLauncher:
         config.write_text(agent_config(spec.agent_ini, str(spec.folder), spec.broker_url,
                                        spec.powershell))
         with open(spec.folder / "agent.out", "ab") as out:
-            child = subprocess.Popen(_agent_command(str(config)), stdout=out, stderr=out,
-                                     stdin=subprocess.DEVNULL, cwd=spec.folder,
-                                     start_new_session=True)
+            child = subprocess.Popen(
+                _agent_command(str(config)), stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+                cwd=spec.folder, start_new_session=True,
+                env=dict(os.environ, PYTHONPATH=":".join(_agent_code_roots())))
         (spec.folder / "agent.pid").write_text(str(child.pid))
         self._children[spec.server_id] = child
 
@@ -231,10 +232,13 @@ class NamespaceLauncher:
                    "sh", str(INIT_SCRIPT), str(root), _hostname(spec.hostname),
                    str(spec.folder), str(uid), ":".join(_read_only_paths()), sys.executable,
                    *_agent_command(f"{INSIDE}/agent.effective.conf")]
+        # The agent imports its packages from where the engine found them, whatever
+        # the installation's own path hooks (an editable install's) point at.
+        environment = dict(os.environ, PYTHONPATH=":".join(_agent_code_roots()))
         with open(spec.folder / "agent.out", "ab") as out:
             self._children[spec.server_id] = subprocess.Popen(
                 command, stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-                start_new_session=True)
+                start_new_session=True, env=environment)
 
     def running(self, spec: ServerSpec) -> bool:
         return bool(netns.pids(netns.server_namespace(spec.server_id)))
@@ -293,14 +297,24 @@ def make_launcher(isolation: str) -> Launcher:
                        f"not {isolation!r}")
 
 
-def _read_only_paths() -> list[str]:
-    """The Python installation and the agent's own packages (their folders only: not the
-    checkout or site folder around them)."""
-    paths = {sys.prefix, sys.base_prefix}
+def _agent_packages() -> list[Path]:
+    """The folders of the agent's own packages, as this process imports them."""
+    found = []
     for name in ("murano_agent", "murano_common"):
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.origin:
-            paths.add(str(Path(spec.origin).resolve().parent))
+            found.append(Path(spec.origin).resolve().parent)
+    return found
+
+
+def _agent_code_roots() -> list[str]:
+    return sorted({str(folder.parent) for folder in _agent_packages()})
+
+
+def _read_only_paths() -> list[str]:
+    """The Python installation and the agent's own packages (their folders only: not the
+    checkout or site folder around them)."""
+    paths = {sys.prefix, sys.base_prefix, *(str(p) for p in _agent_packages())}
     return sorted(p for p in paths if not p.startswith(("/usr/", "/proc", "/dev")))
 
 
