@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import threading
@@ -14,16 +15,18 @@ from typing import Any
 
 import kombu
 
-from murano_agent import broker, plans, process
+from murano_agent import broker, plans, process, results
 from murano_agent.config import AgentConfig, ConfigError
-from murano_agent.runner import PlanRunner
+from murano_agent.runner import PlanRunner, describe
 from murano_agent.security import Rejected, SignatureVerifier, StampGuard
 from murano_agent.storage import Outgoing, PlanStore, StoredMessage
 from murano_common import amqp
 
 LOG = logging.getLogger(__name__)
 
-#: A plan whose run was started this often without finishing is answered with an error.
+#: A plan whose run was started this often without finishing is answered with an error;
+#: so is a message redelivered this often without being read to the end (the agent died
+#: while reading it).
 MAX_ATTEMPTS = 3
 
 
@@ -119,29 +122,66 @@ class AgentService(amqp.QueueConsumer):
         self._run_pending()  # what is already stored still gets done without a broker
 
     def _on_message(self, message: kombu.Message) -> None:
+        """Keep or answer one message, then ack it: no message is delivered forever.
+
+        A message redelivered :data:`MAX_ATTEMPTS` times without being read to the end
+        (the agent died reading it each time) is answered with an error unread.
+        """
         body = message.body if isinstance(message.body, bytes) else message.body.encode("utf-8")
         properties = message.properties
         amqp_id = properties.get("message_id")
+        reply_to = properties.get("reply_to")
+        digest = None
+        if message.delivery_info.get("redelivered"):
+            digest = hashlib.sha256(body).hexdigest()
         try:
-            self._accept(body, amqp_id, properties.get("reply_to"), message.headers or {})
+            arrivals = self._store.redelivered(digest) if digest else 0
+            if arrivals > MAX_ATTEMPTS:
+                self._refuse(
+                    amqp_id,
+                    reply_to,
+                    plans.ERROR_UNEXPECTED,
+                    f"message arrived {arrivals} times and the agent stopped while reading it "
+                    f"each time before; it is not read again",
+                )
+            else:
+                self._accept(body, amqp_id, reply_to, message.headers or {})
         except Rejected as exc:
             LOG.warning(
                 "rejected message %s on %s: %s", amqp_id, self._cfg.rabbitmq.input_queue, exc
             )
+        except Exception as exc:  # a fault of the agent's own: answered, never redelivered
+            LOG.exception("message %s: the agent failed while receiving it", amqp_id)
+            message_text = f"the agent failed while receiving the message: {describe(exc)}"
+            self._refuse(amqp_id, reply_to, plans.ERROR_UNEXPECTED, message_text)
+        if digest:
+            self._store.handled(digest)
         message.ack()
+
+    def _refuse(self, plan_id: str | None, reply_to: str | None, code: int, text: str) -> None:
+        """Answer a message that is not kept as a plan with an error result; one with no
+        ID to answer to is dropped with a log line."""
+        if not plan_id:
+            LOG.error("dropped a message with no ID to answer to: %s", text)
+            return
+        LOG.warning("message %s refused: %s", plan_id, text)
+        self._store.answer(plan_id, reply_to, results.v2_failure(plan_id, code, text))
 
     def _accept(
         self, body: bytes, amqp_id: str | None, reply_to: str | None, headers: dict
     ) -> None:
-        """Check one message and keep it on disk (raises Rejected for refused ones)."""
+        """Check one message and keep it on disk, or answer it with an error when it is
+        not a plan (raises Rejected for refused ones)."""
         if self._verifier is not None:
             self._verifier.verify(body, headers.get("signature"))
         try:
-            plan = plans.decode(body)
-        except plans.PlanError:
-            plan = {}  # stored anyway: running it produces the error result
+            plan = plans.decode(body, self._cfg.max_message_bytes)
+        except plans.PlanError as exc:
+            self._refuse(amqp_id, reply_to, exc.code, exc.message)
+            return
         plan_id = str(plan.get("ID") or amqp_id or uuid.uuid4().hex)
-        reply_to = plan.get("ReplyTo") or reply_to
+        if isinstance(plan.get("ReplyTo"), str) and plan["ReplyTo"]:
+            reply_to = plan["ReplyTo"]
         if self._store.is_queued(plan_id):
             LOG.info("plan %s is already queued; ignoring the repeated delivery", plan_id)
             return
