@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import sys
 import threading
 import time
 import uuid
@@ -28,10 +29,17 @@ LOG = logging.getLogger(__name__)
 #: so is a message redelivered this often without being read to the end (the agent died
 #: while reading it).
 MAX_ATTEMPTS = 3
+#: The recursion limit while serving, and the serving thread's stack: the AMQP client
+#: reads a header table with a Python call per level, so any table a broker frame can
+#: hold is read; JSON's C decoder (about 100 bytes of stack per level) meets the limit,
+#: and raises, long before the stack ends.
+RECURSION_LIMIT = 100_000
+STACK_BYTES = 256 << 20
 
 
 class AgentService(amqp.QueueConsumer):
-    """One guest agent. ``run()`` serves in the foreground; ``start()``/``stop()`` embed it.
+    """One guest agent: ``start()`` serves in a thread of its own (sized for deep
+    messages), ``wait()`` until stopped, ``stop()``.
 
     Works with plain threads and under ``eventlet.monkey_patch()`` (no busy
     loops; every wait has a timeout).
@@ -70,8 +78,18 @@ class AgentService(amqp.QueueConsumer):
         if self._thread and self._thread.is_alive():
             return
         self.stopping.clear()
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
         self._thread = threading.Thread(target=self.run, name=self.name, daemon=True)
-        self._thread.start()
+        previous = threading.stack_size(STACK_BYTES)
+        try:
+            self._thread.start()
+        finally:
+            threading.stack_size(previous)
+
+    def wait(self) -> None:
+        """Return once serving has stopped (signal handlers still run meanwhile)."""
+        while self._thread and self._thread.is_alive():
+            self._thread.join(amqp.POLL_SECONDS)
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop serving (after the plan in progress, if any) and close connections."""

@@ -74,6 +74,19 @@ def test_message_with_no_id_to_answer_is_dropped_with_a_log_line(make_agent, rea
     expect_still_serving(agent, reader)
 
 
+def test_deep_header_table_is_read_and_the_plan_runs(make_agent, reader):
+    agent = make_agent(result_queue=reader.queue)
+    agent.wait_log("connected; consuming")
+    table: dict = {}
+    for _ in range(15_000):  # about 100 kB: what a broker's default 128 kB frame holds
+        table = {"a": table}
+    plan = good_plan("deep headers")
+    publish_raw(agent.queue, json.dumps(plan), message_id=plan["ID"], headers={"x": table})
+    message_id, result = reader.get()
+    assert (message_id, result["Body"]) == (plan["ID"], "deep headers")
+    expect_still_serving(agent, reader)
+
+
 def take_back_unacked(queue: str) -> None:
     """Take the next message of ``queue`` without acking it and disconnect, as an agent
     dying while reading it does: the broker delivers it again, marked redelivered."""
@@ -140,7 +153,7 @@ def test_whatever_a_body_raises_is_an_error_result(client, make_agent, body, mes
         ("a = []\na.append(a)\nreturn a", "the plan Body returned a value that is not JSON: "
                                           "Circular reference detected"),
         (
-            "v = []\nfor _ in range(5000):\n    v = [v]\nreturn v",
+            "v = []\nfor _ in range(200_000):\n    v = [v]\nreturn v",
             "the plan Body returned a value that is not JSON: maximum recursion depth",
         ),
         (
