@@ -30,6 +30,9 @@ ERROR_SCRIPT = 100
 #: out of the stack.
 MAX_DEPTH = 100
 
+#: Longest plan ID or ReplyTo, in UTF-8 bytes: results carry them as AMQP short strings.
+MAX_NAME_BYTES = 255
+
 #: Plan structure per format, as JSON schemas (shipped with the package).
 _SCHEMA = json.loads(resources.files(__package__).joinpath("schemas/plan.json").read_text("utf-8"))
 
@@ -87,6 +90,27 @@ def decode(body: bytes, max_bytes: int) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise PlanError(ERROR_INVALID, "message body is not a JSON object (execution plan)")
     return data
+
+
+def short_string(plan: dict[str, Any], field: str) -> str | None:
+    """``plan[field]`` (``ID`` or ``ReplyTo``) as a str a result can carry (None when
+    absent or empty), else a PlanError."""
+    value = plan.get(field)
+    if value is None or value == "":
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    try:
+        fits = isinstance(value, str) and len(value.encode("utf-8")) <= MAX_NAME_BYTES
+    except UnicodeEncodeError:  # a lone surrogate
+        fits = False
+    if not fits:
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        raise PlanError(
+            ERROR_INVALID, f"plan {field} {shown} is not a string of at most {MAX_NAME_BYTES} bytes"
+        )
+    return value
 
 
 def format_version(plan: dict[str, Any]) -> tuple[int, int, int]:

@@ -194,12 +194,11 @@ class AgentService(amqp.QueueConsumer):
             self._verifier.verify(body, headers.get("signature"))
         try:
             plan = plans.decode(body, self._cfg.max_message_bytes)
+            plan_id = plans.short_string(plan, "ID") or amqp_id or uuid.uuid4().hex
+            reply_to = plans.short_string(plan, "ReplyTo") or reply_to
         except plans.PlanError as exc:
             self._refuse(amqp_id, reply_to, exc.code, exc.message)
             return
-        plan_id = str(plan.get("ID") or amqp_id or uuid.uuid4().hex)
-        if isinstance(plan.get("ReplyTo"), str) and plan["ReplyTo"]:
-            reply_to = plan["ReplyTo"]
         if self._store.is_queued(plan_id):
             LOG.info("plan %s is already queued; ignoring the repeated delivery", plan_id)
             return

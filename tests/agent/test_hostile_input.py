@@ -65,6 +65,25 @@ def test_deep_oversized_and_unreadable_messages_are_answered_once(make_agent, re
     expect_still_serving(agent, reader)
 
 
+def test_plan_ids_and_reply_queues_a_result_cannot_carry_are_refused(make_agent, reader):
+    agent = make_agent(result_queue=reader.queue)
+    agent.wait_log("connected; consuming")
+    refused = {
+        "m-long-id": (dict(good_plan("x"), ID="i" * 256), "plan ID 'iiii"),
+        "m-list-id": (dict(good_plan("x"), ID=["a"]), "plan ID ['a']"),
+        "m-surrogate-id": (dict(good_plan("x"), ID="\ud800"), "plan ID '\\ud800'"),
+        "m-reply-to": (dict(good_plan("x"), ReplyTo={"q": 1}), "plan ReplyTo {'q': 1}"),
+    }
+    for message_id, (plan, _) in refused.items():
+        publish_raw(agent.queue, json.dumps(plan), message_id=message_id)
+    answers = dict(reader.get() for _ in refused)
+    for message_id, (_, start) in refused.items():
+        text = answers[message_id]["Body"]["Message"]
+        assert answers[message_id]["ErrorCode"] == 2
+        assert text.startswith(start) and text.endswith(" is not a string of at most 255 bytes")
+    expect_still_serving(agent, reader)
+
+
 def test_message_with_no_id_to_answer_is_dropped_with_a_log_line(make_agent, reader):
     agent = make_agent(result_queue=reader.queue)
     agent.wait_log("connected; consuming")
