@@ -51,10 +51,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"murano-agent: {exc}", file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, lambda *_: service.stop(timeout=0))
+    service.start()
     try:
-        service.run()
+        service.wait()
     except KeyboardInterrupt:
-        service.stop(timeout=0)
+        service.stop()
     return 0
 
 

@@ -36,6 +36,8 @@ DEFAULTS = Section(
     Option("powershell", str, "powershell.exe" if sys.platform == "win32" else "pwsh",
            "PowerShell executable for v1 plans and .ps1 entry points (powershell.exe on "
            "Windows).", sample="pwsh"),
+    Option("max_message_bytes", int, 64 << 20,
+           "Largest plan message accepted, in bytes; a larger one is answered with an error."),
     Option("reboot_command", str,
            "shutdown /r /t 5" if sys.platform == "win32" else "shutdown -r now",
            "Command a plan's reboot request runs (shutdown /r /t 5 on Windows).",

@@ -19,10 +19,15 @@ _GIT_URL = re.compile(r"^(git://|git\+https?://)|\.git/?$")
 _SVN_URL = re.compile(r"^svn://|^https?://.*/svn/")
 
 
-def _target(folder: Path, name: str, where: str) -> Path:
+def _target(folder: Path, name: str, where: str, work: Path) -> Path:
+    """Where file ``name`` goes in ``folder``; a PlanError unless that is inside ``work``
+    (links included: a folder some script replaced with a link leading out is refused)."""
     target = folder / safe_relative_path(name, where)
+    root = work.resolve()
+    if not folder.resolve().is_relative_to(root):
+        raise PlanError(ERROR_INVALID, f"{where}: folder {folder} escapes the work folder")
     target.parent.mkdir(parents=True, exist_ok=True)
-    if not target.parent.resolve().is_relative_to(folder.resolve()):
+    if not target.parent.resolve().is_relative_to(root):
         raise PlanError(ERROR_INVALID, f"{where}: file name {name!r} escapes the work folder")
     return target
 
@@ -46,10 +51,13 @@ def _download(url: str, target: Path, where: str, timeout: float) -> None:
         raise PlanError(ERROR_UNEXPECTED, f"{where}: download of {url} failed: {exc}") from None
 
 
-def put_file(file_id: str, entry: dict[str, Any], folder: Path, timeout: float) -> Path:
-    """Write (or fetch) one ``Files`` entry under ``folder``; returns its path."""
+def put_file(
+    file_id: str, entry: dict[str, Any], folder: Path, work: Path, timeout: float
+) -> Path:
+    """Write (or fetch) one ``Files`` entry under ``folder`` (inside ``work``); returns
+    its path."""
     where = f"Files.{file_id}"
-    target = _target(folder, entry["Name"], where)
+    target = _target(folder, entry["Name"], where, work)
     if "URL" in entry:
         _download(entry["URL"], target, where, timeout)
     elif entry["BodyType"] == "Base64":

@@ -25,6 +25,14 @@ ERROR_INVALID = 2
 ERROR_VERSION = 9
 ERROR_SCRIPT = 100
 
+#: How deep lists and objects may nest in a message (and in what a Body returns); far
+#: below the interpreter's recursion limit, so checking and storing a plan cannot recurse
+#: out of the stack.
+MAX_DEPTH = 100
+
+#: Longest plan ID or ReplyTo, in UTF-8 bytes: results carry them as AMQP short strings.
+MAX_NAME_BYTES = 255
+
 #: Plan structure per format, as JSON schemas (shipped with the package).
 _SCHEMA = json.loads(resources.files(__package__).joinpath("schemas/plan.json").read_text("utf-8"))
 
@@ -39,15 +47,70 @@ class PlanError(Exception):
         self.info = info
 
 
-def decode(body: bytes) -> dict[str, Any]:
-    """The plan dict in a message body."""
+def nesting_depth(value: Any) -> int:
+    """How deep lists and dicts nest in ``value`` (0 for a scalar), without recursing."""
+    if not isinstance(value, dict | list):
+        return 0
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest
+
+
+def check_depth(value: Any, what: str) -> None:
+    """A PlanError when ``value`` nests deeper than :data:`MAX_DEPTH`."""
+    if nesting_depth(value) > MAX_DEPTH:
+        raise PlanError(ERROR_INVALID, f"{what} nests deeper than {MAX_DEPTH} levels")
+
+
+def decode(body: bytes, max_bytes: int) -> dict[str, Any]:
+    """The plan dict in a message body of at most ``max_bytes`` bytes.
+
+    JSON's C decoder recurses once per nesting level up to the recursion limit: call
+    this on a thread with a stack sized for that limit (the agent's serving thread).
+    """
+    if len(body) > max_bytes:
+        raise PlanError(
+            ERROR_INVALID,
+            f"message body is {len(body)} bytes, more than the {max_bytes} allowed "
+            "(agent setting [DEFAULT] max_message_bytes)",
+        )
+    too_deep = PlanError(ERROR_INVALID, f"message body nests deeper than {MAX_DEPTH} levels")
     try:
         data = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise PlanError(ERROR_INVALID, f"message body is not JSON: {exc}") from None
+    except RecursionError:  # the C decoder stops at the interpreter's recursion limit
+        raise too_deep from None
+    if nesting_depth(data) > MAX_DEPTH:
+        raise too_deep
     if not isinstance(data, dict):
         raise PlanError(ERROR_INVALID, "message body is not a JSON object (execution plan)")
     return data
+
+
+def short_string(plan: dict[str, Any], field: str) -> str | None:
+    """``plan[field]`` (``ID`` or ``ReplyTo``) as a str a result can carry (None when
+    absent or empty), else a PlanError."""
+    value = plan.get(field)
+    if value is None or value == "":
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    try:
+        fits = isinstance(value, str) and len(value.encode("utf-8")) <= MAX_NAME_BYTES
+    except UnicodeEncodeError:  # a lone surrogate
+        fits = False
+    if not fits:
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        raise PlanError(
+            ERROR_INVALID, f"plan {field} {shown} is not a string of at most {MAX_NAME_BYTES} bytes"
+        )
+    return value
 
 
 def format_version(plan: dict[str, Any]) -> tuple[int, int, int]:
@@ -64,16 +127,23 @@ def format_version(plan: dict[str, Any]) -> tuple[int, int, int]:
     return major, minor, patch
 
 
-def safe_relative_path(name: object, where: str) -> PurePosixPath:
+def safe_relative_path(name: object, where: str, kind: str = "file name") -> PurePosixPath:
     """``name`` as a relative path that stays inside its folder, else a PlanError."""
     if not isinstance(name, str) or not name.strip() or "\0" in name:
-        raise PlanError(ERROR_INVALID, f"{where}: file name {name!r} is not a valid path")
+        raise PlanError(ERROR_INVALID, f"{where}: {kind} {name!r} is not a valid path")
     path = PurePosixPath(name.replace("\\", "/"))
     if path.is_absolute() or re.match(r"^[A-Za-z]:", name) or ".." in path.parts:
         raise PlanError(
-            ERROR_INVALID, f"{where}: file name {name!r} escapes the agent's work folder"
+            ERROR_INVALID, f"{where}: {kind} {name!r} escapes the agent's work folder"
         )
     return path
+
+
+def safe_script_name(name: str) -> None:
+    """A PlanError unless the Scripts key ``name`` is one folder name (its files go there)."""
+    where = f"Scripts.{name}"
+    if len(safe_relative_path(name, where, "script name").parts) != 1:
+        raise PlanError(ERROR_INVALID, f"{where}: script name {name!r} is not a single folder name")
 
 
 def _require(condition: bool, message: str) -> None:
@@ -118,6 +188,7 @@ def validate_v2(plan: dict[str, Any], version: tuple[int, int, int]) -> None:
     for file_id, entry in files.items():
         safe_relative_path(entry.get("Name"), f"Files.{file_id}")
     for name, script in scripts.items():
+        safe_script_name(name)
         where, entry = f"Scripts.{name}", script["EntryPoint"]
         if script["Type"] == "Application":
             _require(entry in files, f"{where}: EntryPoint {entry!r} is not in Files")

@@ -28,7 +28,23 @@ class Outcome:
 
 
 def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
+    """What a Body returned, as JSON data (a PlanError when it cannot be stored and sent)."""
+    try:
+        data = json.loads(json.dumps(value, default=str))
+    except (ValueError, RecursionError) as exc:
+        message = f"the plan Body returned a value that is not JSON: {exc}"
+        raise PlanError(ERROR_INVALID, message) from None
+    plans.check_depth(data, "the value the plan Body returned")
+    return data
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message`` for an exception, even one whose ``str()`` itself fails."""
+    try:
+        text = str(exc)
+    except BaseException:  # noqa: BLE001 - the plan's own object; anything may happen
+        text = "<message cannot be shown>"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _inline_files(plan: dict[str, Any]) -> set[str]:
@@ -62,13 +78,21 @@ class PlanRunner:
 
     def run(self, plan_id: str, body: bytes) -> Outcome:
         """Run the plan in ``body``; any failure becomes an error result."""
+        try:
+            return self._run(plan_id, body)
+        except Exception as exc:  # a fault of the agent's own: answered, never looping
+            LOG.exception("plan %s: the agent failed while running it", plan_id)
+            message = f"the agent failed while running the plan: {describe(exc)}"
+            return Outcome(self.failure(plan_id, body, message), False)
+
+    def _run(self, plan_id: str, body: bytes) -> Outcome:
         deadline = time.monotonic() + self._cfg.plan_timeout
 
         def remaining() -> float:
             return max(0.0, deadline - time.monotonic())
 
         try:
-            plan = plans.decode(body)
+            plan = plans.decode(body, self._cfg.max_message_bytes)
             version = plans.format_version(plan)
         except PlanError as exc:
             return Outcome(results.v2_failure(plan_id, exc.code, exc.message, exc.info), False)
@@ -83,7 +107,7 @@ class PlanRunner:
     def failure(self, plan_id: str, body: bytes, message: str) -> dict[str, Any]:
         """An error result for a plan not run, shaped for the plan's format."""
         try:
-            v1 = plans.format_version(plans.decode(body))[0] == 1
+            v1 = plans.format_version(plans.decode(body, self._cfg.max_message_bytes))[0] == 1
         except PlanError:
             v1 = False
         if v1:
@@ -116,15 +140,15 @@ class PlanRunner:
         try:
             plans.validate_v2(plan, version)
             files.sweep(self._work, _inline_files(plan))
-            value = self._call_body(plan_id, plan, self._work, remaining)
+            value = _jsonable(self._call_body(plan_id, plan, self._work, remaining))
         except PlanError as exc:
             result = results.v2_failure(plan_id, exc.code, exc.message, _jsonable(exc.info))
             return Outcome(result, reboot)
-        except Exception as exc:  # the plan's own Python code failed
-            LOG.info("plan %s: Body raised %r", plan_id, exc)
-            message = f"plan Body raised {type(exc).__name__}: {exc}"
+        except BaseException as exc:  # noqa: BLE001 - SystemExit too: the plan's code failed
+            LOG.info("plan %s: Body raised %s", plan_id, describe(exc))
+            message = f"plan Body raised {describe(exc)}"
             return Outcome(results.v2_failure(plan_id, ERROR_UNEXPECTED, message), reboot)
-        return Outcome(results.v2_success(plan_id, _jsonable(value)), reboot)
+        return Outcome(results.v2_success(plan_id, value), reboot)
 
     def _scripts(
         self, plan: dict[str, Any], folder: Path, remaining: executors.Remaining
@@ -136,7 +160,7 @@ class PlanRunner:
                 continue
             out[name] = executors.ApplicationScript(
                 name,
-                _Preparer(plan["Files"], script, folder / name, remaining),
+                _Preparer(plan["Files"], script, folder, name, remaining),
                 script.get("Options", {}),
                 remaining,
                 self._cfg.powershell,
@@ -172,22 +196,23 @@ class _Preparer:
         self,
         all_files: dict[str, Any],
         script: dict[str, Any],
-        folder: Path,
+        work: Path,
+        name: str,
         remaining: executors.Remaining,
     ) -> None:
         self._files = all_files
         self._script = script
-        self._folder = folder
+        self._work = work
+        self._folder = work / name
         self._remaining = remaining
         self._entry: Path | None = None
 
     def __call__(self) -> Path:
         if self._entry is None:
-            self._folder.mkdir(parents=True, exist_ok=True)
             entry_id = self._script["EntryPoint"]
             written = {
                 file_id: files.put_file(
-                    file_id, self._files[file_id], self._folder, self._remaining()
+                    file_id, self._files[file_id], self._folder, self._work, self._remaining()
                 )
                 for file_id in dict.fromkeys([entry_id, *plans.script_file_ids(self._script)])
             }

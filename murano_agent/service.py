@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
+import sys
 import threading
 import time
 import uuid
@@ -14,21 +16,30 @@ from typing import Any
 
 import kombu
 
-from murano_agent import broker, plans, process
+from murano_agent import broker, plans, process, results
 from murano_agent.config import AgentConfig, ConfigError
-from murano_agent.runner import PlanRunner
+from murano_agent.runner import PlanRunner, describe
 from murano_agent.security import Rejected, SignatureVerifier, StampGuard
 from murano_agent.storage import Outgoing, PlanStore, StoredMessage
 from murano_common import amqp
 
 LOG = logging.getLogger(__name__)
 
-#: A plan whose run was started this often without finishing is answered with an error.
+#: A plan whose run was started this often without finishing is answered with an error;
+#: so is a message redelivered this often without being read to the end (the agent died
+#: while reading it).
 MAX_ATTEMPTS = 3
+#: The recursion limit while serving, and the serving thread's stack: the AMQP client
+#: reads a header table with a Python call per level, so any table a broker frame can
+#: hold is read; JSON's C decoder (about 100 bytes of stack per level) meets the limit,
+#: and raises, long before the stack ends.
+RECURSION_LIMIT = 100_000
+STACK_BYTES = 256 << 20
 
 
 class AgentService(amqp.QueueConsumer):
-    """One guest agent. ``run()`` serves in the foreground; ``start()``/``stop()`` embed it.
+    """One guest agent: ``start()`` serves in a thread of its own (sized for deep
+    messages), ``wait()`` until stopped, ``stop()``.
 
     Works with plain threads and under ``eventlet.monkey_patch()`` (no busy
     loops; every wait has a timeout).
@@ -67,8 +78,18 @@ class AgentService(amqp.QueueConsumer):
         if self._thread and self._thread.is_alive():
             return
         self.stopping.clear()
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
         self._thread = threading.Thread(target=self.run, name=self.name, daemon=True)
-        self._thread.start()
+        previous = threading.stack_size(STACK_BYTES)
+        try:
+            self._thread.start()
+        finally:
+            threading.stack_size(previous)
+
+    def wait(self) -> None:
+        """Return once serving has stopped (signal handlers still run meanwhile)."""
+        while self._thread and self._thread.is_alive():
+            self._thread.join(amqp.POLL_SECONDS)
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop serving (after the plan in progress, if any) and close connections."""
@@ -119,29 +140,65 @@ class AgentService(amqp.QueueConsumer):
         self._run_pending()  # what is already stored still gets done without a broker
 
     def _on_message(self, message: kombu.Message) -> None:
+        """Keep or answer one message, then ack it: no message is delivered forever.
+
+        A message redelivered :data:`MAX_ATTEMPTS` times without being read to the end
+        (the agent died reading it each time) is answered with an error unread.
+        """
         body = message.body if isinstance(message.body, bytes) else message.body.encode("utf-8")
         properties = message.properties
         amqp_id = properties.get("message_id")
+        reply_to = properties.get("reply_to")
+        digest = None
+        if message.delivery_info.get("redelivered"):
+            digest = hashlib.sha256(body).hexdigest()
         try:
-            self._accept(body, amqp_id, properties.get("reply_to"), message.headers or {})
+            arrivals = self._store.redelivered(digest) if digest else 0
+            if arrivals > MAX_ATTEMPTS:
+                self._refuse(
+                    amqp_id,
+                    reply_to,
+                    plans.ERROR_UNEXPECTED,
+                    f"message arrived {arrivals} times and the agent stopped while reading it "
+                    f"each time before; it is not read again",
+                )
+            else:
+                self._accept(body, amqp_id, reply_to, message.headers or {})
         except Rejected as exc:
             LOG.warning(
                 "rejected message %s on %s: %s", amqp_id, self._cfg.rabbitmq.input_queue, exc
             )
+        except Exception as exc:  # a fault of the agent's own: answered, never redelivered
+            LOG.exception("message %s: the agent failed while receiving it", amqp_id)
+            message_text = f"the agent failed while receiving the message: {describe(exc)}"
+            self._refuse(amqp_id, reply_to, plans.ERROR_UNEXPECTED, message_text)
+        if digest:
+            self._store.handled(digest)
         message.ack()
+
+    def _refuse(self, plan_id: str | None, reply_to: str | None, code: int, text: str) -> None:
+        """Answer a message that is not kept as a plan with an error result; one with no
+        ID to answer to is dropped with a log line."""
+        if not plan_id:
+            LOG.error("dropped a message with no ID to answer to: %s", text)
+            return
+        LOG.warning("message %s refused: %s", plan_id, text)
+        self._store.answer(plan_id, reply_to, results.v2_failure(plan_id, code, text))
 
     def _accept(
         self, body: bytes, amqp_id: str | None, reply_to: str | None, headers: dict
     ) -> None:
-        """Check one message and keep it on disk (raises Rejected for refused ones)."""
+        """Check one message and keep it on disk, or answer it with an error when it is
+        not a plan (raises Rejected for refused ones)."""
         if self._verifier is not None:
             self._verifier.verify(body, headers.get("signature"))
         try:
-            plan = plans.decode(body)
-        except plans.PlanError:
-            plan = {}  # stored anyway: running it produces the error result
-        plan_id = str(plan.get("ID") or amqp_id or uuid.uuid4().hex)
-        reply_to = plan.get("ReplyTo") or reply_to
+            plan = plans.decode(body, self._cfg.max_message_bytes)
+            plan_id = plans.short_string(plan, "ID") or amqp_id or uuid.uuid4().hex
+            reply_to = plans.short_string(plan, "ReplyTo") or reply_to
+        except plans.PlanError as exc:
+            self._refuse(amqp_id, reply_to, exc.code, exc.message)
+            return
         if self._store.is_queued(plan_id):
             LOG.info("plan %s is already queued; ignoring the repeated delivery", plan_id)
             return

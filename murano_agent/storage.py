@@ -9,6 +9,9 @@ array per line:
                                       to be sent; the plan is done
     ["S", id]                         the oldest unsent result of ``id`` reached the broker
     ["K", id, result]                 a kept result, already sent (written by compaction)
+    ["D", digest]                     a redelivered message (SHA-256 of its body) arrives
+                                      (fdatasync'ed before it is read)
+    ["H", digest]                     that message was handled: its count is dropped
 
 plus ``<storage>/stamp``, the last accepted plan Stamp.
 
@@ -92,6 +95,7 @@ class PlanStore:
         self._attempts: collections.Counter[str] = collections.Counter()
         self._results: collections.OrderedDict[str, dict[str, Any]] = collections.OrderedDict()
         self._outgoing: list[Outgoing] = []
+        self._deliveries: collections.Counter[str] = collections.Counter()
         self._replay()
         self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self._size = os.fstat(self._fd).st_size
@@ -137,6 +141,10 @@ class PlanStore:
             self._drop_outgoing(record[1])
         elif kind == "K":
             self._keep(record[1], record[2])
+        elif kind == "D":
+            self._deliveries[record[1]] += 1
+        elif kind == "H":
+            self._deliveries.pop(record[1], None)
 
     def _append(self, record: list[Any], sync: bool = False) -> None:
         line = _line(record)
@@ -167,6 +175,8 @@ class PlanStore:
             lines.append(_line(["P", message.seq, message.plan_id, message.reply_to, data]))
             lines.extend(_line(["A", message.seq]) for _ in range(self._attempts[message.seq]))
         lines.extend(_line(["R", None, o.plan_id, o.reply_to, o.result]) for o in self._outgoing)
+        for digest, count in self._deliveries.items():
+            lines.extend(_line(["D", digest]) for _ in range(count))
         tmp = self._path.with_name("journal.tmp")
         with open(tmp, "wb") as out:
             out.writelines(lines)
@@ -230,9 +240,27 @@ class PlanStore:
 
     def resend(self, plan_id: str, reply_to: str | None) -> None:
         """Queue the stored result of ``plan_id`` for sending again."""
-        result = self._results[plan_id]
+        self.answer(plan_id, reply_to, self._results[plan_id])
+
+    def answer(self, plan_id: str, reply_to: str | None, result: dict[str, Any]) -> None:
+        """Queue ``result`` for a message not kept as a plan (one refused on arrival)."""
         self._append(["R", None, plan_id, reply_to, result])
+        self._keep(plan_id, result)
         self._outgoing.append(Outgoing(plan_id, reply_to, result))
+
+    # -- redeliveries ------------------------------------------------------------------
+
+    def redelivered(self, digest: str) -> int:
+        """Count, durably, one more arrival of a redelivered message whose body has this
+        SHA-256 ``digest``; returns how often it arrived without being handled."""
+        self._append(["D", digest], sync=True)
+        self._deliveries[digest] += 1
+        return self._deliveries[digest]
+
+    def handled(self, digest: str) -> None:
+        """The message with this digest was stored or answered: forget its count."""
+        if self._deliveries.pop(digest, None) is not None:
+            self._append(["H", digest])
 
     def outbox(self) -> list[Outgoing]:
         """Results to publish, oldest first."""

@@ -128,13 +128,14 @@ def test_bad_plans_each_get_an_error_and_the_agent_keeps_serving(client, make_ag
         expect_error(escaping, 2, "escapes the agent's work folder")
     assert not marker.exists()
     started = time.monotonic()
+    hang = f"sleep 37.{uuid.uuid4().int % 10**9:09d}"  # only this test's script matches it
     expect_error(
-        client.build_plan(script_plan(), resources(**{"run.sh": b"#!/bin/sh\nsleep 37.25\n"})),
+        client.build_plan(script_plan(), resources(**{"run.sh": f"#!/bin/sh\n{hang}\n".encode()})),
         100,
         "timed out",
     )
     assert time.monotonic() - started < 5
-    leftover = subprocess.run(["pgrep", "-f", "sleep 37.25"], capture_output=True)
+    leftover = subprocess.run(["pgrep", "-f", hang], capture_output=True)
     assert leftover.returncode == 1, "the hanging script's process was not killed"
     chef = client.build_plan(
         script_plan(body="return run({})", Type="Chef", EntryPoint="cook::book"), run_sh

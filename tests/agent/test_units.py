@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import json
 import subprocess
 import sys
+import threading
 
 import pytest
 
-from murano_agent import plans, storage
+from murano_agent import plans, service, storage
 from murano_agent.config import ConfigError, load_config
 from murano_agent.executors import ps_literal
 from murano_agent.files import sweep
@@ -236,6 +238,79 @@ def test_store_skips_a_torn_journal_line_and_compacts(tmp_path, monkeypatch):
     again = PlanStore(tmp_path)
     assert [m.plan_id for m in again.pending()] == ["p1"] and again.outbox() == []
     assert not again.has_result("q2") and again.stored_result("q4") == {"n": 4}
+
+
+def test_store_counts_redeliveries_across_restarts_and_compaction(tmp_path, monkeypatch):
+    store = PlanStore(tmp_path)
+    assert store.redelivered("d1") == 1 and store.redelivered("d2") == 1
+    assert PlanStore(tmp_path).redelivered("d1") == 2  # as after the agent died reading it
+    store = PlanStore(tmp_path)
+    store.handled("d2")
+    store.handled("d-never-counted")  # an ordinary message: nothing is written
+    monkeypatch.setattr(storage, "COMPACT_BYTES", 200)
+    for index in range(3):
+        store.receive(f"q{index}", b"x" * 50, None)
+        store.finish(store.pending()[-1], {"n": index})
+        store.sent(store.outbox()[0])
+    assert (tmp_path / "journal").stat().st_size < 400  # compacted
+    again = PlanStore(tmp_path)
+    assert again.redelivered("d1") == 3 and again.redelivered("d2") == 1
+    store.answer("m-bad", None, {"ErrorCode": 2})
+    [outgoing] = PlanStore(tmp_path).outbox()
+    assert (outgoing.plan_id, outgoing.result) == ("m-bad", {"ErrorCode": 2})
+
+
+def in_serving_thread(function, *args):
+    """``function(*args)`` called on a thread sized as the agent's serving thread."""
+    outcome: list = []
+
+    def call() -> None:
+        try:
+            outcome.append(function(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            outcome.append(exc)
+
+    previous = threading.stack_size(service.STACK_BYTES)
+    try:
+        thread = threading.Thread(target=call)
+        thread.start()
+    finally:
+        threading.stack_size(previous)
+    thread.join()
+    return outcome[0]
+
+
+def test_messages_too_deep_or_too_big_are_plan_errors():
+    deep = b"[" * 200_000
+    error = in_serving_thread(plans.decode, deep, len(deep))
+    assert isinstance(error, PlanError)
+    assert error.message == "message body nests deeper than 100 levels"
+    nested = {"ID": "x", "Parameters": json.loads("[" * 99 + "]" * 99)}  # 100 levels
+    assert plans.decode(json.dumps(nested).encode(), 10_000) == nested
+    nested["Parameters"] = [nested["Parameters"]]
+    with pytest.raises(PlanError, match="message body nests deeper than 100 levels"):
+        plans.decode(json.dumps(nested).encode(), 10_000)
+    with pytest.raises(PlanError, match="message body is 11 bytes, more than the 10 allowed"):
+        plans.decode(b'{"ID": "x"}', 10)
+    with pytest.raises(PlanError, match="message body is not a JSON object"):
+        plans.decode(b"null", 10)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("../..", "Scripts.../..: script name '../..' escapes the agent's work folder"),
+        ("C:", "Scripts.C:: script name 'C:' escapes the agent's work folder"),
+        ("a\\b", "Scripts.a\\b: script name 'a\\\\b' is not a single folder name"),
+        ("", "Scripts.: script name '' is not a valid path"),
+    ],
+)
+def test_script_names_are_single_folder_names(name, message):
+    plan = {"FormatVersion": "2.0.0", "Scripts": {name: {"Type": "Application",
+            "EntryPoint": "f"}}, "Files": {"f": {"Name": "f", "BodyType": "Text", "Body": ""}}}
+    with pytest.raises(PlanError) as caught:
+        plans.validate_v2(plan, (2, 0, 0))
+    assert caught.value.message == message
 
 
 def test_sweep_keeps_only_the_files_about_to_be_rewritten(tmp_path):
