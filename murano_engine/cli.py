@@ -83,7 +83,13 @@ def _run(options: argparse.Namespace) -> int:
     if method is None:
         raise errors.NoMethodFound(f"method {method_name!r} is not found in {cls.name}")
     if options.model:
-        data = json.loads(Path(options.model).read_text())
+        from murano_engine.dsl.json_loader import load_json
+        try:
+            text = Path(options.model).read_bytes()
+        except OSError as exc:
+            raise errors.LoadError(f"cannot read the model: {exc.strerror}",
+                                   file=options.model) from None
+        data = load_json(text, options.model)
         model.load_model(executor, data)
         receiver = next((o for o in executor.objects.values()
                          if o.murano_class.is_compatible(cls)), None)
