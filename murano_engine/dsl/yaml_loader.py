@@ -67,8 +67,15 @@ def load_documents(text: str | bytes, filename: str,
         mark = exc.problem_mark or exc.context_mark
         pos = Position(filename, mark.line + 1, mark.column + 1) if mark else None
         raise LoadError(f"malformed YAML: {exc.problem or exc.context}", pos) from None
+    except yaml.reader.ReaderError as exc:
+        before = text[:exc.position]
+        newline = b"\n" if isinstance(before, bytes) else "\n"
+        pos = Position(filename, before.count(newline) + 1,
+                       exc.position - before.rfind(newline))
+        raise LoadError(f"malformed YAML: {exc.reason} (character {exc.character!r})",
+                        pos) from None
     except yaml.YAMLError as exc:
-        raise LoadError(f"malformed YAML: {exc}", file=filename) from None
+        raise LoadError(f"malformed YAML: {str(exc).splitlines()[0]}", file=filename) from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise LoadError(f"malformed YAML: {exc}", file=filename) from None
 
