@@ -7,15 +7,14 @@ class's ``Config`` properties and as defaults of the others.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from murano_engine.dsl import errors, values
 from murano_engine.dsl.classes import MuranoClass
+from murano_engine.dsl.json_loader import load_json
+from murano_engine.dsl.yaml_loader import load_plain
 
 
 class ClassConfigFiles:
@@ -40,10 +39,10 @@ class ClassConfigFiles:
         if version.major == 0:
             stems.append(cls.name)
         for stem in stems:
-            for suffix, parse in ((".json", json.loads), (".yaml", yaml.safe_load)):
+            for suffix, parse in ((".json", load_json), (".yaml", load_plain)):
                 path = self.folder / (stem + suffix)
                 if path.is_file():
-                    data = parse(path.read_text(encoding="utf-8"))
+                    data = parse(path.read_bytes(), str(path))
                     if not isinstance(data, dict):
                         raise errors.LoadError("a class config must be a mapping",
                                                file=str(path))

@@ -45,9 +45,10 @@ def describe_error(exc: BaseException) -> str:
     """One error message with the MuranoPL stack when code was running."""
     from murano_engine.dsl import errors
     if isinstance(exc, errors.LoadError):
-        return f"error: {exc}"
-    message = getattr(exc, "message", None) or str(exc)
-    text = f"error: {errors.python_name(exc)}: {message}"
+        text = f"error: {exc}"
+    else:
+        message = getattr(exc, "message", None) or str(exc)
+        text = f"error: {errors.python_name(exc)}: {message}"
     stack = errors.stack_of(exc)
     if stack:
         text += "\nMuranoPL stack (most recent call last):\n" + errors.format_stack(stack)
@@ -58,6 +59,10 @@ def _parse_arg(text: str) -> tuple[str, Any]:
     name, sep, raw = text.partition("=")
     if not sep or not name:
         raise SystemExit(f"error: --arg takes NAME=JSON, got {text!r}")
+    from murano_engine.dsl.json_loader import nesting_depth
+    from murano_engine.dsl.yaml_loader import MAX_DEPTH
+    if nesting_depth(raw) > MAX_DEPTH:
+        raise SystemExit(f"error: --arg {name}: JSON nested deeper than {MAX_DEPTH} levels")
     try:
         return name, json.loads(raw)
     except json.JSONDecodeError:
@@ -83,7 +88,13 @@ def _run(options: argparse.Namespace) -> int:
     if method is None:
         raise errors.NoMethodFound(f"method {method_name!r} is not found in {cls.name}")
     if options.model:
-        data = json.loads(Path(options.model).read_text())
+        from murano_engine.dsl.json_loader import load_json
+        try:
+            text = Path(options.model).read_bytes()
+        except OSError as exc:
+            raise errors.LoadError(f"cannot read the model: {exc.strerror}",
+                                   file=options.model) from None
+        data = load_json(text, options.model)
         model.load_model(executor, data)
         receiver = next((o for o in executor.objects.values()
                          if o.murano_class.is_compatible(cls)), None)

@@ -19,6 +19,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from murano_engine.dsl.errors import LoadError
+from murano_engine.dsl.json_loader import load_json
+
 if TYPE_CHECKING:
     from murano_common.options import Values
     from murano_engine.dsl.runtime import Interpreter
@@ -50,12 +53,11 @@ class ProgressPrinter:
 
 def read_json(path: str | Path, what: str) -> Any:
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return load_json(Path(path).read_bytes(), str(path))
     except FileNotFoundError:
         raise SystemExit(f"error: {what} {path} does not exist") from None
-    except json.JSONDecodeError as exc:
-        raise SystemExit(f"error: {what} {path}:{exc.lineno}:{exc.colno}: "
-                         f"malformed JSON: {exc.msg}") from None
+    except LoadError as exc:
+        raise SystemExit(f"error: {what} {exc}") from None
 
 
 def incoming_model(model: Any, previous: Mapping[str, Any] | None) -> dict[str, Any]:

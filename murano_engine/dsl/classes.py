@@ -8,7 +8,7 @@ per-run state (static property values, locks) lives in the executor.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from murano_engine.dsl import errors
@@ -32,9 +32,13 @@ class NamespaceResolver:
 
     def __init__(self, namespaces: dict[str, Any] | None, position: Position | None) -> None:
         self.namespaces: dict[str, str] = {"=": "", "": ""}
+        if namespaces is not None and not isinstance(namespaces, dict):
+            raise LoadError("Namespaces must be a mapping of prefixes to namespaces", position)
         for prefix, namespace in (namespaces or {}).items():
             if not isinstance(prefix, str) or (prefix != "=" and not _PREFIX.match(prefix)):
                 raise LoadError(f"invalid namespace prefix {prefix!r}", position)
+            if namespace is not None and not isinstance(namespace, str):
+                raise LoadError(f"namespace of prefix {prefix!r} must be a name", position)
             self.namespaces[prefix] = namespace or ""
         self.position = position
 
@@ -85,6 +89,11 @@ class Declaration:
         return self._compiled_default
 
 
+def _one_of(value: Any, allowed: Iterable[str]) -> bool:
+    """Whether ``value`` is one of the ``allowed`` words (a list or a mapping never is)."""
+    return isinstance(value, str) and value in allowed
+
+
 def _checked_declaration(kind: str, name: str, decl: Any, usages: Any,
                          default_usage: str, position: Position | None) -> str:
     position = position_of(decl) or position
@@ -93,7 +102,7 @@ def _checked_declaration(kind: str, name: str, decl: Any, usages: Any,
     if "Contract" not in decl:
         raise LoadError(f"{kind} {name!r} has no Contract", position)
     usage = decl.get("Usage", default_usage)
-    if usage not in usages:
+    if not _one_of(usage, usages):
         raise LoadError(f"{kind} {name!r}: unknown Usage {usage!r}", position)
     return usage
 
@@ -151,10 +160,10 @@ class MethodSpec:
         if not isinstance(decl, dict):
             raise LoadError(f"method {name!r} must be a mapping", position)
         usage = decl.get("Usage", "Runtime")
-        if usage not in METHOD_USAGES:
+        if not _one_of(usage, METHOD_USAGES):
             raise LoadError(f"method {name!r}: unknown Usage {usage!r}", position)
         scope = decl.get("Scope", "Session")
-        if scope not in ("Session", "Public"):
+        if not _one_of(scope, ("Session", "Public")):
             raise LoadError(f"method {name!r}: unknown Scope {scope!r}", position)
         if usage == "Action" and "Scope" in decl and scope == "Session":
             raise LoadError(f"method {name!r}: Usage Action cannot have Scope Session",
@@ -364,7 +373,7 @@ def build_class(name: str, doc: dict, package: Package, namespaces: NamespaceRes
     """Build a class from its YAML document (parents resolved by the caller)."""
     position = position_of(doc)
     usage = doc.get("Usage", "Class")
-    if usage not in ("Class", "Meta"):
+    if not _one_of(usage, ("Class", "Meta")):
         raise LoadError(f"class {name}: unknown Usage {usage!r}", position)
     for key in ("Properties", "Methods", "Workflow"):
         if doc.get(key) is not None and not isinstance(doc[key], dict):

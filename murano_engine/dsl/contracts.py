@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from yaql.language import exceptions as yaql_exceptions
 from yaql.language.utils import FrozenDict
 
 from murano_engine.dsl import errors
@@ -79,7 +80,14 @@ def _expression_contract(expr: Expression) -> Any:
         data["$1"] = value
         data["$this"] = scope.this
         data["$?contract"] = scope
-        return expr.evaluate_contract(ctx)
+        try:
+            return expr.evaluate_contract(ctx)
+        except yaql_exceptions.YaqlException as exc:
+            if errors.stack_of(exc):  # raised by a method the contract ran: keep it
+                raise
+            # A contract that cannot be evaluated (``$.str*ng()``) is the class's fault.
+            raise errors.ContractViolationException(
+                f"{expr.position}: contract {expr.source!r} cannot be evaluated: {exc}") from None
     return apply
 
 

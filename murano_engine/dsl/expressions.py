@@ -11,6 +11,7 @@ import functools
 from typing import Any
 
 from yaql.language import exceptions as yaql_exceptions
+from yaql.language import expressions as yaql_expressions
 from yaql.language import factory as yaql_factory
 
 from murano_engine.dsl import compiler, values
@@ -70,18 +71,42 @@ class Expression:
         return self.source
 
 
+#: the deepest an expression's syntax tree may nest: compiling it recurses per level
+MAX_EXPRESSION_DEPTH = 200
+
+
 def parse(text: str, position: Position | None = None) -> Expression:
     """Parse ``text`` as yaql; a syntax error names the position."""
     try:
         node = engine()(text)
     except (yaql_exceptions.YaqlException, KeyError, IndexError) as exc:
         raise LoadError(f"invalid expression {text!r}: {exc}", position) from None
-    return Expression(text, position, node)
+    return Expression(text, position, _shallow(node, text, position))
+
+
+def _shallow(node: Any, text: str, position: Position | None) -> Any:
+    """``node``, checked to nest no deeper than MAX_EXPRESSION_DEPTH (an iterative walk)."""
+    pending = [(node, 1)]
+    while pending:
+        current, depth = pending.pop()
+        if depth > MAX_EXPRESSION_DEPTH:
+            shown = text if len(text) <= 60 else text[:57] + "..."
+            raise LoadError(f"expression {shown!r} nests deeper than "
+                            f"{MAX_EXPRESSION_DEPTH} levels", position)
+        children = getattr(current, "args", ())
+        for name in ("expression", "expr", "source", "destination"):
+            child = getattr(current, name, None)
+            if child is not None:
+                children = (*children, child)
+        pending.extend((child, depth + 1) for child in children
+                       if isinstance(child, yaql_expressions.Expression))
+    return node
 
 
 def try_parse(text: str, position: Position) -> Expression | None:
     """An expression for ``text``, or ``None`` when it is not valid yaql."""
     try:
-        return Expression(text, position, engine()(text))
+        node = engine()(text)
     except (yaql_exceptions.YaqlException, KeyError, IndexError):
         return None
+    return Expression(text, position, _shallow(node, text, position))

@@ -49,6 +49,9 @@ def is_object_dict(value: Any) -> bool:
 
 def parse_object(value: Mapping, executor: Executor,
                  default_cls: MuranoClass | None = None) -> ObjectSpec:
+    if not isinstance(value, Mapping):
+        raise errors.ContractViolationException(
+            f"an object must be a dict, not {type(value).__name__} {str(value)[:60]!r}")
     header = value.get("?")
     if isinstance(header, Mapping):
         type_value = header.get("type")
@@ -57,6 +60,9 @@ def parse_object(value: Mapping, executor: Executor,
         if cls is None:
             raise errors.NoClassFound(f"object {header.get('id')!r} has no type")
         props = {k: v for k, v in value.items() if isinstance(k, str) and k != "?"}
+        if not isinstance(header.get("id"), str | None):
+            raise errors.ContractViolationException(
+                f"object id {str(header.get('id'))[:60]!r} is not a string")
         return ObjectSpec(cls, header.get("id"), header.get("name"), props,
                           header.get("metadata"),
                           {k: v for k, v in header.items() if isinstance(k, str)
@@ -106,8 +112,16 @@ def load_model(executor: Executor, model: Mapping) -> MuranoObject | None:
     loaded. Objects only in ``ObjectsCopy`` were removed by the user: they are
     made too, and the garbage collection that follows destroys them.
     """
+    if not isinstance(model, Mapping):
+        raise errors.ContractViolationException(
+            f"a model must be a dict, not {type(model).__name__}")
     objects = model.get("Objects")
     copy = model.get("ObjectsCopy")
+    attributes = model.get("Attributes") or ()
+    if not isinstance(attributes, list | tuple) or not all(
+            isinstance(a, list | tuple) and len(a) == 4 for a in attributes):
+        raise errors.ContractViolationException(
+            "a model's Attributes must be a list of [object id, class, name, value]")
     index: dict[str, Mapping] = {}
     index_objects(objects, index)
     live_ids = set(index)
@@ -121,8 +135,11 @@ def load_model(executor: Executor, model: Mapping) -> MuranoObject | None:
     finally:
         executor.loading_index = None
         pending = executor.pending_init_end()
-    for attribute in model.get("Attributes") or ():
-        object_id, owner_class, name, value = attribute
+    for object_id, owner_class, name, value in attributes:
+        if not all(isinstance(part, str) for part in (object_id, owner_class, name)):
+            raise errors.ContractViolationException(
+                f"a model attribute's object id, class and name must be strings: "
+                f"{str([object_id, owner_class, name])[:80]}")
         obj = executor.objects.get(object_id)
         if obj is not None:
             obj.attributes[(owner_class, name)] = values.freeze(value)

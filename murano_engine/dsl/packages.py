@@ -349,6 +349,16 @@ def read_manifest(source: PackageSource) -> dict:
             problems.append(f"{key} must be a mapping")
     if manifest.get("Tags") is not None and not isinstance(manifest["Tags"], list):
         problems.append("Tags must be a list")
+    try:
+        parse_version(manifest.get("Version"))
+    except ValueError as exc:
+        problems.append(f"invalid Version {manifest.get('Version')!r}: {exc}")
+    if isinstance(manifest.get("Require"), dict):
+        for name, spec in manifest["Require"].items():
+            try:
+                version_matches(parse_version(None), spec)
+            except LoadError as exc:
+                problems.append(f"Require {name}: {exc.message}")
     if problems:
         position = manifest.position if isinstance(manifest, SourceMap) else None
         raise errors.LoadErrors([LoadError(p, position, file=where) for p in problems])

@@ -4,6 +4,10 @@ The rule Murano packages rely on: an unquoted scalar becomes an expression
 only when it is not just letters, digits, ``_``, spaces and dots, and it
 parses as yaql. Quoted scalars are always strings; ``!yaql`` forces an
 expression. Every mapping remembers where it was written (:class:`SourceMap`).
+
+Files come from people the operator does not control, so every file is read
+with libyaml (whatever tags it uses) and first checked on its event stream:
+its size, how deep it nests and how many nodes its aliases expand to.
 """
 
 from __future__ import annotations
@@ -17,6 +21,12 @@ import yaml
 from murano_engine.dsl.errors import LoadError, Position
 
 _BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+#: the largest YAML or JSON file read, in bytes
+MAX_BYTES = 16 * 1024 * 1024
+#: the deepest nesting of lists and mappings in a YAML or JSON file
+MAX_DEPTH = 200
+#: the most nodes a YAML file may hold once its aliases are expanded
+MAX_NODES = 1_000_000
 _PLAIN_WORDS = re.compile(r"^[\s\w.]*$")
 
 ExpressionFactory = Callable[[str, Position], Any]
@@ -44,17 +54,79 @@ def load_documents(text: str | bytes, filename: str,
     expressions; it returns ``None`` for text that does not parse, which then
     stays a string. Without it, scalars stay strings (manifests, UI files).
     """
-    loader = _make_loader(text, filename, make_expression)
+    if len(text) > MAX_BYTES:
+        raise LoadError(f"file is larger than {MAX_BYTES} bytes", file=filename)
     try:
-        return list(loader.construct_document(node) for node in _compose_all(loader))
+        explicit = check_events(text, filename)
+        loader = _make_loader(text, filename, make_expression, explicit)
+        try:
+            return list(loader.construct_document(node) for node in _compose_all(loader))
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         pos = Position(filename, mark.line + 1, mark.column + 1) if mark else None
         raise LoadError(f"malformed YAML: {exc.problem or exc.context}", pos) from None
+    except yaml.reader.ReaderError as exc:
+        before = text[:exc.position]
+        newline = b"\n" if isinstance(before, bytes) else "\n"
+        pos = Position(filename, before.count(newline) + 1,
+                       exc.position - before.rfind(newline))
+        raise LoadError(f"malformed YAML: {exc.reason} (character {exc.character!r})",
+                        pos) from None
     except yaml.YAMLError as exc:
+        raise LoadError(f"malformed YAML: {str(exc).splitlines()[0]}", file=filename) from None
+    except (UnicodeDecodeError, ValueError) as exc:
         raise LoadError(f"malformed YAML: {exc}", file=filename) from None
-    finally:
-        loader.dispose()
+
+
+def check_events(text: str | bytes, filename: str) -> set[tuple[int, int]]:
+    """Refuse a YAML stream nested deeper than MAX_DEPTH or expanding past MAX_NODES.
+
+    Reads the stream's events only (libyaml, no nodes built), so a bomb is
+    refused before it costs memory. Returns the (line, column) of every
+    scalar with an explicit tag (``!!str $x`` is a string, not an expression).
+    """
+    explicit: set[tuple[int, int]] = set()
+    sizes: dict[str, int] = {}
+    open_collections: list[tuple[str | None, int]] = []
+    total = 0
+    for event in yaml.parse(text, Loader=_BaseLoader):
+        kind = type(event)
+        if kind is yaml.ScalarEvent:
+            total += 1
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+            if event.tag not in (None, "!"):
+                explicit.add((event.start_mark.line, event.start_mark.column))
+        elif kind is yaml.AliasEvent:
+            if any(anchor == event.anchor for anchor, _ in open_collections):
+                raise LoadError(f"alias *{event.anchor} refers to a collection holding it",
+                                _position(filename, event.start_mark))
+            total += sizes.get(event.anchor, 1)
+            if total > MAX_NODES:
+                raise LoadError(f"YAML aliases expand to more than {MAX_NODES} nodes",
+                                _position(filename, event.start_mark))
+        elif kind is yaml.SequenceStartEvent or kind is yaml.MappingStartEvent:
+            total += 1
+            open_collections.append((event.anchor, total))
+            if len(open_collections) > MAX_DEPTH:
+                raise LoadError(f"YAML nested deeper than {MAX_DEPTH} levels",
+                                _position(filename, event.start_mark))
+        elif kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
+            anchor, start = open_collections.pop()
+            if anchor is not None:
+                sizes[anchor] = total - start + 1
+        elif kind is yaml.DocumentStartEvent:
+            sizes.clear()
+        if total > MAX_NODES:
+            raise LoadError(f"YAML holds more than {MAX_NODES} nodes",
+                            _position(filename, event.start_mark))
+    return explicit
+
+
+def _position(filename: str, mark: Any) -> Position:
+    return Position(filename, mark.line + 1, mark.column + 1)
 
 
 def load_plain(text: str | bytes, filename: str) -> Any:
@@ -72,29 +144,14 @@ def _compose_all(loader: yaml.SafeLoader):
         yield loader.get_node()
 
 
-class _TagAwareLoader(yaml.SafeLoader):
-    """The pure-Python loader, used when a file has ``!!str`` plain scalars.
-
-    The C loader cannot tell ``!!str $x`` from a plain ``$x``; this one marks
-    scalars whose tag was written explicitly.
-    """
-
-    def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
-        explicit = self.peek_event().tag not in (None, "!")
-        node = super().compose_scalar_node(anchor)
-        node.explicit_tag = explicit  # type: ignore[attr-defined]
-        return node
-
-
 def _make_loader(text: str | bytes, filename: str,
-                 make_expression: ExpressionFactory | None) -> yaml.SafeLoader:
-    needs_tags = (b"!!str" if isinstance(text, bytes) else "!!str") in text
-
-    class Loader(_TagAwareLoader if needs_tags else _BaseLoader):  # type: ignore[misc,valid-type]
+                 make_expression: ExpressionFactory | None,
+                 explicit: set[tuple[int, int]]) -> yaml.SafeLoader:
+    class Loader(_BaseLoader):  # type: ignore[misc,valid-type]
         pass
 
     def position(node: yaml.Node) -> Position:
-        return Position(filename, node.start_mark.line + 1, node.start_mark.column + 1)
+        return _position(filename, node.start_mark)
 
     def construct_mapping(loader: Loader, node: yaml.MappingNode) -> SourceMap:
         loader.flatten_mapping(node)
@@ -113,7 +170,7 @@ def _make_loader(text: str | bytes, filename: str,
     def construct_string(loader: Loader, node: yaml.ScalarNode) -> Any:
         value = loader.construct_scalar(node)
         if (make_expression is not None and not node.style
-                and not getattr(node, "explicit_tag", False)
+                and (node.start_mark.line, node.start_mark.column) not in explicit
                 and not _PLAIN_WORDS.match(value)):
             expr = make_expression(value, position(node))
             if expr is not None:

@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import yaml
-
 from murano_engine.dsl import values
-from murano_engine.dsl.errors import LoadError
+from murano_engine.dsl.json_loader import load_json
 from murano_engine.dsl.natives import NativeCall, native_class, static
+from murano_engine.dsl.yaml_loader import load_plain
 
 
-def _read(call: NativeCall, name: str, owner: Any) -> bytes:
+def _read(call: NativeCall, name: str, owner: Any) -> tuple[bytes, str]:
+    """A resource's bytes and how to name it in errors (its file)."""
     if owner is not None and hasattr(owner, "murano_class"):
         package = owner.murano_class.package
     else:
         caller = call.caller_class()
         package = caller.package if caller is not None else call.frame.murano_class.package
     try:
-        return package.read_resource(str(name))
+        return (package.read_resource(str(name)),
+                package.source.display(f"Resources/{name}"))
     except (OSError, FileNotFoundError) as exc:
         raise FileNotFoundError(
             f"resource {name!r} not found in package {package.name}: {exc}") from None
@@ -35,17 +35,13 @@ class Resources:
 
     @static
     def string(call: NativeCall, name: str, owner: Any = None, binary: bool = False) -> Any:
-        data = _read(call, name, owner)
+        data, _ = _read(call, name, owner)
         return data if binary else data.decode("utf-8")
 
     @static
     def json(call: NativeCall, name: str, owner: Any = None) -> Any:
-        return values.freeze(json.loads(_read(call, name, owner)))
+        return values.freeze(load_json(*_read(call, name, owner)))
 
     @static
     def yaml(call: NativeCall, name: str, owner: Any = None) -> Any:
-        text = _read(call, name, owner)
-        try:
-            return values.freeze(yaml.safe_load(text))
-        except yaml.YAMLError as exc:
-            raise LoadError(f"malformed YAML in resource {name!r}: {exc}") from None
+        return values.freeze(load_plain(*_read(call, name, owner)))

@@ -14,6 +14,8 @@ from murano_engine.clouds.base import TemplateError
 from murano_engine.clouds.local.catalog import RESOURCE_TYPES
 from murano_engine.clouds.local.functions import check
 from murano_engine.clouds.local.resource import ResourceType
+from murano_engine.dsl.json_loader import nesting_depth
+from murano_engine.dsl.yaml_loader import MAX_DEPTH
 
 HOT_VERSIONS = frozenset(
     {
@@ -259,6 +261,8 @@ def _number(value: Any) -> int | float:
 
 def _json(value: Any) -> Any:
     if isinstance(value, str):
+        if nesting_depth(value) > MAX_DEPTH:
+            raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
         return json.loads(value)
     if not isinstance(value, dict | list):
         raise ValueError("not a map or list")

@@ -22,9 +22,9 @@ import gzip
 import zlib
 from email.message import Message
 
-import yaml
-
 from murano_engine.clouds.base import CloudError
+from murano_engine.dsl.errors import LoadError
+from murano_engine.dsl.yaml_loader import load_plain
 
 AGENT_CONF_SUFFIX = "agent.conf"
 
@@ -71,8 +71,8 @@ def _from_part(part: Message) -> str | None:
 
 def _from_cloud_config(text: str) -> str | None:
     try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        document = load_plain(text, "user data")
+    except LoadError as exc:
         raise UserDataError(f"user data is not valid cloud-config YAML: {exc}") from None
     if not isinstance(document, dict):
         return None

@@ -1,0 +1,45 @@
+"""Reading JSON from files people outside the operator's control write.
+
+Python's JSON decoder recurses once per level of nesting, so a document of
+20,000 nested ``[`` can crash the process; the nesting is measured on the
+text before it is decoded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from itertools import accumulate
+from typing import Any
+
+from murano_engine.dsl.errors import LoadError, Position
+from murano_engine.dsl.yaml_loader import MAX_BYTES, MAX_DEPTH
+
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+_STEP = str.maketrans({"[": "+", "{": "+", "]": "-", "}": "-"})
+
+
+def nesting_depth(text: str) -> int:
+    """How deep the lists and objects of a JSON text nest (strings ignored)."""
+    brackets = _NOT_BRACKETS.sub("", _STRINGS.sub("", text)).translate(_STEP)
+    return max(accumulate(1 if c == "+" else -1 for c in brackets), default=0)
+
+
+def load_json(text: str | bytes, filename: str) -> Any:
+    """Decode a JSON file; a malformed, too large or too deep one is a LoadError."""
+    if len(text) > MAX_BYTES:
+        raise LoadError(f"file is larger than {MAX_BYTES} bytes", file=filename)
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LoadError(f"malformed JSON: not UTF-8 ({exc.reason} at byte {exc.start})",
+                        file=filename) from None
+    if nesting_depth(text) > MAX_DEPTH:
+        raise LoadError(f"JSON nested deeper than {MAX_DEPTH} levels", file=filename)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LoadError(f"malformed JSON: {exc.msg}",
+                        Position(filename, exc.lineno, exc.colno)) from None
