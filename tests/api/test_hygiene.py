@@ -3,6 +3,8 @@ path, JSON bodies are bounded, static actions honour their timeout and leave the
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from murano_engine.api.catalog import pack_folder
@@ -35,7 +37,7 @@ def api(tmp_path_factory):
 @pytest.fixture
 def draft(api):
     """An environment, an open session on it and the session's header."""
-    env = api.ok("POST", "/v1/environments", json={"name": f"env-{id(object())}"})
+    env = api.ok("POST", "/v1/environments", json={"name": f"env-{uuid.uuid4().hex}"})
     base = f"/v1/environments/{env['id']}"
     sid = api.ok("POST", f"{base}/configure")["id"]
     return env, base, {"X-Configuration-Session": sid}
