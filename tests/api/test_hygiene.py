@@ -3,11 +3,14 @@ path, JSON bodies are bounded, static actions honour their timeout and leave the
 
 from __future__ import annotations
 
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from murano_engine.api.catalog import pack_folder
+from murano_engine.api.config import ConfigError, load_settings
 from murano_engine.api.environments import edit_services
 from murano_engine.api.errors import ApiError
 from tests.api.conftest import PACKAGES, ApiServer
@@ -147,3 +150,78 @@ def test_an_unexpected_failure_gives_only_a_request_id(caplog):
         ApiError(f"cannot read {__file__}", status=400))
     body = Client(app).get("/v1/environments").get_json()["error"]
     assert body["message"] == "cannot read tests/api/test_hygiene.py"
+
+
+def _nap(api: ApiServer, seconds: int) -> object:
+    return api.request("POST", "/v1/actions", json={
+        "className": "com.example.apitest.Echo", "methodName": "nap",
+        "parameters": {"seconds": seconds}})
+
+
+def _add(api: ApiServer) -> object:
+    return api.ok("POST", "/v1/actions", json={
+        "className": "com.example.apitest.Echo", "methodName": "add",
+        "parameters": {"a": 2, "b": 3}})
+
+
+def _slow_static_actions(api: ApiServer, count: int, seconds: int) -> tuple[list, float]:
+    """``count`` slow static actions at once; the slowest GET /v1/environments meanwhile."""
+    with ThreadPoolExecutor(count) as pool:
+        calls = [pool.submit(_nap, api, seconds) for _ in range(count)]
+        time.sleep(0.3)
+        slowest = 0.0
+        while not all(c.done() for c in calls):
+            started = time.monotonic()
+            api.ok("GET", "/v1/environments")
+            slowest = max(slowest, time.monotonic() - started)
+            time.sleep(0.1)
+        return [c.result() for c in calls], slowest
+
+
+def test_static_actions_time_out_and_leave_the_api_answering(start_api):
+    api = start_api(api_workers="4", engine={"static_action_timeout": "1",
+                                             "static_action_workers": "2"})
+    api.ok("POST", "/v1/catalog/packages", files={"p": ("p.zip", pack_folder(
+        PACKAGES / "apitest"))})
+    assert api.ok("POST", "/v1/actions", json={
+        "className": "com.example.apitest.Echo", "methodName": "nap",
+        "parameters": {"seconds": 0}}) == 0
+    started = time.monotonic()
+    answers, slowest = _slow_static_actions(api, 9, 4)
+    assert slowest < 1.0 and time.monotonic() - started < 3
+    timed_out = [clean_error(a, 504)["message"] for a in answers if a.status_code == 504]
+    busy = [clean_error(a, 503)["message"] for a in answers if a.status_code == 503]
+    assert len(timed_out) == 2 and len(busy) == 7, [a.text for a in answers]
+    assert all("static_action_timeout (1 s)" in m and "Echo.nap" in m for m in timed_out)
+    assert all("static_action_workers" in m for m in busy)
+    time.sleep(3.5)  # the naps end and give their threads back
+    assert _add(api) == 5
+
+
+def test_static_action_timeout_through_workers(start_api, pg_database):
+    api = start_api(pg_database, broker=True, api_workers="4",
+                    engine={"static_action_timeout": "1", "static_action_workers": "2"})
+    api.start_worker()
+    api.ok("POST", "/v1/catalog/packages", files={"p": ("p.zip", pack_folder(
+        PACKAGES / "apitest"))})
+    assert _add(api) == 5
+    answers, slowest = _slow_static_actions(api, 6, 2)
+    assert slowest < 1.0
+    statuses = sorted(a.status_code for a in answers)
+    assert statuses == [503] * 4 + [504] * 2, [a.text for a in answers]
+    assert all("static_action_timeout (1 s)" in clean_error(a, 504)["message"]
+               for a in answers if a.status_code == 504)
+    time.sleep(2.5)
+    assert _add(api) == 5
+
+
+def test_static_action_workers_stay_below_the_request_threads(tmp_path):
+    config = tmp_path / "api.conf"
+    for text, named in (("[engine]\nstatic_action_workers = 8\n", "static_action_workers"),
+                        ("[engine]\nstatic_action_workers = 0\n", "static_action_workers"),
+                        ("[engine]\nstatic_action_timeout = 0\n", "static_action_timeout")):
+        config.write_text(text)
+        with pytest.raises(ConfigError, match=named):
+            load_settings(config)
+    config.write_text("[engine]\nstatic_action_workers = 7\n")
+    assert load_settings(config).static_action_workers == 7
