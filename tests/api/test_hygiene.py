@@ -186,6 +186,9 @@ def test_static_actions_time_out_and_leave_the_api_answering(start_api):
     assert api.ok("POST", "/v1/actions", json={
         "className": "com.example.apitest.Echo", "methodName": "nap",
         "parameters": {"seconds": 0}}) == 0
+    thrown = api.request("POST", "/v1/actions", json={
+        "className": "com.example.apitest.Echo", "methodName": "boom"})
+    assert clean_error(thrown, 503)["message"] == "static boom"
     started = time.monotonic()
     answers, slowest = _slow_static_actions(api, 9, 4)
     assert slowest < 1.0 and time.monotonic() - started < 3
