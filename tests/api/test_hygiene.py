@@ -13,7 +13,7 @@ from murano_engine.api.catalog import pack_folder
 from murano_engine.api.config import ConfigError, load_settings
 from murano_engine.api.environments import edit_services
 from murano_engine.api.errors import ApiError
-from tests.api.conftest import PACKAGES, ApiServer
+from tests.api.conftest import PACKAGES, ApiServer, throwaway_pg_database
 
 
 def clean_error(response, status: int) -> dict:
@@ -201,21 +201,23 @@ def test_static_actions_time_out_and_leave_the_api_answering(start_api):
     assert _add(api) == 5
 
 
-def test_static_action_timeout_through_workers(start_api, pg_database):
-    api = start_api(pg_database, broker=True, api_workers="4",
-                    engine={"static_action_timeout": "1", "static_action_workers": "2"})
-    api.start_worker()
-    api.ok("POST", "/v1/catalog/packages", files={"p": ("p.zip", pack_folder(
-        PACKAGES / "apitest"))})
-    assert _add(api) == 5
-    answers, slowest = _slow_static_actions(api, 6, 2)
-    assert slowest < 1.0
-    statuses = sorted(a.status_code for a in answers)
-    assert statuses == [503] * 4 + [504] * 2, [a.text for a in answers]
-    assert all("static_action_timeout (1 s)" in clean_error(a, 504)["message"]
-               for a in answers if a.status_code == 504)
-    time.sleep(2.5)
-    assert _add(api) == 5
+def test_static_action_timeout_through_workers(start_api):
+    with throwaway_pg_database() as database:
+        api = start_api(database, broker=True, api_workers="4",
+                        engine={"static_action_timeout": "1", "static_action_workers": "2"})
+        api.start_worker()
+        api.ok("POST", "/v1/catalog/packages", files={"p": ("p.zip", pack_folder(
+            PACKAGES / "apitest"))})
+        assert _add(api) == 5
+        answers, slowest = _slow_static_actions(api, 6, 2)
+        assert slowest < 1.0
+        statuses = sorted(a.status_code for a in answers)
+        assert statuses == [503] * 4 + [504] * 2, [a.text for a in answers]
+        assert all("static_action_timeout (1 s)" in clean_error(a, 504)["message"]
+                   for a in answers if a.status_code == 504)
+        time.sleep(2.5)
+        assert _add(api) == 5
+        api.stop()
 
 
 def test_static_action_workers_stay_below_the_request_threads(tmp_path):
