@@ -19,6 +19,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from typing import Any
 
 from kombu import Connection, Exchange, Queue
@@ -26,7 +27,7 @@ from kombu.mixins import ConsumerMixin
 
 from murano_engine.api import db
 from murano_engine.api.catalog import CatalogLoader
-from murano_engine.api.config import SCHEMA, Settings, load_settings
+from murano_engine.api.config import SCHEMA, ConfigError, Settings, load_settings
 from murano_engine.config import load_config
 from murano_engine.deploy import close_services, engine_services, project_config
 from murano_engine.dsl import errors, serializer
@@ -126,6 +127,51 @@ def run_static_action(store: db.Store, settings: Settings, interpreter: Interpre
         return {"status": status, "message": message}
 
 
+class StaticActions:
+    """Runs static actions in threads of their own, ``static_action_workers`` at most.
+
+    A caller waits ``static_action_timeout`` seconds, then gets a 504 answer;
+    when every thread is busy it gets a 503 at once. A timed-out action keeps
+    its thread until it ends, so runaway actions never take more threads than
+    that and the threads answering other requests stay free. The threads are
+    daemons: a runaway action does not hold up the process's exit.
+    """
+
+    def __init__(self, store: db.Store, settings: Settings, interpreter: Interpreter) -> None:
+        self.store = store
+        self.settings = settings
+        self.interpreter = interpreter
+        self._slots = threading.BoundedSemaphore(settings.static_action_workers)
+
+    def call(self, project_id: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        """The answer of :func:`run_static_action`, or a 503/504 one."""
+        name = f"{request.get('className')}.{request.get('methodName')}"
+        if not self._slots.acquire(blocking=False):
+            return {"status": 503, "message": f"{self.settings.static_action_workers} static "
+                                              "actions are running, as many as "
+                                              "static_action_workers allows; try again later"}
+        answer: Future[dict[str, Any]] = Future()
+
+        def run() -> None:
+            try:
+                answer.set_result(run_static_action(self.store, self.settings,
+                                                    self.interpreter, project_id, request))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+                answer.set_exception(exc)
+            finally:
+                self._slots.release()
+
+        threading.Thread(target=run, name=f"static {name}", daemon=True).start()
+        timeout = self.settings.static_action_timeout
+        try:
+            return answer.result(timeout=timeout)
+        except TimeoutError:
+            LOG.warning("static action %s of project %s runs past %g s", name, project_id,
+                        timeout)
+            return {"status": 504, "message": f"static action {name} did not finish within "
+                                              f"static_action_timeout ({timeout:g} s)"}
+
+
 def load_green_threads() -> None:
     """Load eventlet in the main thread, before any engine task runs in another one.
 
@@ -157,6 +203,7 @@ class Worker(ConsumerMixin):
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self._results = connection.clone()
         self.services = EngineServices(settings)
+        self.static = StaticActions(store, settings, self.services.interpreter)
 
     def get_consumers(self, consumer_class: Any, channel: Any) -> list:
         return [consumer_class(queues=[self.task_queue], accept=["json"],
@@ -170,8 +217,7 @@ class Worker(ConsumerMixin):
 
     def on_message(self, body: dict, message: Any) -> None:
         if body.get("kind") == "static":
-            answer = run_static_action(self.store, self.settings, self.services.interpreter,
-                                       str(body.get("project_id")), body.get("request") or {})
+            answer = self.static.call(str(body.get("project_id")), body.get("request") or {})
             self.send(answer, routing_key=message.properties.get("reply_to"),
                       correlation_id=message.properties.get("correlation_id"))
         elif body.get("kind") == "task":
@@ -194,7 +240,10 @@ class Worker(ConsumerMixin):
 
 def serve_worker(options: argparse.Namespace) -> int:
     """Handler of ``murano-engine worker --config-file FILE``."""
-    settings = load_settings(options.config_file)
+    try:
+        settings = load_settings(options.config_file)
+    except ConfigError as exc:
+        raise SystemExit(f"error: {exc}") from None
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
     if not settings.uses_broker:

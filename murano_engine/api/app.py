@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import array
+import itertools
 import json
 import logging
+import re
+import sys
+import tempfile
 import time
-import traceback
 import uuid
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
+import murano_engine
 from murano_engine.api import catalog, environments, schemas, templates
 from murano_engine.api.auth import Context
 from murano_engine.api.config import Settings
@@ -23,6 +29,11 @@ from murano_engine.interpreter import build_interpreter
 
 LOG = logging.getLogger("murano_engine.api.requests")
 JSON_LIMIT = 16 * 1024 * 1024
+JSON_DEPTH = 100
+JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# ``translate`` table: opening brackets step +1, closing ones -1 (as signed bytes)
+BRACKET_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
 SESSION_HEADER = "X-Configuration-Session"
 
 class Route(NamedTuple):
@@ -159,6 +170,38 @@ def openapi_document() -> dict[str, Any]:
             "paths": paths}
 
 
+def json_depth(data: bytes) -> int:
+    """How deep the arrays and objects of the JSON text ``data`` nest (strings skipped).
+
+    Scans in C (regular expression, ``translate``, ``accumulate``): a body at
+    the size limit takes well under a second whatever its shape.
+    """
+    brackets = JSON_STRING.sub(b"", data).translate(BRACKET_STEPS, NOT_BRACKETS)
+    return max(itertools.accumulate(array.array("b", brackets)), default=0)
+
+
+def load_json(data: bytes, what: str) -> Any:
+    """Parse a JSON request text; too deep or invalid is a :class:`BadRequest`."""
+    depth = json_depth(data)
+    if depth > JSON_DEPTH:
+        raise BadRequest(f"{what} nests {depth} levels deep; JSON here has at most "
+                         f"{JSON_DEPTH}")
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"{what} is not valid JSON: {exc}") from None
+
+
+def server_roots(settings: Settings) -> list[str]:
+    """Folders of this server whose paths never go out in a response, longest first."""
+    folders = {Path(murano_engine.__file__).parent.parent, settings.packages_cache,
+               Path(sys.prefix), Path(sys.base_prefix), Path(tempfile.gettempdir()), Path.home()}
+    if settings.config_file is not None:
+        folders.add(settings.config_file.parent)
+    roots = {str(f.resolve()) + "/" for f in folders} | {str(f) + "/" for f in folders}
+    return sorted((r for r in roots if r != "//"), key=len, reverse=True)
+
+
 class ApiRequest(Request):
     """A request and the schema its JSON body follows (its route's ``body``)."""
 
@@ -182,6 +225,7 @@ class Api:
         self.url_map = Map([Rule(r.path, methods=r.methods, endpoint=r) for r in ROUTES],
                            strict_slashes=False, merge_slashes=True)
         self.openapi = json.dumps(openapi_document()).encode()
+        self.server_roots = server_roots(settings)
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -193,24 +237,33 @@ class Api:
             context = None if route.endpoint in PUBLIC else self.identify(environ)
             response = getattr(self, "on_" + route.endpoint)(request, context, **args)
         except ApiError as exc:
-            response = self.error(request, exc)
+            response = self.error(request, exc, request_id)
         except RequestEntityTooLarge:
-            response = self.error(request, TooLarge("the request body is too large"))
+            response = self.error(request, TooLarge("the request body is too large"), request_id)
         except HTTPException as exc:
             response = self.error(request, ApiError(exc.description or exc.name,
-                                                    status=exc.code or 500))
-        except Exception as exc:  # noqa: BLE001 - one bad request must not stop the API
-            LOG.exception("%s %s failed", request.method, request.path)
-            response = self.error(request, ApiError(f"{type(exc).__name__}: {exc}"),
-                                  traceback.format_exc())
+                                                    status=exc.code or 500), request_id)
+        except Exception:  # noqa: BLE001 - one bad request must not stop the API
+            LOG.exception("%s %s %s failed", request_id, request.method, request.path)
+            response = self.error(request, ApiError(
+                f"internal error; the API log has its details under request id {request_id}"),
+                request_id)
         response.headers["x-openstack-request-id"] = request_id
         LOG.info("%s %s %s %d %.1fms", request_id, request.method, request.full_path.rstrip("?"),
                  response.status_code, (time.perf_counter() - started) * 1000)
         return response(environ, start_response)
 
-    def error(self, request: ApiRequest, exc: ApiError, trace: str | None = None) -> Response:
-        content_type, body = render(exc, request.headers.get("Accept"), trace)
+    def error(self, request: ApiRequest, exc: ApiError, request_id: str) -> Response:
+        """The error's response; server paths in its text become relative ones."""
+        exc.message = self.hide_paths(exc.message)
+        exc.problems = exc.problems and [self.hide_paths(p) for p in exc.problems]
+        content_type, body = render(exc, request.headers.get("Accept"), request_id)
         return Response(body, status=exc.status, content_type=content_type)
+
+    def hide_paths(self, text: str) -> str:
+        for root in self.server_roots:
+            text = text.replace(root, "")
+        return text
 
     # -- helpers -------------------------------------------------------------
     @staticmethod
@@ -223,10 +276,7 @@ class Api:
             if required:
                 raise BadRequest("the request needs a JSON body")
             return None
-        try:
-            value = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BadRequest(f"the body is not valid JSON: {exc}") from None
+        value = load_json(data, "the body")
         if request.body_schema:
             schemas.check(request.body_schema, value)
         return value
@@ -357,10 +407,7 @@ class Api:
         data = files[0].read(limit + 1)
         metadata: Any = {}
         if request.form.get("__metadata__"):
-            try:
-                metadata = json.loads(request.form["__metadata__"])
-            except ValueError as exc:
-                raise BadRequest(f"__metadata__ is not valid JSON: {exc}") from None
+            metadata = load_json(request.form["__metadata__"].encode(), "__metadata__")
             schemas.check("PackageMetadata", metadata, "__metadata__")
         return json_response(catalog.create_package(self.store, self.settings, self.interpreter,
                                                     ctx, data, metadata))

@@ -40,7 +40,12 @@ ENGINE = Section(
     "engine", "",
     Option("task_queue", str, "murano-tasks", "Queue of the deployment tasks for workers."),
     Option("result_queue", str, "murano-results", "Queue of the workers' results."),
-    Option("static_action_timeout", float, 15.0, "Seconds a static action may run."),
+    Option("static_action_timeout", float, 15.0,
+           "Seconds a caller waits for a static action; past them it gets a 504."),
+    Option("static_action_workers", int, 4,
+           "Static actions that run at once (in the API process, and in each worker); "
+           "more are answered 503. Below [murano] api_workers, so other requests always "
+           "find a free thread."),
     Option("environment_class", str, "io.murano.Environment", "Class of new environments."),
     Option("packages_cache", str, "murano-packages-cache",
            "Folder the engine unpacks catalog packages into."),
@@ -99,6 +104,7 @@ class Settings:
     task_queue: str = _DEFAULT.engine.task_queue
     result_queue: str = _DEFAULT.engine.result_queue
     static_action_timeout: float = _DEFAULT.engine.static_action_timeout
+    static_action_workers: int = _DEFAULT.engine.static_action_workers
     environment_class: str = _DEFAULT.engine.environment_class
     packages_cache: Path = field(default_factory=lambda: Path(_DEFAULT.engine.packages_cache))
     package_size_limit: int = int(_DEFAULT.murano.package_size_limit * MB)
@@ -134,6 +140,13 @@ def load_settings(path: str | Path | None,
     if db.startswith("sqlite:///") and not db.startswith("sqlite:////"):
         db = "sqlite:///" + str(local_path(db[len("sqlite:///"):]))
     engine, murano, auth = values.engine, values.murano, values.auth
+    if not 0 < engine.static_action_workers < murano.api_workers:
+        raise ConfigError(f"{values.source}: [engine] static_action_workers is "
+                          f"{engine.static_action_workers}; it must be at least 1 and below "
+                          f"[murano] api_workers ({murano.api_workers})")
+    if engine.static_action_timeout <= 0:
+        raise ConfigError(f"{values.source}: [engine] static_action_timeout must be "
+                          f"positive, not {engine.static_action_timeout}")
     return Settings(
         bind_host=values.bind_host,
         bind_port=values.bind_port,
@@ -143,6 +156,7 @@ def load_settings(path: str | Path | None,
         task_queue=engine.task_queue,
         result_queue=engine.result_queue,
         static_action_timeout=engine.static_action_timeout,
+        static_action_workers=engine.static_action_workers,
         environment_class=engine.environment_class,
         packages_cache=local_path(engine.packages_cache),
         package_size_limit=int(murano.package_size_limit * MB),

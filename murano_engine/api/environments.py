@@ -22,7 +22,7 @@ from murano_engine.api.errors import BadRequest, Conflict, Forbidden, NotFound
 from murano_engine.api.paths import insert_at, remove_at, replace_at, resolve
 
 BUSY = ("deploying", "deleting")
-MODEL_PATCH_DENIED = ("/?", "/services")
+MODEL_PATCH_DENIED = ("?", "services")
 
 
 # -- model helpers ---------------------------------------------------------------
@@ -209,19 +209,66 @@ def get_model(store: db.Store, context: Context, env_id: str, path: str,
 
 def patch_model(store: db.Store, context: Context, env_id: str, session_id: str | None,
                 patch: list[dict[str, Any]]) -> Any:
-    """Apply a JSON patch (valid against the ``ModelPatch`` schema) to a session's model."""
+    """Apply a JSON patch (valid against the ``ModelPatch`` schema) to a session's model.
+
+    Only the inside of the model changes: not its root, the environment's own
+    header or its services (they have routes of their own), nor the id or type
+    of any object already in it.
+    """
     for change in patch:
-        if str(change.get("path", "")).startswith(MODEL_PATCH_DENIED):
-            raise Forbidden(f"{change.get('path')} cannot be changed through the model")
+        _check_patch_path(change.get("path"))
     with store.write() as session:
         env = get_env(session, context, env_id)
         draft = _editable(session, env, session_id)
+        before = draft.description.get("Objects")
+        if not isinstance(before, dict):
+            raise Conflict(f"the model of session {draft.id} has no objects to patch")
         try:
-            objects = jsonpatch.apply_patch(draft.description.get("Objects") or {}, patch)
+            objects = jsonpatch.apply_patch(before, patch)
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
             raise BadRequest(f"the patch does not apply: {exc}") from None
+        types = {object_id: object_type for object_id, (object_type, _) in
+                 _objects(before).items()}
+        for object_id, (object_type, path) in _objects(objects).items():
+            if object_id in types and types[object_id] != object_type:
+                raise Forbidden(f"the patch makes object {object_id} at {path} a {object_type}; "
+                                f"it stays a {types[object_id]}")
         draft.description = {**draft.description, "Objects": objects}
     return objects
+
+
+def _check_patch_path(path: Any) -> None:
+    """Refuse a patch path outside what a model patch may change (403 naming it)."""
+    if not isinstance(path, str):
+        raise BadRequest(f"a patch path is a JSON pointer string, not {path!r}")
+    try:
+        parts = jsonpatch.JsonPointer(path).parts
+    except jsonpatch.JsonPointerException as exc:
+        raise BadRequest(f"the patch path {path!r} is not a JSON pointer: {exc}") from None
+    if not parts:
+        raise Forbidden("the patch path '' is the whole model; patch a part of it")
+    if parts[0] in MODEL_PATCH_DENIED or "?" in parts:
+        raise Forbidden(f"{path} cannot be changed through the model")
+
+
+def _objects(value: Any) -> dict[Any, tuple[Any, str]]:
+    """The type and JSON pointer of each object (by id) in the model ``value``."""
+    found: dict[Any, tuple[Any, str]] = {}
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, dict):
+            header = item.get("?")
+            if isinstance(header, dict) and isinstance(header.get("id"), str):
+                found[header["id"]] = (header.get("type"), where or "/")
+            stack.extend((f"{where}/{_escape(k)}", v) for k, v in item.items() if k != "?")
+        elif isinstance(item, list):
+            stack.extend((f"{where}/{i}", v) for i, v in enumerate(item))
+    return found
+
+
+def _escape(key: Any) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")
 
 
 # -- sessions --------------------------------------------------------------------
@@ -312,6 +359,9 @@ def edit_services(store: db.Store, context: Context, env_id: str, session_id: st
     with store.write() as session:
         env = get_env(session, context, env_id)
         draft = _editable(session, env, session_id)
+        if not isinstance(draft.description.get("Objects"), dict):
+            raise Conflict(f"the model of session {draft.id} has no environment object to "
+                           "hold services")
         services = _services(draft.description)
         if method == "POST":
             if path.strip("/"):
@@ -332,7 +382,7 @@ def edit_services(store: db.Store, context: Context, env_id: str, session_id: st
             services = remove_at(services, path)
             result = None
         description = copy.deepcopy(draft.description)
-        description.setdefault("Objects", {})["services"] = services
+        description["Objects"]["services"] = services
         draft.description = description
     return result
 

@@ -1,9 +1,12 @@
 """API errors and their bodies in Murano's shape.
 
 The body is JSON (``{code, title, explanation, error: {message, type,
-traceback}}``) when the client accepts ``application/json`` explicitly or
-sends no ``Accept``; like Murano's WSGI stack, ``*/*`` and ``text/html`` get a
-small HTML page, which is what python-muranoclient's error parser reads.
+traceback, request_id}}``) when the client accepts ``application/json``
+explicitly or sends no ``Accept``; like Murano's WSGI stack, ``*/*`` and
+``text/html`` get a small HTML page, which is what python-muranoclient's error
+parser reads. No body carries a traceback (``traceback`` is always null, as
+in Murano without debug) or a server path: an unexpected failure is logged
+with the request id and the body gives only that id.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ TITLES = {400: ("Bad Request", "The server could not comply with the request sin
           415: ("Unsupported Media Type", "The request media type is not supported."),
           500: ("Internal Server Error", "The server has either erred or is incapable of "
                                          "performing the requested operation."),
-          503: ("Service Unavailable", "The server is currently unavailable.")}
+          503: ("Service Unavailable", "The server is currently unavailable."),
+          504: ("Gateway Timeout", "The operation did not finish in time.")}
 
 
 class ApiError(Exception):
@@ -69,25 +73,28 @@ class Unavailable(ApiError):
     status = 503
 
 
+class TimedOut(ApiError):
+    status = 504
+
+
 def wants_json(accept: str | None) -> bool:
     if not accept:
         return True
     return "application/json" in accept or "+json" in accept
 
 
-def render(error: ApiError, accept: str | None,
-           traceback: str | None = None) -> tuple[str, bytes]:
+def render(error: ApiError, accept: str | None, request_id: str) -> tuple[str, bytes]:
     """Content type and body for ``error``."""
     title, explanation = TITLES.get(error.status, ("Error", ""))
     if wants_json(accept):
         inner: dict[str, Any] = {"message": error.message, "type": type(error).__name__,
-                                 "traceback": traceback}
+                                 "traceback": None, "request_id": request_id}
         if error.problems is not None:
             inner["problems"] = error.problems
         body = {"code": error.status, "title": title, "explanation": explanation,
                 "error": inner}
         return "application/json", json.dumps(body).encode()
-    lines = [error.message] + list(error.problems or [])
+    lines = [error.message, *(error.problems or []), f"Request id: {request_id}"]
     items = "".join(f"<p>{html.escape(line)}</p>\n" for line in lines)
     page = f"<html><body>\n<h1>{error.status} {title}</h1>\n{items}</body></html>\n"
     return "text/html; charset=UTF-8", page.encode()

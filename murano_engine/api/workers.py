@@ -23,8 +23,8 @@ from kombu.mixins import ConsumerMixin
 from murano_engine.api import db, environments
 from murano_engine.api.auth import Context
 from murano_engine.api.config import Settings
-from murano_engine.api.errors import ApiError, Unavailable
-from murano_engine.worker import EngineServices, run_engine_task, run_static_action, task_queues
+from murano_engine.api.errors import ApiError, TimedOut, Unavailable
+from murano_engine.worker import EngineServices, StaticActions, run_engine_task, task_queues
 
 LOG = logging.getLogger(__name__)
 
@@ -45,6 +45,7 @@ class LocalDispatcher:
         self.settings = settings
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="engine")
         self.services = EngineServices(settings)
+        self.static = StaticActions(store, settings, self.services.interpreter)
 
     def submit(self, task: dict[str, Any]) -> None:
         self.pool.submit(self._run, task)
@@ -61,9 +62,7 @@ class LocalDispatcher:
             environments.release_stuck(self.store, task_id, "the engine failed; see the log")
 
     def call_static(self, context: Context, request: Mapping[str, Any]) -> Any:
-        return static_outcome(run_static_action(self.store, self.settings,
-                                                self.services.interpreter, context.project_id,
-                                                request))
+        return static_outcome(self.static.call(context.project_id, request))
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=False)
@@ -84,6 +83,7 @@ class AmqpDispatcher:
         with self._lock:
             self.task_queue(self._publisher.default_channel).declare()
             self.result_queue(self._publisher.default_channel).declare()
+        self._static_slots = threading.BoundedSemaphore(settings.static_action_workers)
         self._listener = ResultListener(Connection(settings.transport_url), self)
         self._thread = threading.Thread(target=self._listener.run, name="results", daemon=True)
         self._thread.start()
@@ -104,10 +104,30 @@ class AmqpDispatcher:
             raise Unavailable(f"the message broker is not reachable: {exc}") from None
 
     def call_static(self, context: Context, request: Mapping[str, Any]) -> Any:
-        """Ask a worker and wait for its answer (``static_action_timeout`` seconds)."""
+        """Ask a worker and wait ``static_action_timeout`` seconds for its answer.
+
+        At most ``static_action_workers`` requests wait at once (more get a 503),
+        so the API's other request threads stay free; a request no worker took
+        in time expires in the queue.
+        """
+        if not self._static_slots.acquire(blocking=False):
+            raise Unavailable(f"{self.settings.static_action_workers} static actions are "
+                              "waiting for workers, as many as static_action_workers allows; "
+                              "try again later")
+        try:
+            answers = self._ask_worker(context, request)
+        finally:
+            self._static_slots.release()
+        if not answers:
+            raise TimedOut(f"no engine worker answered the static action within "
+                           f"static_action_timeout ({self.settings.static_action_timeout:g} s)")
+        return static_outcome(answers[0])
+
+    def _ask_worker(self, context: Context, request: Mapping[str, Any]) -> list[dict]:
         reply = Queue(f"murano-reply-{uuid.uuid4().hex}", exclusive=True, auto_delete=True)
         correlation = uuid.uuid4().hex
         answers: list[dict] = []
+        timeout = self.settings.static_action_timeout
         with Connection(self.settings.transport_url) as connection:
             channel = connection.channel()
             reply(channel).declare()
@@ -120,16 +140,15 @@ class AmqpDispatcher:
             with Consumer(channel, queues=[reply], callbacks=[on_answer], accept=["json"]):
                 self.publish({"kind": "static", "project_id": context.project_id,
                               "request": dict(request)},
-                             reply_to=reply.name, correlation_id=correlation)
-                deadline = time.monotonic() + self.settings.static_action_timeout
+                             reply_to=reply.name, correlation_id=correlation,
+                             expiration=timeout)
+                deadline = time.monotonic() + timeout
                 while not answers and time.monotonic() < deadline:
                     try:
                         connection.drain_events(timeout=max(0.05, deadline - time.monotonic()))
                     except TimeoutError:
                         break
-        if not answers:
-            raise Unavailable("no engine worker answered in time")
-        return static_outcome(answers[0])
+        return answers
 
     def handle_result(self, body: Mapping[str, Any]) -> None:
         if body.get("kind") == "report":

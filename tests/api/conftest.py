@@ -74,7 +74,8 @@ class ApiServer:
 
     def __init__(self, folder: Path, database: str, broker: bool,
                  environment_class: str = "com.example.apitest.Environment",
-                 sections: dict[str, dict[str, str]] | None = None, **extra: str) -> None:
+                 sections: dict[str, dict[str, str]] | None = None,
+                 engine: dict[str, str] | None = None, **extra: str) -> None:
         self.folder = folder
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -87,6 +88,7 @@ class ApiServer:
                  "[database]", f"connection = {database}",
                  "[engine]", f"environment_class = {environment_class}",
                  f"task_queue = murano-tasks-{suffix}", f"result_queue = murano-results-{suffix}",
+                 *(f"{k} = {v}" for k, v in (engine or {}).items()),
                  "[auth]", "token_file = tokens.yaml", "[murano]"]
         lines += [f"{k} = {v}" for k, v in extra.items()]
         # never the user's own local cloud (~/.local/state): engine runs open it
