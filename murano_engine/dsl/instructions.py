@@ -48,8 +48,12 @@ class Block:
 
     def __call__(self, ctx: Any) -> Any:
         frame = ctx.frame
+        budget = frame.executor.budget
         for position, statement in self.statements:
             frame.position = position
+            budget.left -= 1
+            if budget.left < 0:
+                budget.checkpoint()
             signal = statement(ctx)
             if signal is not None:
                 return signal
@@ -332,8 +336,12 @@ def _while(item: Mapping, position: Position | None) -> Statement:
 
     def while_(ctx: Any) -> Any:
         count = 0
+        budget = ctx.frame.executor.budget
         while condition(ctx):
             count += 1
+            budget.left -= 1
+            if budget.left < 0:
+                budget.checkpoint()
             if count > LOOP_LIMIT:
                 raise errors.LoopLimitExceededError(
                     f"loop ran more than {LOOP_LIMIT} iterations")
@@ -359,7 +367,11 @@ def _for(item: Mapping, position: Position | None) -> Statement:
         if items is None:
             return None
         scope = ctx.frame.context._data
+        budget = ctx.frame.executor.budget
         for value in values.freeze(items):
+            budget.left -= 1
+            if budget.left < 0:
+                budget.checkpoint()
             scope[key] = value
             signal = body(ctx)
             if signal is not None and signal is not CONTINUE:
@@ -378,7 +390,11 @@ def _repeat(item: Mapping, position: Position | None) -> Statement:
         count = int(times(ctx))
         if count > LOOP_LIMIT:
             raise errors.LoopLimitExceededError(f"Repeat of {count} exceeds {LOOP_LIMIT}")
+        budget = ctx.frame.executor.budget
         for _ in range(count):
+            budget.left -= 1
+            if budget.left < 0:
+                budget.checkpoint()
             signal = body(ctx)
             if signal is not None and signal is not CONTINUE:
                 return None if signal is BREAK else signal
