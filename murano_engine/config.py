@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from murano_common.options import ConfigError, Option, Schema, Section, Values
-from murano_engine.dsl.budget import DEFAULT_STEP_LIMIT, DEFAULT_TIME_LIMIT
+from murano_engine.dsl.limits import DEFAULT_TASK_STEP_LIMIT, DEFAULT_TASK_TIME_LIMIT
 
 __all__ = ["SCHEMA", "Config", "ConfigError", "broker_ssl", "broker_url",
            "load_config"]
@@ -52,12 +52,12 @@ ENGINE = Section(
            "(default murano-agent)."),
     Option("agent_storage", str, None,
            "The agent's plan storage folder in instances (default: per instance type)."),
-    Option("task_time_limit", float, DEFAULT_TIME_LIMIT,
+    Option("task_time_limit", float, DEFAULT_TASK_TIME_LIMIT,
            "Seconds one engine task (deployment, action, static action, test run, "
            "murano-engine run) may take, sleeps and waits included; 0: no limit."),
-    Option("task_step_limit", int, DEFAULT_STEP_LIMIT,
-           "MuranoPL steps (statements, loop iterations, method calls, lambda "
-           "evaluations) one engine task may run; 0: no limit."),
+    Option("task_step_limit", int, DEFAULT_TASK_STEP_LIMIT,
+           "MuranoPL steps (statements, loop iterations, lambda evaluations) one engine "
+           "task may run; 0: no limit."),
 )
 
 RABBITMQ = Section(

@@ -1,8 +1,8 @@
 """Execution budgets and the limits of operations that could allocate without bound.
 
 Every :class:`~murano_engine.dsl.executor.Executor` (one engine task) has a
-:class:`Budget`: a number of steps (statements, loop iterations, method calls,
-yaql lambda evaluations) and a wall-clock deadline. Counting a step is one
+:class:`Budget`: a number of steps (statements, loop iterations, yaql lambda
+evaluations) and a wall-clock deadline. Counting a step is one
 decrement and one comparison; the clock is read once every
 :data:`CHECK_EVERY` steps. The ``check_*`` functions refuse an operation
 before it allocates: an integer product or power past :data:`MAX_INT_BITS`, a
@@ -15,17 +15,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import regex
 from yaql.language import exceptions as yaql_exceptions
 
 from murano_engine import boundary
 from murano_engine.dsl import errors
 from murano_engine.dsl.contexts import frame_of
+from murano_engine.dsl.limits import DEFAULT_TASK_STEP_LIMIT, DEFAULT_TASK_TIME_LIMIT
 from murano_engine.dsl.values import ITERATOR_LIMIT, MEMORY_QUOTA
 
-#: Defaults of ``[engine] task_time_limit`` and ``task_step_limit``.
-DEFAULT_TIME_LIMIT = 14400.0
-DEFAULT_STEP_LIMIT = 100_000_000
 #: Steps between two readings of the clock.
 CHECK_EVERY = 1000
 #: The largest integer MuranoPL arithmetic makes (8 KiB).
@@ -39,8 +36,8 @@ class Budget:
 
     __slots__ = ("seconds", "steps", "left", "_stretch", "_spent", "_deadline")
 
-    def __init__(self, seconds: float | None = DEFAULT_TIME_LIMIT,
-                 steps: int | None = DEFAULT_STEP_LIMIT) -> None:
+    def __init__(self, seconds: float | None = DEFAULT_TASK_TIME_LIMIT,
+                 steps: int | None = DEFAULT_TASK_STEP_LIMIT) -> None:
         self.seconds = seconds
         self.steps = steps
         self._deadline = boundary.outside().monotonic() + seconds if seconds else None
@@ -124,7 +121,12 @@ def check_width(width: int) -> None:
 
 
 def regex_search(ctx: Any, pattern: str, text: str) -> bool:
-    """Whether ``pattern`` matches in ``text``, within :data:`REGEX_TIMEOUT` seconds."""
+    """Whether ``pattern`` matches in ``text``, within :data:`REGEX_TIMEOUT` seconds.
+
+    The ``regex`` package (imported on first use: it costs start-up time) keeps
+    ``re``'s syntax and takes a timeout, so no pattern can hang the engine.
+    """
+    import regex
     budget = budget_of(ctx)
     timeout = min(REGEX_TIMEOUT, budget.seconds_left()) if budget is not None \
         else REGEX_TIMEOUT

@@ -53,7 +53,7 @@ class Compiled(ast.Expression):
         self.uses_receiver = getattr(node, "uses_receiver", False)
 
     def __call__(self, receiver: Any, context: Any, engine: Any) -> Any:
-        budget = frame_of(context).executor.budget
+        budget = (getattr(context, "frame", None) or frame_of(context)).executor.budget
         budget.left -= 1
         if budget.left < 0:
             budget.checkpoint()

@@ -141,10 +141,6 @@ class Executor:
                 raise errors.NoMethodFound(
                     f"method {method.name} of {method.declaring_class.name} is not static")
             this = obj
-        budget = self.budget
-        budget.left -= 1
-        if budget.left < 0:
-            budget.checkpoint()
         frame = Frame(self, method, this, method.declaring_class, caller)
         if frame.depth > MAX_CALL_DEPTH:
             raise errors.CallDepthExceededError(

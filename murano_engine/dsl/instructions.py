@@ -132,6 +132,16 @@ def _code(value: Any, position: Position | None) -> Block:
     return _block(value, position)
 
 
+def _loop_body(value: Any, position: Position | None) -> Block:
+    """A loop's body; an empty one still counts a step each time it runs."""
+    block = _block(value, position)
+    return block if block.statements else Block([(position, _nothing)])
+
+
+def _nothing(ctx: Any) -> None:
+    return None
+
+
 # -- assignment ------------------------------------------------------------------
 
 Getter = Callable[[Any], Any]
@@ -332,16 +342,12 @@ def _while(item: Mapping, position: Position | None) -> Statement:
     if not isinstance(item["While"], Expression):
         raise LoadError("While needs an expression", position)
     condition = item["While"].evaluate
-    body = _code(item["Do"], position)
+    body = _loop_body(item["Do"], position)
 
     def while_(ctx: Any) -> Any:
         count = 0
-        budget = ctx.frame.executor.budget
         while condition(ctx):
             count += 1
-            budget.left -= 1
-            if budget.left < 0:
-                budget.checkpoint()
             if count > LOOP_LIMIT:
                 raise errors.LoopLimitExceededError(
                     f"loop ran more than {LOOP_LIMIT} iterations")
@@ -360,18 +366,14 @@ def _for(item: Mapping, position: Position | None) -> Statement:
         raise LoadError("For takes a variable name without '$'", position)
     key = "$" + name
     collection = compile_data(item["In"])
-    body = _code(item["Do"], position)
+    body = _loop_body(item["Do"], position)
 
     def for_(ctx: Any) -> Any:
         items = collection(ctx)
         if items is None:
             return None
         scope = ctx.frame.context._data
-        budget = ctx.frame.executor.budget
         for value in values.freeze(items):
-            budget.left -= 1
-            if budget.left < 0:
-                budget.checkpoint()
             scope[key] = value
             signal = body(ctx)
             if signal is not None and signal is not CONTINUE:
@@ -384,17 +386,13 @@ def _for(item: Mapping, position: Position | None) -> Statement:
 @_macro_for({"Repeat", "Do"})
 def _repeat(item: Mapping, position: Position | None) -> Statement:
     times = compile_data(item["Repeat"])
-    body = _code(item["Do"], position)
+    body = _loop_body(item["Do"], position)
 
     def repeat(ctx: Any) -> Any:
         count = int(times(ctx))
         if count > LOOP_LIMIT:
             raise errors.LoopLimitExceededError(f"Repeat of {count} exceeds {LOOP_LIMIT}")
-        budget = ctx.frame.executor.budget
         for _ in range(count):
-            budget.left -= 1
-            if budget.left < 0:
-                budget.checkpoint()
             signal = body(ctx)
             if signal is not None and signal is not CONTINUE:
                 return None if signal is BREAK else signal

@@ -28,8 +28,9 @@ class SafeFormatter(string.Formatter):
             return "true" if value else "false"
         if value is None and not format_spec:
             return "null"
-        for number in _NUMBERS.findall(format_spec):
-            check_width(self.produced + int(number))
+        if format_spec:
+            for number in _NUMBERS.findall(format_spec):
+                check_width(self.produced + int(number))
         text = super().format_field(value, format_spec)
         self.produced += len(text)
         check_width(self.produced)
