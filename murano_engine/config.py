@@ -10,7 +10,6 @@ local cloud, its agents talking to the RabbitMQ the ``[rabbitmq]`` defaults name
 from __future__ import annotations
 
 import os
-import ssl
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -173,6 +172,8 @@ def broker_ssl(config: Mapping[str, Mapping[str, Any]]) -> bool | dict[str, Any]
     rabbit = config["rabbitmq"]
     if not rabbit.get("ssl") or rabbit.get("url"):
         return False
+    import ssl  # on first use: it costs `murano-engine run` start-up time
+
     ca_certs = rabbit.get("ca_certs")
     if not rabbit.get("insecure"):
         required = ssl.CERT_REQUIRED
