@@ -33,6 +33,7 @@ setup(
     },
     install_requires=[
         "yaql>=3.0",
+        "regex>=2022.1",
         "PyYAML>=6.0",
         "eventlet>=0.35",
         "kombu>=5.3",

@@ -70,7 +70,9 @@ def _parse_arg(text: str) -> tuple[str, Any]:
 
 
 def _run(options: argparse.Namespace) -> int:
+    from murano_engine.config import load_config
     from murano_engine.dsl import errors, model, serializer
+    from murano_engine.dsl.budget import Budget
     from murano_engine.dsl.executor import Executor
     from murano_engine.dsl.packages import PackageLoader
     from murano_engine.interpreter import build_interpreter
@@ -82,7 +84,7 @@ def _run(options: argparse.Namespace) -> int:
     if not class_name:
         raise SystemExit("error: the target is CLASS.METHOD, e.g. com.example.App.deploy")
     cls = loader.find_class(class_name)
-    executor = Executor(loader)
+    executor = Executor(loader, budget=Budget.from_config(load_config()))
     kwargs = dict(_parse_arg(a) for a in options.arg)
     method = cls.find_method(method_name)
     if method is None:

@@ -10,12 +10,12 @@ local cloud, its agents talking to the RabbitMQ the ``[rabbitmq]`` defaults name
 from __future__ import annotations
 
 import os
-import ssl
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from murano_common.options import ConfigError, Option, Schema, Section, Values
+from murano_engine.dsl.limits import DEFAULT_TASK_STEP_LIMIT, DEFAULT_TASK_TIME_LIMIT
 
 __all__ = ["SCHEMA", "Config", "ConfigError", "broker_ssl", "broker_url",
            "load_config"]
@@ -51,6 +51,12 @@ ENGINE = Section(
            "(default murano-agent)."),
     Option("agent_storage", str, None,
            "The agent's plan storage folder in instances (default: per instance type)."),
+    Option("task_time_limit", float, DEFAULT_TASK_TIME_LIMIT,
+           "Seconds one engine task (deployment, action, static action, test run, "
+           "murano-engine run) may take, sleeps and waits included; 0: no limit."),
+    Option("task_step_limit", int, DEFAULT_TASK_STEP_LIMIT,
+           "MuranoPL steps (statements, loop iterations, lambda evaluations) one engine "
+           "task may run; 0: no limit."),
 )
 
 RABBITMQ = Section(
@@ -166,6 +172,8 @@ def broker_ssl(config: Mapping[str, Mapping[str, Any]]) -> bool | dict[str, Any]
     rabbit = config["rabbitmq"]
     if not rabbit.get("ssl") or rabbit.get("url"):
         return False
+    import ssl  # on first use: it costs `murano-engine run` start-up time
+
     ca_certs = rabbit.get("ca_certs")
     if not rabbit.get("insecure"):
         required = ssl.CERT_REQUIRED

@@ -178,6 +178,7 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
     that sockets and subprocesses are cooperative before kombu is imported.
     """
     from murano_engine.config import load_config
+    from murano_engine.dsl.budget import Budget
     from murano_engine.dsl.packages import PackageLoader
     from murano_engine.interpreter import build_interpreter
     from murano_engine.tasks import run_task
@@ -210,7 +211,8 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
     try:
         print(f"{action}: environment {environment_id or '(none)'}", flush=True)
         result = run_task({"id": environment_id, "action": task_action, "model": model},
-                          loader, reporter=printer, services=services)
+                          loader, reporter=printer, services=services,
+                          budget=Budget.from_config(config))
     finally:
         close_services(services)
     new_model = result["model"]

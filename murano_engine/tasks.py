@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from murano_engine.dsl import collector, errors, model, serializer
+from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
 from murano_engine.reports import Reporter, report
@@ -26,14 +27,16 @@ from murano_engine.reports import Reporter, report
 LOG = logging.getLogger(__name__)
 def run_task(task: Mapping[str, Any], loader: PackageLoader, *,
              reporter: Reporter | None = None,
-             services: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Run one task to the end; errors become ``isException`` results, never escape."""
+             services: Mapping[str, Any] | None = None,
+             budget: Budget | None = None) -> dict[str, Any]:
+    """Run one task to the end, within ``budget``; errors become ``isException`` results,
+    never escape."""
     environment_id = task.get("id")
     incoming = dict(task.get("model") or {})
     action = task.get("action")
     executor = Executor(loader, services={**(services or {}), "reporter": reporter,
                                           "environment_id": environment_id,
-                                          "task": task})
+                                          "task": task}, budget=budget)
     result: Any = None
     failed = False
     root = None

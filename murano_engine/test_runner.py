@@ -16,7 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from murano_engine.config import Config, load_config
 from murano_engine.dsl import errors, values
+from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.classes import MethodSpec, MuranoClass
 from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.executor import Executor, Frame
@@ -68,10 +70,13 @@ def _selected(cls: MuranoClass, method: MethodSpec, wanted: list[str]) -> bool:
     return any(w in names for w in wanted)
 
 
-def run_test(loader: PackageLoader, cls: MuranoClass, method: MethodSpec) -> TestResult:
+def run_test(loader: PackageLoader, cls: MuranoClass, method: MethodSpec,
+             config: Config | None = None) -> TestResult:
+    """Run one test method (with setUp and tearDown) within the budget ``config`` gives
+    (default: the defaults and ``MURANO_ENGINE_*`` variables)."""
     label = f"{cls.name}.{method.name}"
     started = time.perf_counter()
-    executor = Executor(loader)
+    executor = Executor(loader, budget=Budget.from_config(config or load_config()))
     try:
         fixture = executor.new_object(cls)
         _call_if_present(executor, fixture, "setUp")
@@ -209,8 +214,9 @@ def _run(options: argparse.Namespace) -> int:
     print(f"About to execute {len(tests)} test(s)")
     started = time.perf_counter()
     results = []
+    config = load_config()
     for cls, method in tests:
-        result = run_test(loader, cls, method)
+        result = run_test(loader, cls, method, config)
         results.append(result)
         status = "OK" if result.passed else "FAIL!"
         timing = f" ({result.seconds * 1000:.1f} ms)" if options.verbose else ""

@@ -31,6 +31,7 @@ from murano_engine.api.config import SCHEMA, ConfigError, Settings, load_setting
 from murano_engine.config import load_config
 from murano_engine.deploy import close_services, engine_services, project_config
 from murano_engine.dsl import errors, serializer
+from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.runtime import Interpreter
 from murano_engine.interpreter import build_interpreter
@@ -59,6 +60,10 @@ class EngineServices:
         self._lock = threading.Lock()
         self._projects: dict[str, dict[str, Any]] = {}
 
+    def budget(self) -> Budget:
+        """A fresh budget for one task, as the configuration file gives it."""
+        return Budget.from_config(load_config(self.settings.config_file, schema=SCHEMA))
+
     def get(self, project_id: str) -> dict[str, Any]:
         with self._lock:
             services = self._projects.get(project_id)
@@ -82,7 +87,8 @@ def run_engine_task(store: db.Store, settings: Settings, task: Mapping[str, Any]
         loader = CatalogLoader(store, settings.packages_cache, str(task.get("project_id")),
                                services.interpreter)
         result = run_task(task, loader, reporter=reporter,
-                          services=services.get(str(task.get("project_id"))))
+                          services=services.get(str(task.get("project_id"))),
+                          budget=services.budget())
     except Exception as exc:  # noqa: BLE001 - a task that cannot start still ends
         LOG.exception("task %s could not run", task.get("task_id"))
         failure = describe_failure(exc)
@@ -112,7 +118,8 @@ def run_static_action(store: db.Store, settings: Settings, interpreter: Interpre
         if method.usage not in ("Static", "Extension") or method.scope != "Public":
             return {"status": 404, "message": f"method {method_name} of {class_name} is not "
                                               f"a public static method"}
-        executor = Executor(loader, services={"reporter": None})
+        budget = Budget.from_config(load_config(settings.config_file, schema=SCHEMA))
+        executor = Executor(loader, services={"reporter": None}, budget=budget)
         result = executor.invoke(method, cls.ref, [], dict(request.get("parameters") or {}),
                                  None)
         return {"status": 200, "result": json_safe(serializer.serialize_value(result))}

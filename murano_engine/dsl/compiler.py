@@ -24,7 +24,8 @@ from yaql.language import expressions as ast
 from yaql.language import utils as yaql_utils
 
 from murano_engine.dsl import errors
-from murano_engine.dsl.contexts import PLAIN_CONTEXTS
+from murano_engine.dsl.budget import check_product, regex_search
+from murano_engine.dsl.contexts import PLAIN_CONTEXTS, frame_of
 from murano_engine.dsl.values import MEMORY_QUOTA
 
 if TYPE_CHECKING:
@@ -52,6 +53,10 @@ class Compiled(ast.Expression):
         self.uses_receiver = getattr(node, "uses_receiver", False)
 
     def __call__(self, receiver: Any, context: Any, engine: Any) -> Any:
+        budget = (getattr(context, "frame", None) or frame_of(context)).executor.budget
+        budget.left -= 1
+        if budget.left < 0:
+            budget.checkpoint()
         if receiver is NO_VALUE:
             return self.fn(context)
         node = self.node
@@ -139,7 +144,7 @@ def _compile_variable(name: str) -> Evaluator:
 # -- operators -----------------------------------------------------------------
 
 _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul,
+    "+": operator.add, "-": operator.sub,
     ">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operator.le,
     "mod": operator.mod,
 }
@@ -179,6 +184,19 @@ def _compile_binary(node: ast.BinaryOperator, runtime: Runtime, mode: int) -> Ev
     def fallback(ctx: Any, a: Any, b: Any) -> Any:
         return ctx(name, runtime.engine, NO_VALUE, ctx)(a, b)
 
+    if op == "*":
+        def multiply(ctx: Any) -> Any:
+            a = left(ctx)
+            b = right(ctx)
+            ta, tb = type(a), type(b)
+            if ta is int and tb is int:
+                check_product(a, b)
+                return a * b
+            if ta in _NUMBERS and tb in _NUMBERS:
+                return a * b
+            return fallback(ctx, a, b)
+
+        return multiply
     if op in _ARITHMETIC:
         func = _ARITHMETIC[op]
         strings = op in _STRING_OPS
@@ -215,7 +233,16 @@ def _compile_binary(node: ast.BinaryOperator, runtime: Runtime, mode: int) -> Ev
             return fallback(ctx, a, b)
         return contains
     if op in ("=~", "!~"):
-        return lambda ctx: fallback(ctx, left(ctx), right(ctx))
+        matches = op == "=~"
+
+        def match(ctx: Any) -> Any:
+            a = left(ctx)
+            b = right(ctx)
+            if type(a) is str and type(b) is str:
+                return regex_search(ctx, b, a) is matches
+            return fallback(ctx, a, b)
+
+        return match
     # Operators with lazy operands (``->``) or unknown ones: yaql decides.
     return _generic_operator(name, [left_node, right_node], runtime)
 

@@ -131,6 +131,12 @@ MethodNotExposed = _dsl_error("MethodNotExposed")
 InvalidInheritanceError = _dsl_error("InvalidInheritanceError")
 CallDepthExceededError = _dsl_error("CallDepthExceededError")
 LoopLimitExceededError = _dsl_error("LoopLimitExceededError")
+# Execution budgets of a task (steps, wall-clock time) and per-operation limits.
+BudgetExceededError = _dsl_error("BudgetExceededError")
+StepBudgetExceededError = _dsl_error("StepBudgetExceededError", BudgetExceededError)
+TimeBudgetExceededError = _dsl_error("TimeBudgetExceededError", BudgetExceededError)
+ValueLimitExceededError = _dsl_error("ValueLimitExceededError")
+RegexTimeoutError = _dsl_error("RegexTimeoutError")
 PolicyViolationException = _dsl_error("PolicyViolationException")
 
 

@@ -15,6 +15,7 @@ from yaql.language.utils import FrozenDict
 
 from murano_engine import boundary, concurrency
 from murano_engine.dsl import errors, values
+from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.classes import WRITABLE_USAGES, MethodSpec, MuranoClass, PropertySpec
 from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.contracts import ContractScope
@@ -74,8 +75,10 @@ class _Lock:
 class Executor:
     """Runs MuranoPL: creates objects, calls methods, enforces the rules."""
 
-    def __init__(self, loader: PackageLoader, services: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, loader: PackageLoader, services: Mapping[str, Any] | None = None,
+                 budget: Budget | None = None) -> None:
         self.loader = loader
+        self.budget = budget if budget is not None else Budget()
         self.runtime = loader.interpreter.runtime
         self.services = dict(services or {})
         self.objects: dict[str, MuranoObject] = {}

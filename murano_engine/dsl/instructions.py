@@ -48,8 +48,12 @@ class Block:
 
     def __call__(self, ctx: Any) -> Any:
         frame = ctx.frame
+        budget = frame.executor.budget
         for position, statement in self.statements:
             frame.position = position
+            budget.left -= 1
+            if budget.left < 0:
+                budget.checkpoint()
             signal = statement(ctx)
             if signal is not None:
                 return signal
@@ -126,6 +130,16 @@ def _has_expression(value: Any) -> bool:
 
 def _code(value: Any, position: Position | None) -> Block:
     return _block(value, position)
+
+
+def _loop_body(value: Any, position: Position | None) -> Block:
+    """A loop's body; an empty one still counts a step each time it runs."""
+    block = _block(value, position)
+    return block if block.statements else Block([(position, _nothing)])
+
+
+def _nothing(ctx: Any) -> None:
+    return None
 
 
 # -- assignment ------------------------------------------------------------------
@@ -328,7 +342,7 @@ def _while(item: Mapping, position: Position | None) -> Statement:
     if not isinstance(item["While"], Expression):
         raise LoadError("While needs an expression", position)
     condition = item["While"].evaluate
-    body = _code(item["Do"], position)
+    body = _loop_body(item["Do"], position)
 
     def while_(ctx: Any) -> Any:
         count = 0
@@ -352,7 +366,7 @@ def _for(item: Mapping, position: Position | None) -> Statement:
         raise LoadError("For takes a variable name without '$'", position)
     key = "$" + name
     collection = compile_data(item["In"])
-    body = _code(item["Do"], position)
+    body = _loop_body(item["Do"], position)
 
     def for_(ctx: Any) -> Any:
         items = collection(ctx)
@@ -372,7 +386,7 @@ def _for(item: Mapping, position: Position | None) -> Statement:
 @_macro_for({"Repeat", "Do"})
 def _repeat(item: Mapping, position: Position | None) -> Statement:
     times = compile_data(item["Repeat"])
-    body = _code(item["Do"], position)
+    body = _loop_body(item["Do"], position)
 
     def repeat(ctx: Any) -> Any:
         count = int(times(ctx))

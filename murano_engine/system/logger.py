@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from murano_engine.dsl.library.text import FORMATTER
+from murano_engine.dsl.library.text import SafeFormatter
 from murano_engine.dsl.natives import NativeCall, method, native_class
 
 
 def _format(message: Any, args: tuple, kwargs: dict) -> str:
     try:
-        return FORMATTER.vformat(str(message), args, kwargs)
+        return SafeFormatter().vformat(str(message), args, kwargs)
     except (ValueError, KeyError, IndexError):
         return str(message)
 

@@ -9,10 +9,10 @@ a :class:`~murano_engine.dsl.runtime.Runtime`.
 
 from __future__ import annotations
 
-from murano_engine.dsl.library import contracts, data, objects, system, text
+from murano_engine.dsl.library import bounded, contracts, data, objects, system, text
 from murano_engine.dsl.runtime import ContractFunction, FunctionSpec
 
-_DOMAINS = (objects, data, text, system)
+_DOMAINS = (objects, data, text, system, bounded)
 
 
 def functions() -> dict[str, FunctionSpec]:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from murano_engine import boundary
-from murano_engine.dsl import errors
+from murano_engine.dsl import budget, errors
 from murano_engine.dsl.contexts import frame_of
 from murano_engine.dsl.runtime import FunctionSpec
 
 
 def sleep(ctx: Any, seconds: Any = 0) -> None:
-    boundary.outside().sleep(float(seconds or 0))
+    """Sleep, at most for what is left of the task's wall-clock budget."""
+    budget.sleep(ctx, float(seconds or 0))
 
 
 def random_name(ctx: Any) -> str:

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import base64
+import re
 import string
 from typing import Any
 
+from murano_engine.dsl.budget import check_width
 from murano_engine.dsl.runtime import FunctionSpec
 
 
 class SafeFormatter(string.Formatter):
-    """``str.format`` without attribute or index access into the arguments."""
+    """``str.format`` without attribute or index access into the arguments, and with
+    its output bounded by the memory quota (widths and precisions are checked first)."""
+
+    def __init__(self) -> None:
+        self.produced = 0
 
     def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
         if "." in field_name or "[" in field_name:
@@ -22,14 +28,21 @@ class SafeFormatter(string.Formatter):
             return "true" if value else "false"
         if value is None and not format_spec:
             return "null"
-        return super().format_field(value, format_spec)
+        if format_spec:
+            for number in _NUMBERS.findall(format_spec):
+                check_width(self.produced + int(number))
+        text = super().format_field(value, format_spec)
+        self.produced += len(text)
+        check_width(self.produced)
+        return text
 
 
-FORMATTER = SafeFormatter()
+# Width and precision are the only digit runs of a format spec that can be large.
+_NUMBERS = re.compile(r"\d+")
 
 
 def format_(ctx: Any, template: Any, *args: Any, **kwargs: Any) -> str:
-    return FORMATTER.vformat(str(template), args, kwargs)
+    return SafeFormatter().vformat(str(template), args, kwargs)
 
 
 def base64encode(ctx: Any, value: Any) -> str:

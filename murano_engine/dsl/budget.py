@@ -1,0 +1,137 @@
+"""Execution budgets and the limits of operations that could allocate without bound.
+
+Every :class:`~murano_engine.dsl.executor.Executor` (one engine task) has a
+:class:`Budget`: a number of steps (statements, loop iterations, yaql lambda
+evaluations) and a wall-clock deadline. Counting a step is one
+decrement and one comparison; the clock is read once every
+:data:`CHECK_EVERY` steps. The ``check_*`` functions refuse an operation
+before it allocates: an integer product or power past :data:`MAX_INT_BITS`, a
+format field wider than the memory quota, a regular expression that runs
+past its time.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from yaql.language import exceptions as yaql_exceptions
+
+from murano_engine import boundary
+from murano_engine.dsl import errors
+from murano_engine.dsl.contexts import frame_of
+from murano_engine.dsl.limits import DEFAULT_TASK_STEP_LIMIT, DEFAULT_TASK_TIME_LIMIT
+from murano_engine.dsl.values import ITERATOR_LIMIT, MEMORY_QUOTA
+
+#: Steps between two readings of the clock.
+CHECK_EVERY = 1000
+#: The largest integer MuranoPL arithmetic makes (8 KiB).
+MAX_INT_BITS = 65536
+#: Seconds one regular expression match may take (less when the budget has less left).
+REGEX_TIMEOUT = 1.0
+
+
+class Budget:
+    """The steps and seconds one task may still spend; exhausted, it stays exhausted."""
+
+    __slots__ = ("seconds", "steps", "left", "_stretch", "_spent", "_deadline")
+
+    def __init__(self, seconds: float | None = DEFAULT_TASK_TIME_LIMIT,
+                 steps: int | None = DEFAULT_TASK_STEP_LIMIT) -> None:
+        self.seconds = seconds
+        self.steps = steps
+        self._deadline = boundary.outside().monotonic() + seconds if seconds else None
+        self._spent = 0
+        self._stretch = self.left = min(CHECK_EVERY, steps) if steps else CHECK_EVERY
+
+    @classmethod
+    def from_config(cls, config: Any) -> Budget:
+        """The budget ``[engine] task_time_limit`` and ``task_step_limit`` give (0: none)."""
+        engine = config["engine"]
+        return cls(float(engine["task_time_limit"]) or None,
+                   int(engine["task_step_limit"]) or None)
+
+    def checkpoint(self) -> None:
+        """Called when ``left`` ran below zero: count the steps, read the clock."""
+        self._spent += self._stretch - self.left
+        self._stretch = self.left = 0
+        if self.steps and self._spent > self.steps:
+            raise errors.StepBudgetExceededError(
+                f"the task's step budget of {self.steps} steps is spent")
+        self.check_time()
+        self._stretch = self.left = (min(CHECK_EVERY, self.steps - self._spent)
+                                     if self.steps else CHECK_EVERY)
+
+    def check_time(self) -> None:
+        if self._deadline is not None and boundary.outside().monotonic() > self._deadline:
+            self._stretch = self.left = 0
+            raise errors.TimeBudgetExceededError(
+                f"the task's wall-clock budget of {self.seconds:g} s is spent")
+
+    def seconds_left(self) -> float:
+        """Seconds until the deadline (infinite without one)."""
+        if self._deadline is None:
+            return math.inf
+        return max(0.0, self._deadline - boundary.outside().monotonic())
+
+
+def budget_of(ctx: Any) -> Budget | None:
+    """The budget of the run ``ctx`` belongs to."""
+    frame = frame_of(ctx)
+    return frame.executor.budget if frame is not None else None
+
+
+def sleep(ctx: Any, seconds: float) -> None:
+    """Sleep ``seconds``, but no longer than the budget has left (then it is spent)."""
+    budget = budget_of(ctx)
+    left = budget.seconds_left() if budget is not None else math.inf
+    boundary.outside().sleep(min(seconds, left))
+    if budget is not None and seconds >= left:
+        budget.check_time()
+
+
+def check_product(a: int, b: int) -> None:
+    """Refuse ``a * b`` when the product could exceed :data:`MAX_INT_BITS`."""
+    if a.bit_length() + b.bit_length() > MAX_INT_BITS:
+        raise errors.ValueLimitExceededError(
+            f"integer product larger than {MAX_INT_BITS} bits")
+
+
+def check_power(base: Any, exponent: Any) -> None:
+    """Refuse an integer ``base ** exponent`` larger than :data:`MAX_INT_BITS`."""
+    if type(base) is int and type(exponent) is int and exponent > 0 and abs(base) > 1 \
+            and (abs(base).bit_length() - 1) * exponent > MAX_INT_BITS:
+        raise errors.ValueLimitExceededError(
+            f"integer power larger than {MAX_INT_BITS} bits")
+
+
+def check_range(start: int, stop: int, step: int) -> range:
+    """``range(start, stop, step)`` when it has at most :data:`ITERATOR_LIMIT` items."""
+    items = range(start, stop, step)
+    if len(items) > ITERATOR_LIMIT:
+        raise yaql_exceptions.CollectionTooLargeException(ITERATOR_LIMIT)
+    return items
+
+
+def check_width(width: int) -> None:
+    """Refuse a format width or precision past the memory quota."""
+    if width > MEMORY_QUOTA:
+        raise errors.ValueLimitExceededError(
+            f"format width or precision {width} exceeds the memory quota of {MEMORY_QUOTA}")
+
+
+def regex_search(ctx: Any, pattern: str, text: str) -> bool:
+    """Whether ``pattern`` matches in ``text``, within :data:`REGEX_TIMEOUT` seconds.
+
+    The ``regex`` package (imported on first use: it costs start-up time) keeps
+    ``re``'s syntax and takes a timeout, so no pattern can hang the engine.
+    """
+    import regex
+    budget = budget_of(ctx)
+    timeout = min(REGEX_TIMEOUT, budget.seconds_left()) if budget is not None \
+        else REGEX_TIMEOUT
+    try:
+        return regex.search(pattern, text, timeout=timeout) is not None
+    except TimeoutError:
+        raise errors.RegexTimeoutError(
+            f"regular expression {pattern[:80]!r} ran longer than {timeout:g} s") from None

@@ -1,0 +1,29 @@
+"""yaql functions that could allocate without bound, shadowed by checked ones:
+``pow`` (the result's size) and ``range`` (its length, computed without making it)."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from murano_engine.dsl.budget import check_power, check_range
+from murano_engine.dsl.runtime import FunctionSpec
+
+
+def pow_(ctx: Any, base: Any, exponent: Any, modulo: Any = None) -> Any:
+    if modulo is not None:
+        return pow(base, exponent, modulo)
+    check_power(base, exponent)
+    return base ** exponent
+
+
+def range_(ctx: Any, start: Any, stop: Any = None, step: Any = 1) -> Any:
+    if stop is None:
+        start, stop = 0, start
+    return iter(check_range(operator.index(start), operator.index(stop), operator.index(step)))
+
+
+FUNCTIONS = {
+    "pow": FunctionSpec(pow_),
+    "range": FunctionSpec(range_),
+}

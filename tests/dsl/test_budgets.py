@@ -1,0 +1,249 @@
+"""Execution budgets: runaway code and bombs end in a MuranoPL error naming the limit
+and the file:line, and the process (the same executor, or a new task) goes on."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from dsl_helpers import class_text, cli, run_method, write_package
+from yaql.language import exceptions as yaql_exceptions
+
+from murano_engine.config import load_config
+from murano_engine.dsl import errors
+from murano_engine.dsl.budget import MAX_INT_BITS, Budget
+from murano_engine.dsl.executor import Executor
+from murano_engine.dsl.packages import PackageLoader
+from murano_engine.interpreter import build_interpreter
+from murano_engine.tasks import run_task
+from murano_engine.test_runner import run_test
+
+CODE = class_text("t.bud", "Code", """
+    Methods:
+      wide:
+        Body:
+          - Return: format('{0:>1500000000}', 1)
+      precise:
+        Body:
+          - Return: format('{0:.1500000000f}', 1.5)
+      manyFields:
+        Body:
+          - Return: format('{0:>400000}{0:>400000}', 1)
+      nestedWidth:
+        Body:
+          - Return: format('{0:>{1}}', 1, 1500000000)
+      fine:
+        Body:
+          - Return: format('{0:>5}|{1:.2f}', 1, 2.5)
+      square:
+        Body:
+          - $x: 3
+          - While: 1 = 1
+            Do:
+              - $x: $x * $x
+      power:
+        Body:
+          - Return: pow(10, 1000000000)
+      smallPowers:
+        Body:
+          - Return: list(pow(2, 10), pow(2, 100, 1000), pow(2.0, 0.5), 10.pow(3))
+      bigRange:
+        Body:
+          - Return: range(1000000000).len()
+      smallRanges:
+        Scope: Public
+        Body:
+          - Return: list(range(5).len(), range(2, 10, 3).toList(), range(3).select($ * 2).toList())
+      repeatString:
+        Body:
+          - Return: len('a' * 1000000000)
+      nestedQuantifier:
+        Body:
+          - Return: (('a' * 34) + '!') =~ '^(a+)+$'
+      catastrophic:
+        Body:
+          - Return: (('a' * 34) + '!') =~ '^(a|aa)+$'
+      regexes:
+        Body:
+          - Return: list('abc' =~ '^a.c$', 'abc' !~ 'x', 'abc' =~ 'x')
+      nested:
+        Scope: Public
+        Body:
+          - $n: 0
+          - For: i
+            In: range(1000)
+            Do:
+              - For: j
+                In: range(1000)
+                Do:
+                  - $n: $n + 1
+          - Return: $n
+      emptyLoops:
+        Body:
+          - $i: 0
+          - While: $i < 1000
+            Do:
+              - $i: $i + 1
+              - $j: 0
+              - While: ($j + 1) * 0 = 0 and $j < 1000
+                Do: []
+      lambdas:
+        Body:
+          - Return: range(1000).select(range(1000).select($).len()).sum()
+      forever:
+        Body:
+          - While: 1 = 1
+            Do:
+              - $x: 1
+      swallow:
+        Body:
+          - Try:
+              - While: 1 = 1
+                Do:
+                  - $x: 1
+            Catch:
+              - Do: []
+          - Return: caught
+      nap:
+        Body:
+          - sleep(1000000)
+          - Return: woke
+      shortNap:
+        Body:
+          - sleep(0.01)
+          - Return: woke
+""")
+
+
+@pytest.fixture(scope="module")
+def pkgs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    root = tmp_path_factory.mktemp("budgets")
+    write_package(root, "t.bud", {"Code": CODE})
+    return [root]
+
+
+@pytest.fixture(scope="module")
+def loader(pkgs: list[Path]) -> PackageLoader:
+    return PackageLoader(pkgs, build_interpreter())
+
+
+def _fails(loader: PackageLoader, method: str, error: type[BaseException],
+           budget: Budget | None = None) -> tuple[BaseException, Executor]:
+    """Run ``Code.method``, expect ``error`` at a line of Code.yaml; the executor."""
+    executor = Executor(loader, budget=budget)
+    with pytest.raises(error) as caught:
+        run_method([], f"t.bud.Code.{method}", executor)
+    (frame,) = errors.stack_of(caught.value)
+    assert (frame.class_name, frame.method) == ("t.bud.Code", method)
+    assert frame.position is not None and frame.position.file.endswith("Code.yaml")
+    return caught.value, executor
+
+
+def _healthy(executor: Executor) -> None:
+    assert run_method([], "t.bud.Code.fine", executor) == "    1|2.50"
+
+
+@pytest.mark.parametrize("method", ["wide", "precise", "manyFields", "nestedWidth"])
+def test_format_widths_past_the_memory_quota_are_refused(loader: PackageLoader,
+                                                         method: str) -> None:
+    started = time.monotonic()
+    exc, executor = _fails(loader, method, errors.ValueLimitExceededError)
+    assert "memory quota" in str(exc)
+    assert time.monotonic() - started < 2
+    _healthy(executor)
+
+
+def test_repeated_squaring_stops_at_the_integer_size_limit(loader: PackageLoader) -> None:
+    exc, executor = _fails(loader, "square", errors.ValueLimitExceededError)
+    assert f"{MAX_INT_BITS} bits" in str(exc)
+    _healthy(executor)
+
+
+def test_a_huge_power_is_refused_before_it_is_computed(loader: PackageLoader) -> None:
+    started = time.monotonic()
+    exc, executor = _fails(loader, "power", errors.ValueLimitExceededError)
+    assert "integer power" in str(exc) and time.monotonic() - started < 2
+    assert run_method([], "t.bud.Code.smallPowers", executor) == (1024, 376, 2.0 ** 0.5, 1000)
+
+
+def test_a_huge_range_is_refused_without_being_made(loader: PackageLoader) -> None:
+    exc, executor = _fails(loader, "bigRange", yaql_exceptions.CollectionTooLargeException)
+    assert "2000" in str(exc)
+    assert run_method([], "t.bud.Code.smallRanges", executor) == (5, (2, 5, 8), (0, 2, 4))
+
+
+def test_string_repetition_stays_within_the_memory_quota(loader: PackageLoader) -> None:
+    _, executor = _fails(loader, "repeatString", yaql_exceptions.MemoryQuotaExceededException)
+    _healthy(executor)
+
+
+def test_a_catastrophic_regex_times_out(loader: PackageLoader) -> None:
+    started = time.monotonic()
+    executor = Executor(loader)
+    # The issue's pattern: the regex engine sees the nested quantifier through.
+    assert run_method([], "t.bud.Code.nestedQuantifier", executor) is False
+    exc, executor = _fails(loader, "catastrophic", errors.RegexTimeoutError)
+    assert "^(a|aa)+$" in str(exc) and time.monotonic() - started < 5
+    assert run_method([], "t.bud.Code.regexes", executor) == (True, True, False)
+
+
+@pytest.mark.parametrize("method", ["nested", "emptyLoops", "lambdas"])
+def test_nested_loops_under_the_loop_limit_spend_the_step_budget(loader: PackageLoader,
+                                                                 method: str) -> None:
+    exc, _ = _fails(loader, method, errors.StepBudgetExceededError, Budget(steps=50_000))
+    assert "50000 steps" in str(exc)
+    # A new task in the same process has a budget of its own.
+    assert run_method([], "t.bud.Code.nested", Executor(loader)) == 1_000_000
+
+
+def test_a_spent_budget_cannot_be_caught_and_ignored(loader: PackageLoader) -> None:
+    _fails(loader, "swallow", errors.StepBudgetExceededError, Budget(steps=10_000))
+
+
+def test_a_busy_loop_spends_the_wall_clock_budget(loader: PackageLoader) -> None:
+    started = time.monotonic()
+    exc, _ = _fails(loader, "forever", errors.TimeBudgetExceededError, Budget(seconds=0.3))
+    assert "wall-clock budget of 0.3 s" in str(exc)
+    assert 0.3 <= time.monotonic() - started < 3
+
+
+def test_sleep_is_capped_by_what_is_left_of_the_budget(loader: PackageLoader) -> None:
+    started = time.monotonic()
+    _, executor = _fails(loader, "nap", errors.TimeBudgetExceededError, Budget(seconds=0.3))
+    assert 0.3 <= time.monotonic() - started < 3
+    assert run_method([], "t.bud.Code.shortNap", Executor(loader)) == "woke"
+
+
+def test_a_task_over_its_configured_budget_fails_cleanly(loader: PackageLoader) -> None:
+    config = load_config(environ={"MURANO_ENGINE_TASK_STEP_LIMIT": "5000"})
+    model = {"Objects": {"?": {"id": "e1", "type": "t.bud.Code"}}}
+    task = {"id": "e1", "model": model, "action": {"object_id": "e1", "method": "nested"}}
+    result = run_task(task, loader, budget=Budget.from_config(config))
+    assert result["action"]["isException"]
+    failure = result["action"]["result"]
+    assert failure["names"] == ["murano.dsl.exceptions.StepBudgetExceededError"]
+    assert "5000 steps" in failure["message"] and "Code.yaml:" in failure["traceback"]
+    assert result["model"]["Objects"]["?"]["id"] == "e1"
+    task["action"]["method"] = "smallRanges"
+    again = run_task(task, loader, budget=Budget.from_config(load_config(environ={})))
+    assert not again["action"]["isException"]
+
+
+def test_a_test_run_gets_the_configured_budget(loader: PackageLoader) -> None:
+    cls = loader.find_class("t.bud.Code")
+    config = load_config(environ={"MURANO_ENGINE_TASK_TIME_LIMIT": "0.2"})
+    result = run_test(loader, cls, cls.find_method("forever"), config)
+    assert result.outcome == "ERROR" and "TimeBudgetExceededError" in result.detail
+    assert "Code.yaml:" in result.detail
+
+
+def test_murano_engine_run_has_a_budget_from_config(pkgs: list[Path]) -> None:
+    os.environ["MURANO_ENGINE_TASK_STEP_LIMIT"] = "1000"
+    try:
+        done = cli("run", "-l", str(pkgs[0]), "t.bud.Code.nested")
+    finally:
+        del os.environ["MURANO_ENGINE_TASK_STEP_LIMIT"]
+    assert done.returncode != 0
+    assert "StepBudgetExceededError" in done.stderr and "Code.yaml:" in done.stderr
