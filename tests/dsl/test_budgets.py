@@ -46,6 +46,16 @@ CODE = class_text("t.bud", "Code", """
       power:
         Body:
           - Return: pow(10, 1000000000)
+      deepValue:
+        Body:
+          - $x: []
+          - For: i
+            In: range(1000)
+            Do:
+              - For: j
+                In: range(100)
+                Do:
+                  - $x: [$x]
       smallPowers:
         Body:
           - Return: list(pow(2, 10), pow(2, 100, 1000), pow(2.0, 0.5), 10.pow(3))
@@ -158,6 +168,15 @@ def test_format_widths_past_the_memory_quota_are_refused(loader: PackageLoader,
 def test_repeated_squaring_stops_at_the_integer_size_limit(loader: PackageLoader) -> None:
     exc, executor = _fails(loader, "square", errors.ValueLimitExceededError)
     assert f"{MAX_INT_BITS} bits" in str(exc)
+    _healthy(executor)
+
+
+def test_a_value_nested_past_the_depth_limit_is_refused_at_once(loader: PackageLoader) -> None:
+    """100,000 nested lists would cost each assignment a walk of their depth (hours in
+    all) and could exhaust the C stack when serialised: refused at 500 levels."""
+    started = time.monotonic()
+    exc, executor = _fails(loader, "deepValue", errors.ValueLimitExceededError)
+    assert "nested more than 500 levels" in str(exc) and time.monotonic() - started < 5
     _healthy(executor)
 
 
