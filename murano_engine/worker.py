@@ -118,7 +118,10 @@ def run_static_action(store: db.Store, settings: Settings, interpreter: Interpre
         if method.usage not in ("Static", "Extension") or method.scope != "Public":
             return {"status": 404, "message": f"method {method_name} of {class_name} is not "
                                               f"a public static method"}
-        budget = Budget.from_config(load_config(settings.config_file, schema=SCHEMA))
+        # Nobody waits past static_action_timeout: the call stops there too.
+        configured = Budget.from_config(load_config(settings.config_file, schema=SCHEMA))
+        seconds = min(filter(None, (configured.seconds, settings.static_action_timeout)))
+        budget = Budget(seconds, configured.steps)
         executor = Executor(loader, services={"reporter": None}, budget=budget)
         result = executor.invoke(method, cls.ref, [], dict(request.get("parameters") or {}),
                                  None)
