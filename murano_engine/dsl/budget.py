@@ -120,18 +120,46 @@ def check_width(width: int) -> None:
             f"format width or precision {width} exceeds the memory quota of {MEMORY_QUOTA}")
 
 
-def regex_search(ctx: Any, pattern: str, text: str) -> bool:
-    """Whether ``pattern`` matches in ``text``, within :data:`REGEX_TIMEOUT` seconds.
+class Regex:
+    """A pattern compiled by ``regex()`` (with the ``regex`` package)."""
 
-    The ``regex`` package (imported on first use: it costs start-up time) keeps
-    ``re``'s syntax and takes a timeout, so no pattern can hang the engine.
-    """
-    import regex
+    __slots__ = ("compiled",)
+
+    def __init__(self, compiled: Any) -> None:
+        self.compiled = compiled
+
+    def __repr__(self) -> str:
+        return f"regex({self.compiled.pattern!r})"
+
+
+def regex_timeout(ctx: Any) -> float:
+    """How long one regular expression may run: :data:`REGEX_TIMEOUT`, or what is left."""
     budget = budget_of(ctx)
-    timeout = min(REGEX_TIMEOUT, budget.seconds_left()) if budget is not None \
-        else REGEX_TIMEOUT
+    return min(REGEX_TIMEOUT, budget.seconds_left()) if budget is not None else REGEX_TIMEOUT
+
+
+def run_regex(ctx: Any, pattern: Regex, run: Any) -> Any:
+    """``run(compiled, timeout)``; past the timeout a :class:`RegexTimeoutError`."""
+    timeout = regex_timeout(ctx)
     try:
-        return regex.search(pattern, text, timeout=timeout) is not None
+        return run(pattern.compiled, timeout)
     except TimeoutError:
         raise errors.RegexTimeoutError(
-            f"regular expression {pattern[:80]!r} ran longer than {timeout:g} s") from None
+            f"regular expression {pattern.compiled.pattern[:80]!r} ran longer than "
+            f"{timeout:g} s") from None
+
+
+def compile_regex(pattern: str, flags: int = 0) -> Regex:
+    """``pattern`` compiled with the ``regex`` package (imported on first use: it costs
+    start-up time), which keeps ``re``'s syntax and takes a timeout."""
+    import regex
+    try:
+        return Regex(regex.compile(pattern, flags | regex.VERSION0))
+    except regex.error as exc:
+        raise errors.DslInvalidOperationError(f"invalid regular expression: {exc}") from None
+
+
+def regex_search(ctx: Any, pattern: str | Regex, text: str) -> bool:
+    """Whether ``pattern`` matches in ``text``, within :func:`regex_timeout` seconds."""
+    compiled = pattern if isinstance(pattern, Regex) else compile_regex(pattern)
+    return run_regex(ctx, compiled, lambda p, t: p.search(text, timeout=t) is not None)

@@ -24,7 +24,7 @@ from yaql.language import expressions as ast
 from yaql.language import utils as yaql_utils
 
 from murano_engine.dsl import errors
-from murano_engine.dsl.budget import check_product, regex_search
+from murano_engine.dsl.budget import Regex, check_product, regex_search
 from murano_engine.dsl.contexts import PLAIN_CONTEXTS, frame_of
 from murano_engine.dsl.values import MEMORY_QUOTA
 
@@ -238,7 +238,7 @@ def _compile_binary(node: ast.BinaryOperator, runtime: Runtime, mode: int) -> Ev
         def match(ctx: Any) -> Any:
             a = left(ctx)
             b = right(ctx)
-            if type(a) is str and type(b) is str:
+            if type(a) is str and (type(b) is str or type(b) is Regex):
                 return regex_search(ctx, b, a) is matches
             return fallback(ctx, a, b)
 

@@ -46,6 +46,28 @@ CODE = class_text("t.bud", "Code", """
       power:
         Body:
           - Return: pow(10, 1000000000)
+      regexTimeouts:
+        Body:
+          - $text: concat('a' * 45, '!')
+          - Return: regex('^(a|aa)+$').matches($text)
+      regexFunctions:
+        Body:
+          - $abcd: 'ab,cd'
+          - $digits: 'a1b22'
+          - $hello: 'hello'
+          - $abc: 'abc'
+          - $x9: 'x9'
+          - Return:
+              - regex('[,;]').split('a,b;c')
+              - $abcd.split(',')
+              - $digits.replace(regex('[0-9]+'), '#')
+              - $hello.replace('l', 'L')
+              - regex('([a-z])([0-9])').search('xx a1', $2.value)
+              - regex('a.').searchAll('abcadc')
+              - $abc.matches('a.c')
+              - regex('A.C', ignoreCase => true).matches('xabcx')
+              - regex('l').replaceBy($hello, $.value + $.value)
+              - $x9 =~ regex('[0-9]')
       deepValue:
         Body:
           - $x: []
@@ -169,6 +191,18 @@ def test_repeated_squaring_stops_at_the_integer_size_limit(loader: PackageLoader
     exc, executor = _fails(loader, "square", errors.ValueLimitExceededError)
     assert f"{MAX_INT_BITS} bits" in str(exc)
     _healthy(executor)
+
+
+def test_every_regex_function_has_a_time_limit(loader: PackageLoader) -> None:
+    """yaql runs patterns with ``re``, which nothing interrupts; ``regex()``, ``matches``,
+    ``search``, ``searchAll``, ``split``, ``replace``, ``replaceBy`` and ``=~`` run with a
+    timeout instead, and string calls without a pattern still reach yaql."""
+    started = time.monotonic()
+    exc, executor = _fails(loader, "regexTimeouts", errors.RegexTimeoutError)
+    assert "ran longer than" in str(exc) and time.monotonic() - started < 5
+    assert run_method([], "t.bud.Code.regexFunctions", executor) == (
+        ("a", "b", "c"), ("ab", "cd"), "a#b#", "heLLo", "a", ("ab", "ad"), True, True,
+        "hellllo", True)
 
 
 def test_a_value_nested_past_the_depth_limit_is_refused_at_once(loader: PackageLoader) -> None:

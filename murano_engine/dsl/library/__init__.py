@@ -9,10 +9,18 @@ a :class:`~murano_engine.dsl.runtime.Runtime`.
 
 from __future__ import annotations
 
-from murano_engine.dsl.library import bounded, contracts, data, objects, system, text
+from murano_engine.dsl.library import (
+    bounded,
+    contracts,
+    data,
+    objects,
+    regexes,
+    system,
+    text,
+)
 from murano_engine.dsl.runtime import ContractFunction, FunctionSpec
 
-_DOMAINS = (objects, data, text, system, bounded)
+_DOMAINS = (objects, data, text, system, bounded, regexes)
 
 
 def functions() -> dict[str, FunctionSpec]:
