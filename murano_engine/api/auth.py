@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from murano_engine.api.errors import Unauthorized
+from murano_engine.dsl.yaml_loader import load_plain
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,7 @@ class TokenFile:
     """Static tokens from a file: ``{TOKEN: {project_id, user_id, roles}}``."""
 
     def __init__(self, path: Path | None) -> None:
-        data = yaml.safe_load(path.read_text()) if path is not None else {}
+        data = load_plain(path.read_bytes(), str(path)) if path is not None else {}
         self.tokens: dict[str, Context] = {}
         for token, who in (data or {}).items():
             self.tokens[str(token)] = Context(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable
@@ -11,6 +10,8 @@ from typing import Any
 import kombu
 
 from murano_common import amqp
+from murano_engine.dsl.errors import LoadError
+from murano_engine.dsl.json_loader import load_json
 
 LOG = logging.getLogger(__name__)
 
@@ -85,9 +86,10 @@ class ResultListener(amqp.QueueConsumer):
     def _on_message(self, message: kombu.Message) -> None:
         body = message.body
         try:
-            result = json.loads(body.decode("utf-8") if isinstance(body, bytes) else body)
+            # Results come from guests, which run tenants' code: bounded like any file.
+            result = load_json(body, f"result on {self.queue}")
             key = result.get("SourceID") or message.properties.get("message_id")
-        except (ValueError, AttributeError) as exc:
+        except (LoadError, AttributeError) as exc:
             LOG.warning("dropping undecodable result on %s: %s", self.queue, exc)
             return
         with self._lock:
