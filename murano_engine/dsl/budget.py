@@ -97,6 +97,19 @@ def check_product(a: int, b: int) -> None:
             f"integer product larger than {MAX_INT_BITS} bits")
 
 
+def check_repetition(a: Any, b: Any) -> None:
+    """Refuse ``sequence * count`` (either order) whose result would pass the memory
+    quota (strings) or the iterator limit (lists), before it is made."""
+    sequence, count = (a, b) if type(b) is int else (b, a)
+    if type(count) is not int or count <= 0:
+        return
+    if isinstance(sequence, str):
+        if len(sequence) * count > MEMORY_QUOTA:
+            raise yaql_exceptions.MemoryQuotaExceededException()
+    elif isinstance(sequence, (tuple, list)) and len(sequence) * count > ITERATOR_LIMIT:
+        raise yaql_exceptions.CollectionTooLargeException(ITERATOR_LIMIT)
+
+
 def check_power(base: Any, exponent: Any) -> None:
     """Refuse an integer ``base ** exponent`` larger than :data:`MAX_INT_BITS`."""
     if type(base) is int and type(exponent) is int and exponent > 0 and abs(base) > 1 \

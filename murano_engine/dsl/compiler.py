@@ -24,7 +24,7 @@ from yaql.language import expressions as ast
 from yaql.language import utils as yaql_utils
 
 from murano_engine.dsl import errors
-from murano_engine.dsl.budget import Regex, check_product, regex_search
+from murano_engine.dsl.budget import Regex, check_product, check_repetition, regex_search
 from murano_engine.dsl.contexts import PLAIN_CONTEXTS, frame_of
 from murano_engine.dsl.values import MEMORY_QUOTA
 
@@ -194,6 +194,7 @@ def _compile_binary(node: ast.BinaryOperator, runtime: Runtime, mode: int) -> Ev
                 return a * b
             if ta in _NUMBERS and tb in _NUMBERS:
                 return a * b
+            check_repetition(a, b)
             return fallback(ctx, a, b)
 
         return multiply

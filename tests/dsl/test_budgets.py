@@ -46,6 +46,9 @@ CODE = class_text("t.bud", "Code", """
       power:
         Body:
           - Return: pow(10, 1000000000)
+      repeatList:
+        Body:
+          - Return: len([1, 2] * 100000000)
       regexTimeouts:
         Body:
           - $text: concat('a' * 45, '!')
@@ -190,6 +193,18 @@ def test_format_widths_past_the_memory_quota_are_refused(loader: PackageLoader,
 def test_repeated_squaring_stops_at_the_integer_size_limit(loader: PackageLoader) -> None:
     exc, executor = _fails(loader, "square", errors.ValueLimitExceededError)
     assert f"{MAX_INT_BITS} bits" in str(exc)
+    _healthy(executor)
+
+
+def test_list_repetition_is_refused_before_it_is_made(loader: PackageLoader) -> None:
+    """yaql makes ``[1, 2] * 10^8`` (1.6 GB) and only then finds it too big."""
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        _, executor = _fails(loader, "repeatList", yaql_exceptions.CollectionTooLargeException)
+        assert tracemalloc.get_traced_memory()[1] < 50 * 1024 * 1024
+    finally:
+        tracemalloc.stop()
     _healthy(executor)
 
 
