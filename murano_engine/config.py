@@ -15,7 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from murano_common.options import ConfigError, Option, Schema, Section, Values
-from murano_engine.dsl.limits import DEFAULT_TASK_STEP_LIMIT, DEFAULT_TASK_TIME_LIMIT
+from murano_engine.dsl.limits import (
+    DEFAULT_TASK_MEMORY_LIMIT,
+    DEFAULT_TASK_STEP_LIMIT,
+    DEFAULT_TASK_TIME_LIMIT,
+)
 
 __all__ = ["SCHEMA", "Config", "ConfigError", "broker_ssl", "broker_url",
            "load_config"]
@@ -57,6 +61,10 @@ ENGINE = Section(
     Option("task_step_limit", int, DEFAULT_TASK_STEP_LIMIT,
            "MuranoPL steps (statements, loop iterations, lambda evaluations) one engine "
            "task may run; 0: no limit."),
+    Option("task_memory_limit", int, DEFAULT_TASK_MEMORY_LIMIT,
+           "Megabytes of resident memory the engine process may reach while a task runs "
+           "(read every 1000 steps; past it the task fails and its values are freed); "
+           "0: no limit."),
 )
 
 RABBITMQ = Section(

@@ -121,7 +121,7 @@ def run_static_action(store: db.Store, settings: Settings, interpreter: Interpre
         # Nobody waits past static_action_timeout: the call stops there too.
         configured = Budget.from_config(load_config(settings.config_file, schema=SCHEMA))
         seconds = min(filter(None, (configured.seconds, settings.static_action_timeout)))
-        budget = Budget(seconds, configured.steps)
+        budget = Budget(seconds, configured.steps, configured.memory_mb)
         executor = Executor(loader, services={"reporter": None}, budget=budget)
         result = executor.invoke(method, cls.ref, [], dict(request.get("parameters") or {}),
                                  None)

@@ -13,6 +13,7 @@ past its time.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 from yaql.language import exceptions as yaql_exceptions
@@ -20,7 +21,11 @@ from yaql.language import exceptions as yaql_exceptions
 from murano_engine import boundary
 from murano_engine.dsl import errors
 from murano_engine.dsl.contexts import frame_of
-from murano_engine.dsl.limits import DEFAULT_TASK_STEP_LIMIT, DEFAULT_TASK_TIME_LIMIT
+from murano_engine.dsl.limits import (
+    DEFAULT_TASK_MEMORY_LIMIT,
+    DEFAULT_TASK_STEP_LIMIT,
+    DEFAULT_TASK_TIME_LIMIT,
+)
 from murano_engine.dsl.values import ITERATOR_LIMIT, MEMORY_QUOTA
 
 #: Steps between two readings of the clock.
@@ -32,24 +37,29 @@ REGEX_TIMEOUT = 1.0
 
 
 class Budget:
-    """The steps and seconds one task may still spend; exhausted, it stays exhausted."""
+    """The steps and seconds one task may still spend, and the memory the process may hold
+    meanwhile; exhausted, it stays exhausted."""
 
-    __slots__ = ("seconds", "steps", "left", "_stretch", "_spent", "_deadline")
+    __slots__ = ("seconds", "steps", "memory_mb", "left", "_stretch", "_spent", "_deadline")
 
     def __init__(self, seconds: float | None = DEFAULT_TASK_TIME_LIMIT,
-                 steps: int | None = DEFAULT_TASK_STEP_LIMIT) -> None:
+                 steps: int | None = DEFAULT_TASK_STEP_LIMIT,
+                 memory_mb: int | None = DEFAULT_TASK_MEMORY_LIMIT) -> None:
         self.seconds = seconds
         self.steps = steps
+        self.memory_mb = memory_mb
         self._deadline = boundary.outside().monotonic() + seconds if seconds else None
         self._spent = 0
         self._stretch = self.left = min(CHECK_EVERY, steps) if steps else CHECK_EVERY
 
     @classmethod
     def from_config(cls, config: Any) -> Budget:
-        """The budget ``[engine] task_time_limit`` and ``task_step_limit`` give (0: none)."""
+        """The budget ``[engine] task_time_limit``, ``task_step_limit`` and
+        ``task_memory_limit`` give (0: none)."""
         engine = config["engine"]
         return cls(float(engine["task_time_limit"]) or None,
-                   int(engine["task_step_limit"]) or None)
+                   int(engine["task_step_limit"]) or None,
+                   int(engine["task_memory_limit"]) or None)
 
     def checkpoint(self) -> None:
         """Called when ``left`` ran below zero: count the steps, read the clock."""
@@ -59,6 +69,10 @@ class Budget:
             raise errors.StepBudgetExceededError(
                 f"the task's step budget of {self.steps} steps is spent")
         self.check_time()
+        if self.memory_mb and resident_mb() > self.memory_mb:
+            raise errors.MemoryBudgetExceededError(
+                f"the engine process holds {resident_mb()} MB, past the task memory limit "
+                f"of {self.memory_mb} MB")
         self._stretch = self.left = (min(CHECK_EVERY, self.steps - self._spent)
                                      if self.steps else CHECK_EVERY)
 
@@ -73,6 +87,16 @@ class Budget:
         if self._deadline is None:
             return math.inf
         return max(0.0, self._deadline - boundary.outside().monotonic())
+
+
+def resident_mb() -> int:
+    """The process's resident memory, in megabytes (0 where /proc is missing)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            pages = int(statm.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE") // (1024 * 1024)
 
 
 def budget_of(ctx: Any) -> Budget | None:

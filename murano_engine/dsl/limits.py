@@ -7,3 +7,5 @@ Constants only, so the configuration can name them without loading the interpret
 DEFAULT_TASK_TIME_LIMIT = 14400.0
 #: MuranoPL steps (statements, loop iterations, lambda evaluations) one task may run.
 DEFAULT_TASK_STEP_LIMIT = 100_000_000
+#: Megabytes the engine process may hold while a task runs (its resident memory).
+DEFAULT_TASK_MEMORY_LIMIT = 4096

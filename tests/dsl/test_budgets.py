@@ -3,6 +3,7 @@ and the file:line, and the process (the same executor, or a new task) goes on.""
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from pathlib import Path
@@ -46,6 +47,10 @@ CODE = class_text("t.bud", "Code", """
       power:
         Body:
           - Return: pow(10, 1000000000)
+      manyBigStrings:
+        Body:
+          - $all: range(2000).select(concat('a' * 500000, str($)))
+          - Return: len($all)
       repeatList:
         Body:
           - Return: len([1, 2] * 100000000)
@@ -194,6 +199,21 @@ def test_repeated_squaring_stops_at_the_integer_size_limit(loader: PackageLoader
     exc, executor = _fails(loader, "square", errors.ValueLimitExceededError)
     assert f"{MAX_INT_BITS} bits" in str(exc)
     _healthy(executor)
+
+
+def test_a_task_past_its_memory_limit_fails_and_its_memory_is_freed(loader: PackageLoader,
+                                                                   ) -> None:
+    """2,000 strings of 500 KB (1 GB), each within the per-value limits: the process's
+    memory is read every 1,000 steps, and the task fails past ``task_memory_limit``."""
+    from murano_engine.dsl.budget import resident_mb
+    before = resident_mb()
+    exc, executor = _fails(loader, "manyBigStrings", errors.MemoryBudgetExceededError,
+                           Budget(memory_mb=before + 300))
+    assert f"task memory limit of {before + 300} MB" in str(exc)
+    del exc  # its traceback holds what the task built, as a failed task's result does not
+    gc.collect()
+    assert resident_mb() < before + 300  # what the task built is gone again
+    _healthy(Executor(loader, budget=Budget(memory_mb=before + 300)))
 
 
 def test_list_repetition_is_refused_before_it_is_made(loader: PackageLoader) -> None:
