@@ -17,6 +17,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from murano_common import jsontext
 from murano_common.schema_errors import first_problem
 
 #: Result error codes, as Murano's agent sends them.
@@ -67,26 +68,20 @@ def check_depth(value: Any, what: str) -> None:
 
 
 def decode(body: bytes, max_bytes: int) -> dict[str, Any]:
-    """The plan dict in a message body of at most ``max_bytes`` bytes.
-
-    JSON's C decoder recurses once per nesting level up to the recursion limit: call
-    this on a thread with a stack sized for that limit (the agent's serving thread).
-    """
+    """The plan dict in a message body of at most ``max_bytes`` bytes, nesting at most
+    :data:`MAX_DEPTH` levels (measured on the text, before it is decoded)."""
     if len(body) > max_bytes:
         raise PlanError(
             ERROR_INVALID,
             f"message body is {len(body)} bytes, more than the {max_bytes} allowed "
             "(agent setting [DEFAULT] max_message_bytes)",
         )
-    too_deep = PlanError(ERROR_INVALID, f"message body nests deeper than {MAX_DEPTH} levels")
+    if jsontext.nesting_depth(body) > MAX_DEPTH:
+        raise PlanError(ERROR_INVALID, f"message body nests deeper than {MAX_DEPTH} levels")
     try:
         data = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise PlanError(ERROR_INVALID, f"message body is not JSON: {exc}") from None
-    except RecursionError:  # the C decoder stops at the interpreter's recursion limit
-        raise too_deep from None
-    if nesting_depth(data) > MAX_DEPTH:
-        raise too_deep
     if not isinstance(data, dict):
         raise PlanError(ERROR_INVALID, "message body is not a JSON object (execution plan)")
     return data

@@ -59,7 +59,7 @@ def _parse_arg(text: str) -> tuple[str, Any]:
     name, sep, raw = text.partition("=")
     if not sep or not name:
         raise SystemExit(f"error: --arg takes NAME=JSON, got {text!r}")
-    from murano_engine.dsl.json_loader import nesting_depth
+    from murano_common.jsontext import nesting_depth
     from murano_engine.dsl.yaml_loader import MAX_DEPTH
     if nesting_depth(raw) > MAX_DEPTH:
         raise SystemExit(f"error: --arg {name}: JSON nested deeper than {MAX_DEPTH} levels")

@@ -2,28 +2,17 @@
 
 Python's JSON decoder recurses once per level of nesting, so a document of
 20,000 nested ``[`` can crash the process; the nesting is measured on the
-text before it is decoded.
+text before it is decoded (:func:`murano_common.jsontext.nesting_depth`).
 """
 
 from __future__ import annotations
 
 import json
-import re
-from itertools import accumulate
 from typing import Any
 
+from murano_common.jsontext import nesting_depth
 from murano_engine.dsl.errors import LoadError, Position
 from murano_engine.dsl.yaml_loader import MAX_BYTES, MAX_DEPTH
-
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
-_STEP = str.maketrans({"[": "+", "{": "+", "]": "-", "}": "-"})
-
-
-def nesting_depth(text: str) -> int:
-    """How deep the lists and objects of a JSON text nest (strings ignored)."""
-    brackets = _NOT_BRACKETS.sub("", _STRINGS.sub("", text)).translate(_STEP)
-    return max(accumulate(1 if c == "+" else -1 for c in brackets), default=0)
 
 
 def load_json(text: str | bytes, filename: str) -> Any:

@@ -10,11 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from murano_common.jsontext import nesting_depth
 from murano_engine.clouds.base import TemplateError
 from murano_engine.clouds.local.catalog import RESOURCE_TYPES
 from murano_engine.clouds.local.functions import check
 from murano_engine.clouds.local.resource import ResourceType
-from murano_engine.dsl.json_loader import nesting_depth
 from murano_engine.dsl.yaml_loader import MAX_DEPTH
 
 HOT_VERSIONS = frozenset(
