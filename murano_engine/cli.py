@@ -153,7 +153,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="murano-engine",
                                      description="Run MuranoPL packages.")
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks too")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    # ``--debug`` is taken after the command too (set only when given there).
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show Python tracebacks too")
+    commands = parser.add_subparsers(dest="command", required=True,
+                                     parser_class=_with_parents(common))
 
     run = commands.add_parser("run", help="run one method and print its result as JSON")
     run.add_argument("-l", "--load-packages-from", nargs="+", action="extend", default=[],
@@ -197,6 +203,22 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--config-file", required=True, help="murano-api configuration file")
     worker.set_defaults(handler=_worker)
     return parser
+
+
+def _with_parents(*parents: argparse.ArgumentParser) -> type[argparse.ArgumentParser]:
+    """A parser class whose instances (the subcommands) share ``parents``' options."""
+    class Command(argparse.ArgumentParser):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(parents=list(parents), **kwargs)
+    return Command
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("murano-engine")
+    except PackageNotFoundError:
+        return "(not installed)"
 
 
 def split_load_dirs(load_dirs: list[str], positional: list[str]) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -178,11 +179,24 @@ def test_a_python_error_in_murano_code_is_one_clear_error(packages: Path) -> Non
     assert "t.cli.App.pyError at " in err
 
 
-def test_debug_adds_the_python_traceback(packages: Path) -> None:
-    done = cli("--debug", "run", "-l", str(packages), "t.cli.App.pyError")
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_debug_adds_the_python_traceback(packages: Path, where: str) -> None:
+    command = ["run", "-l", str(packages), "t.cli.App.pyError"]
+    done = cli(*(["--debug", *command] if where == "before" else [*command, "--debug"]))
     assert done.returncode == 1
     assert done.stderr.startswith("error: ZeroDivisionError")
     assert "Traceback (most recent call last):" in done.stderr
+
+
+def test_without_debug_no_python_traceback(packages: Path) -> None:
+    done = cli("run", "-l", str(packages), "t.cli.App.pyError")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+
+
+def test_version() -> None:
+    done = cli("--version")
+    assert done.returncode == 0
+    assert re.fullmatch(r"murano-engine \d+\.\d+\.\d+\n", done.stdout)
 
 
 def test_an_unknown_class(packages: Path) -> None:
