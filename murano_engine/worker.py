@@ -254,7 +254,7 @@ def serve_worker(options: argparse.Namespace) -> int:
         settings = load_settings(options.config_file)
     except ConfigError as exc:
         raise SystemExit(f"error: {exc}") from None
-    logging.basicConfig(level=logging.INFO,
+    logging.basicConfig(level=logging.INFO, force=True,  # the CLI set WARNING before
                         format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
     if not settings.uses_broker:
         raise SystemExit("error: the configuration has no transport_url; the API runs "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import socket
 import time
 
 from murano_engine.api.catalog import pack_folder
@@ -27,6 +28,9 @@ def test_worker_killed_mid_deployment_is_replaced(start_api, pg_database):
     assert api.ok("POST", "/v1/actions", json={
         "className": "com.example.apitest.Echo", "methodName": "add",
         "parameters": {"a": 1, "b": 2}}) == 3
+    # The worker says what it does (its INFO lines are not swallowed by the CLI's set-up).
+    log = (api.folder / "api.log").read_text()
+    assert f"worker {socket.gethostname()}:{first.pid} takes tasks from" in log
     missing = api.request("POST", "/v1/actions", json={
         "className": "com.example.apitest.Echo", "methodName": "nope"})
     assert missing.status_code == 404
