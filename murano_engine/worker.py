@@ -11,6 +11,7 @@ from the catalog's database.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -25,6 +26,7 @@ from typing import Any
 from kombu import Connection, Exchange, Queue
 from kombu.mixins import ConsumerMixin
 
+from murano_common.options import Values
 from murano_engine.api import db
 from murano_engine.api.catalog import CatalogLoader
 from murano_engine.api.config import SCHEMA, ConfigError, Settings, load_settings
@@ -33,7 +35,6 @@ from murano_engine.deploy import close_services, engine_services, project_config
 from murano_engine.dsl import errors, serializer
 from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.executor import Executor
-from murano_engine.dsl.runtime import Interpreter
 from murano_engine.interpreter import build_interpreter
 from murano_engine.tasks import describe_failure, run_task
 
@@ -60,17 +61,26 @@ class EngineServices:
         self._lock = threading.Lock()
         self._projects: dict[str, dict[str, Any]] = {}
 
-    def budget(self) -> Budget:
-        """A fresh budget for one task, as the configuration file gives it."""
-        return Budget.from_config(load_config(self.settings.config_file, schema=SCHEMA))
+    @functools.cached_property
+    def config(self) -> Values:
+        """The engine sections of the configuration file, read once."""
+        return load_config(self.settings.config_file, schema=SCHEMA)
+
+    def budget(self, seconds: float | None = None) -> Budget:
+        """A fresh budget for one task, as the configuration gives it; its clock no
+        longer than ``seconds`` when given."""
+        configured = Budget.from_config(self.config)
+        if seconds is None:
+            return configured
+        return Budget(min(filter(None, (configured.seconds, seconds))), configured.steps,
+                      configured.memory_mb)
 
     def get(self, project_id: str) -> dict[str, Any]:
         with self._lock:
             services = self._projects.get(project_id)
             if services is None:
-                config = load_config(self.settings.config_file, schema=SCHEMA)
                 services = self._projects[project_id] = engine_services(
-                    project_config(config, project_id))
+                    project_config(self.config, project_id))
             return services
 
     def close(self) -> None:
@@ -98,10 +108,10 @@ def run_engine_task(store: db.Store, settings: Settings, task: Mapping[str, Any]
     return json_safe(result)
 
 
-def run_static_action(store: db.Store, settings: Settings, interpreter: Interpreter,
+def run_static_action(store: db.Store, settings: Settings, services: EngineServices,
                       project_id: str, request: Mapping[str, Any]) -> dict[str, Any]:
     """Call a public static method: ``{"status": 200, "result"}`` or a status and message."""
-    loader = CatalogLoader(store, settings.packages_cache, project_id, interpreter)
+    loader = CatalogLoader(store, settings.packages_cache, project_id, services.interpreter)
     class_name = str(request.get("className") or "")
     method_name = str(request.get("methodName") or "")
     try:
@@ -119,9 +129,7 @@ def run_static_action(store: db.Store, settings: Settings, interpreter: Interpre
             return {"status": 404, "message": f"method {method_name} of {class_name} is not "
                                               f"a public static method"}
         # Nobody waits past static_action_timeout: the call stops there too.
-        configured = Budget.from_config(load_config(settings.config_file, schema=SCHEMA))
-        seconds = min(filter(None, (configured.seconds, settings.static_action_timeout)))
-        budget = Budget(seconds, configured.steps, configured.memory_mb)
+        budget = services.budget(settings.static_action_timeout)
         executor = Executor(loader, services={"reporter": None}, budget=budget)
         result = executor.invoke(method, cls.ref, [], dict(request.get("parameters") or {}),
                                  None)
@@ -147,10 +155,10 @@ class StaticActions:
     daemons: a runaway action does not hold up the process's exit.
     """
 
-    def __init__(self, store: db.Store, settings: Settings, interpreter: Interpreter) -> None:
+    def __init__(self, store: db.Store, settings: Settings, services: EngineServices) -> None:
         self.store = store
         self.settings = settings
-        self.interpreter = interpreter
+        self.services = services
         self._slots = threading.BoundedSemaphore(settings.static_action_workers)
 
     def call(self, project_id: str, request: Mapping[str, Any]) -> dict[str, Any]:
@@ -165,7 +173,7 @@ class StaticActions:
         def run() -> None:
             try:
                 answer.set_result(run_static_action(self.store, self.settings,
-                                                    self.interpreter, project_id, request))
+                                                    self.services, project_id, request))
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
                 answer.set_exception(exc)
             finally:
@@ -213,7 +221,7 @@ class Worker(ConsumerMixin):
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self._results = connection.clone()
         self.services = EngineServices(settings)
-        self.static = StaticActions(store, settings, self.services.interpreter)
+        self.static = StaticActions(store, settings, self.services)
 
     def get_consumers(self, consumer_class: Any, channel: Any) -> list:
         return [consumer_class(queues=[self.task_queue], accept=["json"],

@@ -45,7 +45,7 @@ class LocalDispatcher:
         self.settings = settings
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="engine")
         self.services = EngineServices(settings)
-        self.static = StaticActions(store, settings, self.services.interpreter)
+        self.static = StaticActions(store, settings, self.services)
 
     def submit(self, task: dict[str, Any]) -> None:
         self.pool.submit(self._run, task)
