@@ -167,21 +167,11 @@ class ProcessLauncher:
 
     def stop(self, spec: ServerSpec) -> None:
         child = self._children.pop(spec.server_id, None)
-        if child is None:
-            pid = _read_pid(spec.folder / "agent.pid")
-            if pid is not None:
-                _terminate([pid], group=True)
-            return
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(child.pid, sig)
-            except ProcessLookupError:
-                pass
-            try:
-                child.wait(STOP_GRACE)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        pid = child.pid if child is not None else _read_pid(spec.folder / "agent.pid")
+        if pid is not None:
+            _terminate([pid], group=True)  # a zombie child counts as ended
+        if child is not None:
+            child.wait()
 
     def close(self) -> None:
         self._children.clear()
