@@ -272,15 +272,17 @@ class LocalCloud(StackService):
             self._finish(stack, f"{action}_COMPLETE", f"Stack {action} completed successfully")
 
     def _finish(self, stack: StackState, status: str, reason: str) -> None:
+        # The file is written before the worker is let go: close() (and
+        # anyone who saw the new status) may rely on it being on disk.
         with self.lock:
             stack.status, stack.reason = status, reason
-            self._workers.pop(stack.name, None)
             if status == "DELETE_COMPLETE":
                 del self._stacks[stack.name]
                 del self._templates[stack.name]
                 self._files.remove(stack.name)
-                return
-        self._files.save_stack(stack)
+            else:
+                self._files.save_stack(stack)
+            self._workers.pop(stack.name, None)
 
     def _reload(self) -> None:
         """Take up the stacks saved by an earlier run."""
