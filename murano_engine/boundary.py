@@ -1,9 +1,11 @@
 """The one boundary between the interpreter and the outside world.
 
-Time, sleeping, random names and ids, and every service the engine reaches
-(the cloud, the guest agents) are taken from the current :class:`Outside`.
-Tests and a future journal replace it with :func:`use`; nothing else in the
-engine calls ``time``, ``random`` or ``uuid`` directly.
+Time, sleeping, random names and ids, and every call to a service the engine
+reaches (the cloud, the guest agents) go through an :class:`Outside`: the
+executor's own (a :class:`murano_engine.journal.Journal` when the run is
+journaled), else the process's current one, which tests replace with
+:func:`use`. Nothing else in the engine calls ``time``, ``random`` or ``uuid``
+directly.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import random
 import string
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
@@ -47,6 +50,21 @@ class Outside:
 
     def random_string(self, length: int, alphabet: str) -> str:
         return "".join(random.SystemRandom().choice(alphabet) for _ in range(length))
+
+    # A journal records these; the live world just carries them out.
+    cancelled = False
+
+    def check(self) -> None:
+        """Raise when the run was asked to stop (never, for the live world)."""
+
+    def value(self, kind: str, scope: str, compute: Callable[[], Any]) -> Any:
+        """An answer from outside (a read, a query): ``compute()``."""
+        return compute()
+
+    def effect(self, kind: str, scope: str, intent: Callable[[], Any],
+               perform: Callable[[Any], Any]) -> Any:
+        """A change outside (a plan sent, a stack pushed): ``perform(intent())``."""
+        return perform(intent())
 
     def service(self, name: str) -> Any:
         """A named outside service (``cloud``, ``agents``, ``reporter`` ...)."""

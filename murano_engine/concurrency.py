@@ -8,10 +8,13 @@ that never run anything concurrently start faster.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import itertools
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import greenlet
@@ -71,13 +74,48 @@ class Event:
         raise TimeoutError(f"no result within {timeout} s")
 
 
+class _Branch:
+    """Where a green thread sits in the tree of ``run_all`` calls."""
+
+    __slots__ = ("path", "spawns")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.spawns = itertools.count()
+
+
+_ROOT = _Branch("")
+_branch: contextvars.ContextVar[_Branch] = contextvars.ContextVar("branch", default=_ROOT)
+
+
+def branch() -> str:
+    """The path of the running branch: ``""`` at the top, ``/<spawn>.<index>`` added by
+    each :func:`run_all` level. The same code makes the same paths, however the green
+    threads interleave (what the deployment journal keys entries by)."""
+    return _branch.get().path
+
+
+@contextlib.contextmanager
+def new_tree() -> Iterator[None]:
+    """Run a block as the root of a tree of branches of its own (one engine run), so its
+    branch paths do not depend on what ran before it in the process."""
+    token = _branch.set(_Branch(""))
+    try:
+        yield
+    finally:
+        _branch.reset(token)
+
+
 def run_all(funcs: Iterable[Callable[[], Any]], limit: int | None = None) -> list[Any]:
-    """Run every callable in its own green thread, at most ``limit`` at once.
+    """Run every callable in its own green thread (a :func:`branch` of its own), at most
+    ``limit`` at once.
 
     Returns the results in order. When any of them failed, every one is still
     waited for and then the first failure (in order) is raised.
     """
-    funcs = list(funcs)
+    parent = _branch.get()
+    spawn = next(parent.spawns)
+    funcs = [_in_branch(f"{parent.path}/{spawn}.{index}", f) for index, f in enumerate(funcs)]
     if not funcs:
         return []
     if len(funcs) == 1:
@@ -89,6 +127,16 @@ def run_all(funcs: Iterable[Callable[[], Any]], limit: int | None = None) -> lis
         if not ok:
             raise value
     return [value for _, value in outcomes]
+
+
+def _in_branch(path: str, func: Callable[[], Any]) -> Callable[[], Any]:
+    def run() -> Any:
+        token = _branch.set(_Branch(path))
+        try:
+            return func()
+        finally:
+            _branch.reset(token)
+    return run
 
 
 def _capture(func: Callable[[], Any]) -> tuple[bool, Any]:

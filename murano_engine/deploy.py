@@ -1,26 +1,39 @@
 """``murano-engine deploy``, ``destroy`` and ``action``: environments from the command line.
 
 The state file is the model after the last run (``Objects``, ``ObjectsCopy``,
-``Attributes``). Deploying again with a changed model redeploys
-incrementally: objects that left the model are destroyed, the others keep
-their Out properties and attributes. A failed run still writes what had been
-done, so the next deploy continues from it.
+``Attributes``) plus ``Resources``: every stack and broker queue the
+environment's runs have made, which ``destroy`` removes whatever the model
+says. Deploying again with a changed model redeploys incrementally: objects
+that left the model are destroyed, the others keep their Out properties and
+attributes. A failed run still writes what had been done, so the next deploy
+continues from it.
+
+While a command runs, its journal (``<state>.journal``, see
+:mod:`murano_engine.journal`) records every call that leaves the engine. A
+command that was killed or stopped (Ctrl-C) is resumed by running it again:
+what the journal holds is replayed, not done again. ``destroy`` after an
+interrupted command removes what that command made too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
+import os
 import re
+import signal
 import sys
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from murano_engine.dsl.errors import LoadError
 from murano_engine.dsl.json_loader import load_json
+from murano_engine.journal import Cancelled, FileJournal, Journal, JournalError
 
 if TYPE_CHECKING:
     from murano_common.options import Values
@@ -169,29 +182,122 @@ def close_services(services: Mapping[str, Any]) -> None:
             service.close()
 
 
-def run_command(options: Any, action: str, interpreter: Interpreter | None = None) -> int:
-    """Run deploy, destroy or an action; print reports; save the state.
+def journal_path(state_path: Path) -> Path:
+    """Where the journal of a command on ``state_path`` is kept."""
+    return state_path.with_name(state_path.name + ".journal")
 
-    The packages run with ``interpreter`` (by default the engine's own).
 
-    The command line calls :func:`murano_engine.concurrency.setup` first, so
-    that sockets and subprocesses are cooperative before kombu is imported.
+def _digest(state_path: Path) -> str:
+    """What the state file holds now (a journal remembers it to know if its run ended)."""
+    try:
+        return hashlib.sha256(state_path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return ""
+
+
+def open_interrupted(state_path: Path) -> FileJournal | None:
+    """The journal of a command on ``state_path`` that was cut short, if there is one.
+
+    A journal whose run did end (its state was written, the process died before
+    removing the journal) is removed.
     """
-    from murano_engine.config import load_config
-    from murano_engine.dsl.budget import Budget
-    from murano_engine.dsl.packages import PackageLoader
-    from murano_engine.interpreter import build_interpreter
-    from murano_engine.tasks import run_task
+    path = journal_path(state_path)
+    if not path.exists():
+        return None
+    try:
+        journal = FileJournal.open(path)
+    except JournalError as exc:
+        raise SystemExit(f"error: {exc}; move it away to start afresh "
+                         "(what it recorded is then done again)") from None
+    if journal.header.get("base") != _digest(state_path):
+        journal.remove()
+        return None
+    return journal
 
-    config = load_config(options.config)
-    state_path = Path(options.state)
-    previous = read_json(state_path, "state file") if state_path.exists() else None
+
+class Resources:
+    """What an environment's runs made outside the engine: stacks and broker queues."""
+
+    def __init__(self, saved: Mapping[str, Any] | None = None) -> None:
+        saved = saved or {}
+        self.stacks: set[str] = set(saved.get("stacks") or ())
+        self.queues: set[str] = set(saved.get("queues") or ())
+
+    def add(self, touched: Mapping[str, set[str]]) -> None:
+        self.stacks |= touched["stacks"]
+        self.queues |= touched["queues"]
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {"stacks": sorted(self.stacks), "queues": sorted(self.queues)}
+
+    def remove_stacks(self, services: Mapping[str, Any]) -> list[str]:
+        """Delete every stack still there; returns what could not be removed."""
+        from murano_engine.clouds import CloudError, remove_stack
+        problems = []
+        cloud = services.get("cloud")
+        for name in sorted(self.stacks) if cloud is not None else ():
+            try:
+                remove_stack(cloud, name)
+            except CloudError as exc:
+                problems.append(f"stack {name}: {exc}")
+        return problems
+
+    def remove_queues(self, config: Values) -> list[str]:
+        """Delete every queue still there (once nothing consumes them any more)."""
+        from murano_common import amqp
+        from murano_engine.config import broker_ssl, broker_url
+        if not self.queues:
+            return []
+        try:
+            with amqp.connection(broker_url(config), "engine destroy",
+                                 ssl=broker_ssl(config)) as conn:
+                channel = conn.default_channel
+                for name in sorted(self.queues):
+                    channel.queue_delete(name)
+        except OSError as exc:
+            return [f"queues {', '.join(sorted(self.queues))}: {exc}"]
+        return []
+
+    def remove_all(self, services: Mapping[str, Any], config: Values) -> list[str]:
+        """Delete the stacks, close ``services``, then delete the queues; returns what
+        could not be removed."""
+        try:
+            problems = self.remove_stacks(services)
+        finally:
+            close_services(services)
+        return problems + self.remove_queues(config)
+
+
+@contextlib.contextmanager
+def stop_on_signals(journal: Journal, stream: TextIO = sys.stderr) -> Iterator[None]:
+    """The first Ctrl-C (or SIGTERM) asks the run to stop at its next step; a second
+    one ends the process at once (the journal is on disk entry by entry)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handle(signum: int, _frame: Any) -> None:
+        if journal.cancelled:
+            os._exit(128 + signum)
+        journal.cancel()
+        print("\nstopping: no new steps start; waiting briefly for the ones in flight "
+              "(press Ctrl-C again to quit at once)", file=stream, flush=True)
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _task_for(action: str, options: Any, previous: Mapping[str, Any] | None) -> dict[str, Any]:
     if action == "deploy":
         model = incoming_model(read_json(options.model, "model"), previous)
     else:
         if previous is None:
-            raise SystemExit(f"error: state file {state_path} does not exist")
-        model = previous
+            raise SystemExit(f"error: state file {options.state} does not exist")
+        model = {k: v for k, v in previous.items() if k != "Resources"}
     objects = model.get("Objects") or {}
     environment_id = str((objects.get("?") or {}).get("id") or "")
     if action == "deploy":
@@ -202,26 +308,98 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
     else:
         task_action = {"object_id": options.object_id, "method": options.method,
                        "args": dict(options.args)}
+    return {"id": environment_id, "action": task_action, "model": model}
+
+
+def run_command(options: Any, action: str, interpreter: Interpreter | None = None) -> int:
+    """Run deploy, destroy or an action; print reports; save the state.
+
+    The packages run with ``interpreter`` (by default the engine's own). A
+    command interrupted earlier is resumed from its journal first.
+
+    The command line calls :func:`murano_engine.concurrency.setup` first, so
+    that sockets and subprocesses are cooperative before kombu is imported.
+    """
+    from murano_engine import boundary
+    from murano_engine.config import load_config
+    from murano_engine.dsl.budget import Budget
+    from murano_engine.dsl.packages import PackageLoader
+    from murano_engine.interpreter import build_interpreter
+    from murano_engine.tasks import run_task
+
+    config = load_config(options.config)
+    state_path = Path(options.state)
+    previous = read_json(state_path, "state file") if state_path.exists() else None
+    resources = Resources((previous or {}).get("Resources"))
+    interrupted = open_interrupted(state_path)
+    if interrupted is not None:
+        command = interrupted.header.get("command")
+        if action == "destroy" and command != "destroy":
+            return _destroy_after_interrupt(options, interrupted, previous, resources, config,
+                                            interpreter)
+        if command != action:
+            raise SystemExit(
+                f"error: a {command} of this environment was interrupted "
+                f"({journal_path(state_path)}); run `murano-engine {command}` again to finish "
+                "it, or `murano-engine destroy` to remove what it made")
+        task = interrupted.header["task"]
+        recorded = len(interrupted.load())
+        print(f"{action}: resuming the run interrupted earlier ({recorded} journal entries; "
+              "what they record is not done again)", flush=True)
+        if action == "deploy" and _task_for(action, options, previous) != task:
+            print("note: the model changed since; deploy again afterwards to apply it",
+                  flush=True)
+        store = interrupted
+    else:
+        task = _task_for(action, options, previous)
+        store = FileJournal.create(journal_path(state_path), {
+            "command": action, "task": task, "base": _digest(state_path),
+            "started": time.time()})
+    objects = task["model"].get("Objects") or {}
+    environment_id = task["id"]
     loader = PackageLoader(options.load_packages_from, interpreter or build_interpreter())
     for problem in loader.problems:
         print(f"warning: {problem}", file=sys.stderr)
     applications = objects.get("applications") if action == "deploy" else None
     printer = ProgressPrinter(len(applications) if isinstance(applications, list) else 0)
+    journal = Journal(store)
     services = engine_services(config)
     try:
         print(f"{action}: environment {environment_id or '(none)'}", flush=True)
-        result = run_task({"id": environment_id, "action": task_action, "model": model},
-                          loader, reporter=printer, services=services,
-                          budget=Budget.from_config(config))
-    finally:
+        with stop_on_signals(journal), boundary.use(journal.stoppable()):
+            result = run_task(task, loader, reporter=printer, services=services,
+                              budget=Budget.from_config(config), outside=journal)
+    except Cancelled:
+        store.close()
+        _close_quickly(services)
+        print(f"{action} stopped after {time.monotonic() - printer.started:.1f} s; what it did "
+              f"is in {journal_path(state_path)}. Run the same command to carry on, or "
+              f"`murano-engine destroy --state {state_path}` to remove what it made.",
+              file=sys.stderr, flush=True)
+        return 130
+    except BaseException:
         close_services(services)
-    new_model = result["model"]
-    if action == "destroy" and not result["action"]["isException"]:
-        state_path.unlink(missing_ok=True)
-    else:
-        write_state(state_path, new_model)
+        store.close()
+        raise
+    resources.add(journal.touched())
     outcome = result["action"]
     elapsed = time.monotonic() - printer.started
+    if action == "destroy" and not outcome["isException"]:
+        problems = resources.remove_all(services, config)
+        if problems:
+            write_state(state_path, {**result["model"], "Resources": resources.as_dict()})
+            store.remove()
+            for problem in problems:
+                print(f"error: could not remove {problem}", file=sys.stderr)
+            return 1
+        state_path.unlink(missing_ok=True)
+    else:
+        close_services(services)
+        write_state(state_path, {**result["model"], "Resources": resources.as_dict()})
+    store.remove()
+    if journal.replayed:
+        print(f"{journal.replayed} step(s) came from the journal of the interrupted run",
+              flush=True)
     if outcome["isException"]:
         failure = outcome["result"]
         print(f"error: {', '.join(failure['names'])}: {failure['message']}", file=sys.stderr)
@@ -232,9 +410,43 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
               file=sys.stderr)
         return 1
     if action == "deploy":
-        print_outputs(model.get("Objects") or {}, new_model.get("Objects") or {})
+        print_outputs(objects, result["model"].get("Objects") or {})
     elif action != "destroy":
         print(json.dumps(outcome["result"], indent=2, sort_keys=True, default=str))
     done = f"state saved to {state_path}" if state_path.exists() else "state removed"
     print(f"{action} finished in {elapsed:.1f} s with {printer.count} report(s); {done}")
     return 0
+
+
+def _destroy_after_interrupt(options: Any, interrupted: FileJournal,
+                             previous: Mapping[str, Any] | None, resources: Resources,
+                             config: Values, interpreter: Interpreter | None) -> int:
+    """``destroy`` while a deploy (or action) was cut short: destroy what the state file
+    holds (if any), then remove every stack and queue the interrupted run made."""
+    resources.add(Journal(interrupted).touched())
+    interrupted.close()
+    print(f"destroy: the {interrupted.header.get('command')} interrupted earlier is "
+          "abandoned; removing what it made too", flush=True)
+    state_path = Path(options.state)
+    if previous is not None:
+        write_state(state_path, {**previous, "Resources": resources.as_dict()})
+    else:
+        write_state(state_path, {"Objects": None, "Resources": resources.as_dict()})
+    interrupted.remove()
+    if previous is not None and (previous.get("Objects") or None) is not None:
+        return run_command(options, "destroy", interpreter)
+    problems = resources.remove_all(engine_services(config), config)
+    for problem in problems:
+        print(f"error: could not remove {problem}", file=sys.stderr)
+    if problems:
+        return 1
+    state_path.unlink(missing_ok=True)
+    print("destroy finished; state removed")
+    return 0
+
+
+def _close_quickly(services: Mapping[str, Any], seconds: float = 1.0) -> None:
+    """Close the services, giving up after ``seconds`` (a stopping command must end)."""
+    closer = threading.Thread(target=close_services, args=(services,), daemon=True)
+    closer.start()
+    closer.join(seconds)

@@ -18,25 +18,49 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from murano_engine import concurrency
 from murano_engine.dsl import collector, errors, model, serializer
 from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
+from murano_engine.journal import Journal
 from murano_engine.reports import Reporter, report
 
 LOG = logging.getLogger(__name__)
 def run_task(task: Mapping[str, Any], loader: PackageLoader, *,
              reporter: Reporter | None = None,
              services: Mapping[str, Any] | None = None,
-             budget: Budget | None = None) -> dict[str, Any]:
+             budget: Budget | None = None,
+             outside: Journal | None = None) -> dict[str, Any]:
     """Run one task to the end, within ``budget``; errors become ``isException`` results,
-    never escape."""
+    never escape (except :class:`murano_engine.journal.Cancelled` when the run is
+    stopped).
+
+    With a journal (``outside``), every call leaving the engine is recorded in it, and
+    the calls it already holds are answered from it: so a task cut short is resumed
+    by running it again with the same journal. Reports already recorded are not sent
+    again.
+    """
+    with concurrency.new_tree():
+        return _run(task, loader, reporter, services, budget, outside)
+
+
+def _journaled(reporter: Reporter | None, outside: Journal | None) -> Reporter | None:
+    if reporter is None or outside is None:
+        return reporter
+    return lambda entry: outside.value("report", "", lambda: reporter(entry))
+
+
+def _run(task: Mapping[str, Any], loader: PackageLoader, reporter: Reporter | None,
+         services: Mapping[str, Any] | None, budget: Budget | None,
+         outside: Journal | None) -> dict[str, Any]:
     environment_id = task.get("id")
     incoming = dict(task.get("model") or {})
     action = task.get("action")
+    reporter = _journaled(reporter, outside)
     executor = Executor(loader, services={**(services or {}), "reporter": reporter,
                                           "environment_id": environment_id,
-                                          "task": task}, budget=budget)
+                                          "task": task}, budget=budget, outside=outside)
     result: Any = None
     failed = False
     root = None

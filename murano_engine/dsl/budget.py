@@ -107,9 +107,11 @@ def budget_of(ctx: Any) -> Budget | None:
 
 def sleep(ctx: Any, seconds: float) -> None:
     """Sleep ``seconds``, but no longer than the budget has left (then it is spent)."""
-    budget = budget_of(ctx)
+    frame = frame_of(ctx)
+    budget = frame.executor.budget if frame is not None else None
+    outside = frame.executor.outside if frame is not None else boundary.outside()
     left = budget.seconds_left() if budget is not None else math.inf
-    boundary.outside().sleep(min(seconds, left))
+    outside.sleep(min(seconds, left))
     if budget is not None and seconds >= left:
         budget.check_time()
 

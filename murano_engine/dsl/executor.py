@@ -76,8 +76,9 @@ class Executor:
     """Runs MuranoPL: creates objects, calls methods, enforces the rules."""
 
     def __init__(self, loader: PackageLoader, services: Mapping[str, Any] | None = None,
-                 budget: Budget | None = None) -> None:
+                 budget: Budget | None = None, outside: boundary.Outside | None = None) -> None:
         self.loader = loader
+        self._outside = outside
         self.budget = budget if budget is not None else Budget()
         self.runtime = loader.interpreter.runtime
         self.services = dict(services or {})
@@ -94,6 +95,11 @@ class Executor:
         self._class_configs: dict[MuranoClass, Mapping[str, Any]] = {}
         self.loading_index: dict[str, Mapping] | None = None
         self._adoptable: set[str] = set()
+
+    @property
+    def outside(self) -> boundary.Outside:
+        """This run's boundary (its journal), or the process's live one."""
+        return self._outside if self._outside is not None else boundary.outside()
 
     # -- contexts ------------------------------------------------------------
     def root_context(self, package: Any) -> Any:
@@ -374,13 +380,13 @@ class Executor:
 
     def shell(self, cls: MuranoClass, owner: MuranoObject | None, object_id: str | None,
                name: str | None, register: bool = True) -> MuranoObject:
-        obj = MuranoObject(cls, object_id or boundary.outside().new_id(), owner, self, name)
+        obj = MuranoObject(cls, object_id or self.outside.new_id(), owner, self, name)
         if register:
             self.objects[obj.id] = obj
         return obj
 
     def new_id(self) -> str:
-        return boundary.outside().new_id()
+        return self.outside.new_id()
 
     def pending_init_begin(self) -> None:
         """Defer ``.init`` calls until a whole model is loaded."""

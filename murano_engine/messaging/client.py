@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import kombu
@@ -86,17 +87,20 @@ class AgentClient:
         self._publish(queue, plan, message_id)
         return message_id
 
-    def call(self, queue: str, plan: dict[str, Any], timeout: float) -> Any:
+    def call(self, queue: str, plan: dict[str, Any], timeout: float,
+             interrupted: Callable[[], bool] | None = None) -> Any:
         """Publish ``plan`` and wait for its result; returns what the plan returned.
 
-        Raises AgentError for an error result, AgentTimeout after ``timeout`` seconds.
+        Raises AgentError for an error result, AgentTimeout after ``timeout`` seconds,
+        AgentWaitInterrupted soon after ``interrupted()`` turns true (the run is
+        stopping; the plan goes on in the agent).
         """
         message_id = str(plan.get("ID") or boundary.outside().new_id())
         self._listener.start()
         waiter = self._listener.subscribe(message_id)
         try:
             self._publish(queue, plan, message_id)
-            result = waiter.wait(timeout)
+            result = waiter.wait(timeout, interrupted)
         finally:
             self._listener.unsubscribe(message_id)
         if result is None:

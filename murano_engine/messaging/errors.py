@@ -43,5 +43,9 @@ class AgentTimeout(AgentError, TimeoutError):
         )
 
 
+class AgentWaitInterrupted(Exception):  # noqa: N818 - not a failure of the agent
+    """The engine stopped waiting for a result because its run is stopping."""
+
+
 class PlanBuildError(ValueError):
     """A template or its resources cannot make an execution plan; names the field or file."""

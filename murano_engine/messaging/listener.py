@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -12,11 +13,14 @@ import kombu
 from murano_common import amqp
 from murano_engine.dsl.errors import LoadError
 from murano_engine.dsl.json_loader import load_json
+from murano_engine.messaging.errors import AgentWaitInterrupted
 
 LOG = logging.getLogger(__name__)
 
 #: Seconds before the first reconnection attempt, and the longest wait between two.
 RETRY_DELAY, RETRY_MAX_DELAY = 0.5, 30.0
+#: How often a wait that may be interrupted checks whether it is.
+INTERRUPT_POLL = 0.1
 
 
 class Waiter:
@@ -30,9 +34,21 @@ class Waiter:
         self.result = result
         self._event.set()
 
-    def wait(self, timeout: float) -> dict[str, Any] | None:
-        """The result once it is in; None after ``timeout`` seconds without it."""
-        self._event.wait(timeout)
+    def wait(self, timeout: float,
+             interrupted: Callable[[], bool] | None = None) -> dict[str, Any] | None:
+        """The result once it is in; None after ``timeout`` seconds without it.
+
+        With ``interrupted``, it is asked every :data:`INTERRUPT_POLL` seconds, and
+        :class:`AgentWaitInterrupted` raised once it says so."""
+        if interrupted is None:
+            self._event.wait(timeout)
+            return self.result
+        deadline = time.monotonic() + timeout
+        while not self._event.wait(min(INTERRUPT_POLL, max(0.0, deadline - time.monotonic()))):
+            if interrupted():
+                raise AgentWaitInterrupted("stopped waiting for the agent's result")
+            if time.monotonic() >= deadline:
+                break
         return self.result
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from murano_engine import boundary
 from murano_engine.dsl import values
 from murano_engine.dsl.errors import MuranoPlException
 from murano_engine.dsl.natives import NativeCall, method, native_class
@@ -44,6 +45,13 @@ def _exception(
     return MuranoPlException(
         names, str(error), call.frame.stack(), extra=values.freeze(info), native=error
     )
+
+
+def _intent(plan: dict[str, Any], client: AgentClient) -> dict[str, Any]:
+    """What the journal records before a plan is sent: the id it is sent with (its own
+    ``ID``, else a new one) and the queue its result comes back on."""
+    return {"id": str(plan.get("ID") or boundary.outside().new_id()),
+            "results": client.result_queue}
 
 
 def _owner_of_class(obj: MuranoObject, class_name: str) -> MuranoObject | None:
@@ -136,9 +144,22 @@ class Agent:
 
     @staticmethod
     def _wait(call: NativeCall, plan: dict[str, Any], timeout: Any) -> Any:
+        """Send ``plan`` and wait for its result, through the run's journal: the plan's id
+        is recorded before it is sent, its result when it comes; a resumed run gets a
+        recorded result back without sending, and re-sends a plan sent but not answered
+        with the same id (the agent answers a known id from its own journal)."""
         agent: Agent = call.native
+        client = agent.client(call)
+        seconds = Agent._timeout(call, timeout)
+        outside = call.executor.outside
+
+        def send_and_wait(intent: dict[str, Any]) -> Any:
+            return client.call(agent.queue, dict(plan, ID=intent["id"]), seconds,
+                               interrupted=lambda: outside.cancelled)
+
         try:
-            result = agent.client(call).call(agent.queue, plan, Agent._timeout(call, timeout))
+            result = outside.effect("agent.call", agent.queue,
+                                    lambda: _intent(plan, client), send_and_wait)
         except AgentTimeout as exc:
             raise _exception(call, [TIMEOUT_EXCEPTION, COMMON_TIMEOUT], exc, exc.info) from exc
         except AgentError as exc:
@@ -156,8 +177,15 @@ class Agent:
     def send(call: NativeCall, template: Any, resources: Any = None) -> None:
         """Build and send a plan without waiting for its result."""
         Agent._check_enabled(call)
+        Agent._send(call, Agent._plan(call, template, resources))
+
+    @staticmethod
+    def _send(call: NativeCall, plan: dict[str, Any]) -> None:
         agent: Agent = call.native
-        agent.client(call).send(agent.queue, Agent._plan(call, template, resources))
+        client = agent.client(call)
+        call.executor.outside.effect(
+            "agent.send", agent.queue, lambda: _intent(plan, client),
+            lambda intent: client.send(agent.queue, dict(plan, ID=intent["id"])))
 
     @method
     def callRaw(call: NativeCall, plan: Any, timeout: Any = None) -> Any:  # noqa: N802
@@ -169,8 +197,7 @@ class Agent:
     def sendRaw(call: NativeCall, plan: Any) -> None:  # noqa: N802
         """Send an already built plan as it is, without waiting."""
         Agent._check_enabled(call)
-        agent: Agent = call.native
-        agent.client(call).send(agent.queue, values.thaw(plan))
+        Agent._send(call, values.thaw(plan))
 
     @method
     def buildExecutionPlan(call: NativeCall, template: Any, resources: Any = None) -> Any:  # noqa: N802
@@ -181,8 +208,14 @@ class Agent:
     def isReady(call: NativeCall, timeout: Any = 100) -> bool:  # noqa: N802
         """True when the agent answers a no-op plan within ``timeout`` seconds."""
         Agent._check_enabled(call)
+        return Agent._ready(call, Agent._timeout(call, timeout))
+
+    @staticmethod
+    def _ready(call: NativeCall, seconds: float) -> bool:
         agent: Agent = call.native
-        return agent.client(call).is_ready(agent.queue, Agent._timeout(call, timeout))
+        client = agent.client(call)
+        return call.executor.outside.value(
+            "agent.ready", agent.queue, lambda: client.is_ready(agent.queue, seconds))
 
     @method
     def waitReady(call: NativeCall, timeout: Any = 100) -> None:  # noqa: N802
@@ -190,7 +223,7 @@ class Agent:
         Agent._check_enabled(call)
         agent: Agent = call.native
         seconds = Agent._timeout(call, timeout)
-        if not agent.client(call).is_ready(agent.queue, seconds):
+        if not Agent._ready(call, seconds):
             error = AgentTimeout(agent.queue, seconds)
             raise _exception(call, [TIMEOUT_EXCEPTION, COMMON_TIMEOUT], error, error.info)
 

@@ -4,6 +4,8 @@ The template accumulates what instances, networks and volumes add with
 ``updateTemplate``; the cloud sees it only at ``push``. ``push`` creates the
 stack, updates it, or deletes it once no resources are left, through
 :func:`murano_engine.clouds.push_stack` on the executor's ``cloud`` service.
+Every call to the cloud goes through the run's journal (``executor.outside``):
+a resumed run reads what the stack was and skips pushes that completed.
 """
 
 from __future__ import annotations
@@ -68,18 +70,33 @@ class _State:
         self.environment: dict[str, Any] = {}
         self.applied = True
 
-    def load(self, service: StackService | None) -> dict[str, Any]:
+    def load(self, call: NativeCall) -> dict[str, Any]:
         """The template, read from the cloud the first time (``{}`` for no stack or cloud)."""
         if self.template is None:
-            stack = service.get(self.name) if service is not None else None
-            if stack is None:
+            found = _read(call, self.name)
+            if found is None:
                 self.template, self.parameters = {}, {}
             else:
-                self.template = copy.deepcopy(stack.template or {})
-                self.parameters = {k: v for k, v in stack.parameters.items()
+                self.template = copy.deepcopy(found["template"] or {})
+                self.parameters = {k: v for k, v in found["parameters"].items()
                                    if not k.startswith("OS::")}
             self.applied = True
         return self.template
+
+
+def _read(call: NativeCall, name: str) -> dict[str, Any] | None:
+    """The stack's template and parameters as the cloud has them (None: no stack)."""
+    service = _cloud(call)
+    if service is None:
+        return None
+
+    def read() -> dict[str, Any] | None:
+        stack = service.get(name)
+        if stack is None:
+            return None
+        return {"template": stack.template, "parameters": dict(stack.parameters)}
+
+    return call.executor.outside.value("stack.get", name, read)
 
 
 @native_class("io.murano.system.HeatStack")
@@ -94,19 +111,19 @@ class HeatStack:
 
     @method
     def current(call: NativeCall) -> Any:
-        return values.freeze(call.native.state.load(_cloud(call)))
+        return values.freeze(call.native.state.load(call))
 
     @method
     def parameters(call: NativeCall) -> Any:
         state = call.native.state
-        state.load(_cloud(call))
+        state.load(call)
         return values.freeze(state.parameters)
 
     @method
     def reload(call: NativeCall) -> Any:
         state = call.native.state
         state.template, state.parameters = None, {}
-        return values.freeze(state.load(_cloud(call)))
+        return values.freeze(state.load(call))
 
     @method
     def setTemplate(call: NativeCall, template: Any) -> None:  # noqa: N802
@@ -123,7 +140,7 @@ class HeatStack:
             raise HeatStackError(
                 f"updateTemplate accepts heat_template_version {HOT_VERSION} only, not {version}")
         state = call.native.state
-        current = state.load(_cloud(call))
+        current = state.load(call)
         merged = merge(current, patch)
         state.applied = state.applied and merged == current
         state.template = merged
@@ -150,8 +167,12 @@ class HeatStack:
     def output(call: NativeCall) -> Any:
         state = call.native.state
         service = _require_cloud(call)
-        stack = service.wait(state.name, raise_on_failure=False)
-        return values.freeze(dict(stack.outputs) if stack is not None else {})
+
+        def read() -> dict[str, Any]:
+            stack = service.wait(state.name, raise_on_failure=False)
+            return dict(stack.outputs) if stack is not None else {}
+
+        return values.freeze(call.executor.outside.value("stack.output", state.name, read))
 
     @method
     def push(call: NativeCall, isAsync: bool = False) -> None:  # noqa: N803
@@ -163,14 +184,18 @@ class HeatStack:
         template = copy.deepcopy(pushed)
         template.setdefault("heat_template_version", HOT_VERSION)
         template.setdefault("description", state.description or f"Stack {state.name}")
-        push_stack(_require_cloud(call), state.name, template, state.parameters, state.files,
-                   state.environment)
+        service = _require_cloud(call)
+        call.executor.outside.effect(
+            "stack.push", state.name, dict,
+            lambda _: push_stack(service, state.name, template, state.parameters, state.files,
+                                 state.environment))
         state.applied = state.template == pushed
 
     @method
     def delete(call: NativeCall) -> None:
         state = call.native.state
         service = _cloud(call)
-        if service is not None and (state.load(service) or service.get(state.name) is not None):
-            remove_stack(service, state.name)
+        if service is not None and (state.load(call) or _read(call, state.name) is not None):
+            call.executor.outside.effect("stack.delete", state.name, dict,
+                                         lambda _: remove_stack(service, state.name))
         state.template, state.applied = {}, True

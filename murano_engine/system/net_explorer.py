@@ -25,15 +25,15 @@ def _settings(call: NativeCall) -> dict[str, Any]:
     return (call.executor.services.get("config") or {}).get("networking") or {}
 
 
-def _records(call: NativeCall, kind: str) -> list[Any]:
-    """Live resources of one Heat type in the local cloud; none for other clouds."""
+def _records(call: NativeCall, kind: str) -> list[dict[str, Any]]:
+    """Live resources of one Heat type in the local cloud (``id`` and their data); none
+    for other clouds. An answer from outside: journaled."""
     cloud = call.executor.services.get("cloud")
     records = getattr(cloud, "records", None)
-    return records(kind) if callable(records) else []
-
-
-def _describe(record: Any) -> dict[str, Any]:
-    return {"id": record.id, **record.data}
+    if not callable(records):
+        return []
+    return call.executor.outside.value(
+        "cloud.records", kind, lambda: [{"id": r.id, **r.data} for r in records(kind)])
 
 
 def candidate_cidrs(template: str, max_environments: int, max_hosts: int) -> list[str]:
@@ -65,8 +65,8 @@ class NetworkExplorer:
     def getDefaultRouter(call: NativeCall) -> str:  # noqa: N802
         name = str(_settings(call).get("router_name") or "murano-default-router")
         for router in _records(call, "OS::Neutron::Router"):
-            if router.data.get("name") == name:
-                return router.id
+            if router.get("name") == name:
+                return str(router["id"])
         return name
 
     @method
@@ -78,7 +78,7 @@ class NetworkExplorer:
         candidates = candidate_cidrs(str(settings.get("env_ip_template") or "10.0.0.0"),
                                      int(settings.get("max_environments") or 250),
                                      int(settings.get("max_hosts") or 250))
-        used = [subnet.data["cidr"] for subnet in _records(call, "OS::Neutron::Subnet")]
+        used = [subnet["cidr"] for subnet in _records(call, "OS::Neutron::Subnet")]
         return pick_cidr(candidates, used, str(netId or routerId or ""))
 
     @method
@@ -89,8 +89,8 @@ class NetworkExplorer:
     @method
     def getExternalNetworkIdForRouter(call: NativeCall, routerId: Any) -> str:  # noqa: N802, N803
         for router in _records(call, "OS::Neutron::Router"):
-            if router.id == routerId:
-                gateway = router.data.get("external_gateway_info") or {}
+            if router["id"] == routerId:
+                gateway = router.get("external_gateway_info") or {}
                 if gateway.get("network"):
                     return str(gateway["network"])
         return str(_settings(call).get("external_network") or "public")
@@ -102,18 +102,18 @@ class NetworkExplorer:
     @method
     def listNetworks(call: NativeCall) -> Any:  # noqa: N802
         external = str(_settings(call).get("external_network") or "public")
-        networks = [{**_describe(net), "router:external": False}
+        networks = [{**net, "router:external": False}
                     for net in _records(call, "OS::Neutron::Net")]
         networks.append({"id": external, "name": external, "router:external": True})
         return values.freeze(networks)
 
     @method
     def listSubnetworks(call: NativeCall) -> Any:  # noqa: N802
-        return values.freeze([_describe(s) for s in _records(call, "OS::Neutron::Subnet")])
+        return values.freeze(_records(call, "OS::Neutron::Subnet"))
 
     @method
     def listPorts(call: NativeCall) -> Any:  # noqa: N802
-        return values.freeze([_describe(p) for p in _records(call, "OS::Neutron::Port")])
+        return values.freeze(_records(call, "OS::Neutron::Port"))
 
     @method
     def listNeutronExtensions(call: NativeCall) -> Any:  # noqa: N802

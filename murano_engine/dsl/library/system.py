@@ -16,7 +16,8 @@ def sleep(ctx: Any, seconds: Any = 0) -> None:
 
 
 def random_name(ctx: Any) -> str:
-    return boundary.outside().random_name()
+    frame = frame_of(ctx)
+    return (frame.executor.outside if frame is not None else boundary.outside()).random_name()
 
 
 def logger(ctx: Any, name_: Any) -> Any:

@@ -1,0 +1,382 @@
+"""The deployment journal: every call that leaves the interpreter, recorded durably.
+
+A run of the engine is MuranoPL code plus answers from the outside world (ids,
+names, the clock, stacks, agents' results). :class:`Journal` is the
+boundary of one run: each outside call goes through it and is appended to a
+:class:`JournalStore` before the code goes on. Running the same task again
+with the same journal re-executes the code from the start and answers each
+call the journal already holds from it, without reaching the outside; where
+the journal ends, the run goes on live. So a run killed at any point is
+resumed by running it again, and no plan or stack operation that completed is
+done twice.
+
+Entries are keyed by where the call is made, not by the global order of
+calls: ``<branch>|<kind>|<scope>|<n>``, where ``branch`` names the green
+thread (``Parallel``, ``pselect`` and ``psuper`` give each branch a path of
+its own, see :func:`murano_engine.concurrency.branch`), ``kind`` the call,
+``scope`` the object it is about (an agent's queue, a stack's name), and ``n``
+counts the calls with the same prefix. Code in one branch runs in order, so
+the keys come out the same however branches interleave.
+
+Effects with a lasting outside result (a plan sent, a stack pushed) are
+recorded twice: their *intent* before they start (a plan's id), their outcome
+when they end. An intent without an outcome is carried out again with the
+same intent: a plan is re-sent with its id, and the agent answers it from its
+own journal.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from murano_engine import concurrency
+from murano_engine.boundary import Outside
+
+LOG = logging.getLogger(__name__)
+
+_datasync = getattr(os, "fdatasync", os.fsync)
+
+#: Exceptions the journal re-raises on replay come from these modules only
+#: (a journal is data: it never names arbitrary code to import).
+_REPLAYABLE_MODULES = ("murano_engine.",)
+
+
+class JournalStore(Protocol):
+    """Where a run's entries are kept: a file for the command line, a table for the API."""
+
+    def load(self) -> list[dict[str, Any]]:
+        """The entries appended so far, oldest first."""
+
+    def append(self, entry: dict[str, Any]) -> None:
+        """Add one entry; it is durable when this returns."""
+
+    def close(self) -> None:
+        """Release the store (the entries stay)."""
+
+
+class JournalError(Exception):
+    """A journal that cannot be read (names the file and line)."""
+
+
+class Cancelled(BaseException):  # noqa: N818 - a stop, not an error MuranoPL may catch
+    """The run was asked to stop: raised at its next outside call.
+
+    A BaseException, so MuranoPL's ``Try``/``Catch`` never swallows it.
+    """
+
+
+class Journal(Outside):
+    """The outside world of one run, recorded in ``store`` (live only when None)."""
+
+    def __init__(self, store: JournalStore | None = None, live: Outside | None = None) -> None:
+        super().__init__(live.services if live is not None else None)
+        self._live = live if live is not None else Outside()
+        self._store = store
+        self._begun: dict[str, Any] = {}
+        self._ended: dict[str, dict[str, Any]] = {}
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._cancelled = threading.Event()
+        self.replayed = 0
+        self.recorded = 0
+        self._touched: dict[str, set[str]] = {"stacks": set(), "queues": set()}
+        if store is not None:
+            for entry in store.load():
+                self._note(entry)
+                if entry.get("t") == "begin":
+                    self._begun[entry["k"]] = entry.get("v")
+                else:
+                    self._ended[entry["k"]] = entry
+        self.resuming = bool(self._ended or self._begun)
+
+    def touched(self) -> dict[str, set[str]]:
+        """The stacks and broker queues this run (and the runs it resumes) reached."""
+        return {name: set(items) for name, items in self._touched.items()}
+
+    def _note(self, entry: dict[str, Any]) -> None:
+        parts = str(entry.get("k")).split("|")
+        if len(parts) < 4:
+            return
+        kind, scope = parts[1], "|".join(parts[2:-1])
+        if kind.startswith("stack."):
+            self._touched["stacks"].add(scope)
+        elif kind.startswith("agent."):
+            self._touched["queues"].add(scope)
+            value = entry.get("v")
+            if isinstance(value, dict) and value.get("results"):
+                self._touched["queues"].add(str(value["results"]))
+
+    # -- cancelling ------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Stop the run at its next outside call (waits in progress end soon after)."""
+        self._cancelled.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def check(self) -> None:
+        """Raise :class:`Cancelled` once :meth:`cancel` was called."""
+        if self._cancelled.is_set():
+            raise Cancelled("the run was cancelled")
+
+    # -- recording -------------------------------------------------------------------
+
+    def key(self, kind: str, scope: str = "") -> str:
+        """The key of the next ``kind`` call about ``scope`` in this branch."""
+        prefix = f"{concurrency.branch()}|{kind}|{scope}"
+        with self._lock:
+            n = self._counts.get(prefix, 0)
+            self._counts[prefix] = n + 1
+        return f"{prefix}|{n}"
+
+    def value(self, kind: str, scope: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``'s value (or error), recorded; on replay the recorded one."""
+        self.check()
+        key = self.key(kind, scope)
+        if key in self._ended:
+            return self._replay(key)
+        return self._run(key, compute)
+
+    def effect(self, kind: str, scope: str, intent: Callable[[], Any],
+               perform: Callable[[Any], Any]) -> Any:
+        """Carry out an effect: ``intent()`` is recorded before ``perform(intent)`` runs,
+        its outcome after; an intent recorded by an earlier run is performed again as it
+        was (the same plan id), an outcome recorded is returned without performing."""
+        self.check()
+        key = self.key(kind, scope)
+        if key in self._ended:
+            return self._replay(key)
+        if key in self._begun:
+            planned = self._begun[key]
+            LOG.info("journal: %s was started by an earlier run; carrying it on", key)
+        else:
+            planned = intent()
+            self._append({"k": key, "t": "begin", "v": planned})
+        return self._run(key, lambda: perform(planned))
+
+    def _run(self, key: str, compute: Callable[[], Any]) -> Any:
+        try:
+            result = compute()
+        except Cancelled:
+            raise
+        except Exception as exc:
+            if self.cancelled:  # the failure may be the stop itself: nothing is recorded
+                raise Cancelled("the run was cancelled") from exc
+            if not _replayable(type(exc)):
+                raise
+            self._append({"k": key, "t": "end", "e": _error_record(exc)})
+            raise
+        self._append({"k": key, "t": "end", "v": result})
+        return result
+
+    def _replay(self, key: str) -> Any:
+        entry = self._ended[key]
+        self.replayed += 1
+        if "e" in entry:
+            raise _rebuild_error(entry["e"])
+        return entry.get("v")
+
+    def _append(self, entry: dict[str, Any]) -> None:
+        self._note(entry)
+        if self._store is not None:
+            self._store.append(entry)
+            self.recorded += 1
+
+    # -- the Outside interface, recorded ----------------------------------------------
+
+    def now(self) -> float:
+        return self.value("now", "", self._live.now)
+
+    def monotonic(self) -> float:
+        return self._live.monotonic()  # measures this process's waits: never replayed
+
+    def sleep(self, seconds: float) -> None:
+        self.value("sleep", "", lambda: self._sleep(seconds))
+
+    def _sleep(self, seconds: float) -> None:
+        end = self._live.monotonic() + seconds
+        while (left := end - self._live.monotonic()) > 0:
+            self.check()
+            self._live.sleep(min(left, 0.25))
+
+    def new_id(self) -> str:
+        return self.value("id", "", self._live.new_id)
+
+    def random_name(self) -> str:
+        return self.value("name", "", self._live.random_name)
+
+    def random_string(self, length: int, alphabet: str) -> str:
+        return self.value("random", "", lambda: self._live.random_string(length, alphabet))
+
+    def service(self, name: str) -> Any:
+        return self._live.service(name)
+
+    def stoppable(self) -> Outside:
+        """A live boundary for the services' own waits (stack polling ...) that ends
+        them with :class:`Cancelled` soon after :meth:`cancel`."""
+        return _Stoppable(self)
+
+
+class _Stoppable(Outside):
+    def __init__(self, journal: Journal) -> None:
+        super().__init__()
+        self._journal = journal
+
+    def sleep(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            self._journal.check()
+            concurrency.sleep(min(left, 0.1))
+        self._journal.check()
+
+
+def _replayable(cls: type) -> bool:
+    return cls.__module__.startswith(_REPLAYABLE_MODULES)
+
+
+def _error_record(exc: Exception) -> dict[str, Any]:
+    cls = type(exc)
+    attrs = {}
+    for name, value in vars(exc).items():
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            continue
+        attrs[name] = value
+    return {"type": f"{cls.__module__}:{cls.__qualname__}", "args": _plain_args(exc),
+            "attrs": attrs}
+
+
+def _plain_args(exc: Exception) -> list[Any]:
+    try:
+        return json.loads(json.dumps(list(exc.args)))
+    except (TypeError, ValueError):
+        return [str(exc)]
+
+
+def _rebuild_error(record: dict[str, Any]) -> Exception:
+    """The exception an entry recorded, of the same class (so catches match)."""
+    module_name, _, qualname = str(record.get("type", "")).partition(":")
+    cls: Any = None
+    if f"{module_name}.".startswith(_REPLAYABLE_MODULES):
+        try:
+            cls = importlib.import_module(module_name)
+            for part in qualname.split("."):
+                cls = getattr(cls, part)
+        except (ImportError, AttributeError):
+            cls = None
+    if not (isinstance(cls, type) and issubclass(cls, Exception)):
+        return JournalError(f"a recorded error of an unknown kind: {record.get('type')}: "
+                            f"{record.get('args')}")
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, *record.get("args") or [])
+    for name, value in (record.get("attrs") or {}).items():
+        setattr(exc, name, value)
+    return exc
+
+
+class FileJournal:
+    """A journal file: a header line (what the run is) and one JSON line per entry.
+
+    Each append is written and fdatasync'ed before it returns. A line torn by a
+    crash can only be the last one; it is dropped (the call it recorded is done
+    again, as after any crash before its end was recorded).
+    """
+
+    def __init__(self, path: Path, header: dict[str, Any], entries: list[dict[str, Any]],
+                 fd: int) -> None:
+        self.path = path
+        self.header = header
+        self._entries = entries
+        self._fd = fd
+
+    @classmethod
+    def create(cls, path: str | Path, header: dict[str, Any]) -> FileJournal:
+        """A new journal (replacing any file there) starting with ``header``."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, _line({"header": header}))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        _sync_folder(path.parent)
+        return cls(path, header, [], os.open(path, os.O_WRONLY | os.O_APPEND))
+
+    @classmethod
+    def open(cls, path: str | Path) -> FileJournal:
+        """An existing journal, to replay and go on appending to."""
+        path = Path(path)
+        raw = path.read_bytes()
+        lines = raw.split(b"\n")
+        header: dict[str, Any] | None = None
+        entries: list[dict[str, Any]] = []
+        good = 0
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                good += len(line) + 1
+                continue
+            try:
+                record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise ValueError("not a JSON object")
+            except ValueError as exc:
+                if number >= len(lines) - 1:  # the last line, torn by a crash
+                    break
+                raise JournalError(f"{path}:{number}: not a journal entry ({exc})") from None
+            if header is None:
+                if "header" not in record:
+                    raise JournalError(f"{path}:{number}: the journal has no header line")
+                header = record["header"]
+            else:
+                entries.append(record)
+            good += len(line) + 1
+        if header is None:
+            raise JournalError(f"{path}: the journal is empty")
+        fd = os.open(path, os.O_WRONLY)
+        os.ftruncate(fd, min(good, len(raw)))  # drop a torn tail before appending
+        os.close(fd)
+        return cls(path, header, entries, os.open(path, os.O_WRONLY | os.O_APPEND))
+
+    def load(self) -> list[dict[str, Any]]:
+        return list(self._entries)
+
+    def append(self, entry: dict[str, Any]) -> None:
+        os.write(self._fd, _line(entry))
+        _datasync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def remove(self) -> None:
+        """Close and delete the file (the run it recorded has ended)."""
+        self.close()
+        self.path.unlink(missing_ok=True)
+        _sync_folder(self.path.parent)
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    return (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+
+
+def _sync_folder(folder: Path) -> None:
+    if hasattr(os, "O_DIRECTORY"):
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
