@@ -94,6 +94,8 @@ class Server(ResourceType):
 
     def create(self, ctx: Context, props: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         server_id = ctx.services.new_id()
+        if ctx.claim is not None:
+            ctx.claim(server_id)
         image = _image(ctx, props)
         windows = is_windows(image, props.get("metadata"))
         user_data = _user_data(ctx, props)
@@ -196,7 +198,7 @@ def _nic(ctx: Context, server_id: str, entry: Any) -> dict[str, Any]:
         port = ctx.require(entry["port"], "port", PORT)
         for other in ctx.services.records(SERVER):
             if other.id != server_id and any(
-                n.get("port_id") == port.id for n in other.data["nics"]
+                n.get("port_id") == port.id for n in other.data.get("nics", [])
             ):
                 raise ResourceFailure(f"port {port.id} is already in use by server {other.id}")
         return {"port_id": port.id}

@@ -215,9 +215,18 @@ class Operation:
         with self.services.lock:
             self.stack.resources[name] = record
         self._set(record, "resources", name, "CREATE_IN_PROGRESS")
+
+        def claim(physical_id: str) -> None:
+            with self.services.lock:
+                record.id = physical_id
+            self._files.save_record(self.stack, "resources", name)
+
         try:
-            physical_id, data = definition.kind.create(self._context(name), props)
+            physical_id, data = definition.kind.create(
+                Context(self.services, self.stack.name, name, claim), props)
         except Exception as exc:
+            with self.services.lock:
+                record.id = ""  # a failing create undoes its own work
             self._set(record, "resources", name, "CREATE_FAILED", str(exc))
             raise
         with self.services.lock:

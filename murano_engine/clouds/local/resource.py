@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -69,6 +70,9 @@ class Context:
     services: Services
     stack_name: str
     resource: str
+    #: Called by ``create`` with the physical id before anything physical is made,
+    #: so that a crash in the middle leaves a record to clean up, not an orphan.
+    claim: Callable[[str], None] | None = None
 
     def default_name(self) -> str:
         """Heat's physical name for unnamed resources: stack-resource-random."""
