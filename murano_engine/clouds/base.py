@@ -141,6 +141,15 @@ class StackService(ABC):
     def close(self) -> None:
         """Release what the service holds (connections, running guests)."""
 
+    def attach_agent(self, queue: str) -> None:
+        """Make sure the guest agent consuming ``queue`` can reach the broker.
+
+        Nothing to do for a real cloud; the local cloud takes up the stack of the
+        server whose agent it is (servers of an earlier run reach the broker only
+        through the engine that holds their stack).
+        """
+        return None
+
     def wait(
         self,
         name: str,

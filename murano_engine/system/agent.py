@@ -98,9 +98,18 @@ class Agent:
         self.environment = environment
         self.queue = AgentClient.queue_name(environment.id, target.id)
         self._client: AgentClient | None = None
+        self._attached = False
 
     def client(self, call: NativeCall) -> AgentClient:
-        """The client of the host's region (found on first use: regions come after hosts)."""
+        """The client of the host's region (found on first use: regions come after hosts).
+
+        On first use the cloud is asked to make the agent reachable (a server an
+        earlier engine run made is taken up again)."""
+        if not self._attached:
+            cloud = call.executor.services.get("cloud")
+            if cloud is not None:
+                cloud.attach_agent(self.queue)
+            self._attached = True
         if self._client is None:
             executor = call.executor
             if self.host.murano_class.find_method("getRegion") is not None:

@@ -6,6 +6,7 @@ import base64
 import configparser
 import itertools
 import json
+import os
 import threading
 import time
 import uuid
@@ -380,6 +381,19 @@ def make_cloud(tmp_path, agents):
 @pytest.fixture
 def cloud(make_cloud) -> LocalCloud:
     return make_cloud()
+
+
+@pytest.fixture
+def crash():
+    """``crash(cloud)`` lets go of ``cloud``'s stacks as the death of its process would:
+    the kernel drops its stack locks; nothing is saved or stopped."""
+
+    def let_go(cloud: LocalCloud) -> None:
+        for fd in cloud._owned.values():
+            os.close(fd)
+        cloud._owned.clear()
+
+    return let_go
 
 
 AGENT_CONF = """[DEFAULT]

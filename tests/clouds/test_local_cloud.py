@@ -5,6 +5,8 @@ from __future__ import annotations
 import email
 import ipaddress
 import json
+import os
+import threading
 import time
 
 import pytest
@@ -152,17 +154,67 @@ def test_state_survives_a_restart(make_cloud, agents, environment):
     assert third["vm1-id"] == first["vm1-id"]
 
 
-def test_an_operation_cut_short_is_failed_on_restart(make_cloud, agents, environment):
+def test_an_operation_cut_short_is_failed_on_restart(make_cloud, agents, environment, crash):
     cloud = make_cloud()
     agents.start_delay = 0.3
     cloud.create("env", environment(("vm1",)))
     time.sleep(0.1)  # the server is still booting
+    crash(cloud)
 
     other = make_cloud()
 
     stack = other.peek("env")
     assert stack.status == "CREATE_FAILED"
     assert "interrupted" in stack.status_reason
+
+
+def test_a_stack_belongs_to_one_engine_process_at_a_time(make_cloud, agents, environment):
+    first = make_cloud()
+    outputs = push_stack(first, "env", environment(("vm1",)))
+    second = make_cloud()
+
+    with pytest.raises(StackConflict, match=f"in use by another engine process .pid {os.getpid()}"):
+        second.get("env")
+    assert len(agents) == 1  # the second took nothing up
+
+    first.close()
+    assert second.get("env").outputs == outputs  # free again: taken up, agent and all
+    assert set(agents.running()) == {"e1-hvm1"}
+
+
+def test_a_crash_mid_create_leaves_nothing_the_next_push_does_not_clean(make_cloud, agents,
+                                                                        environment, crash):
+    class Hanging(type(agents)):
+        """A boot that never ends in time: the engine dies while the server boots."""
+
+        release = threading.Event()
+
+        def start(self, spec) -> None:
+            self.release.wait(10)
+
+    hanging = Hanging()
+    first = make_cloud(launcher=hanging)
+    first.create("env", environment(("vm1",)))
+    try:
+        wait_for(lambda: sandboxes(first))
+        (half_made,) = sandboxes(first)
+        crash(first)
+
+        other = make_cloud()
+        outputs = push_stack(other, "env", environment(("vm1",)))
+
+        assert outputs["vm1-id"] != half_made
+        assert sandboxes(other) == {outputs["vm1-id"]}  # the half-made server is gone
+        assert [a.spec.server_id for a in agents if a.running] == [outputs["vm1-id"]]
+    finally:
+        hanging.release.set()
+
+
+def wait_for(condition, seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.01)
 
 
 def test_parallel_creation_of_fifty_servers(cloud, agents, environment):

@@ -164,7 +164,7 @@ def test_servers_reach_their_own_network_and_nothing_else(region, environment):
 
 
 @NO_NAMESPACES
-def test_a_killed_engine_finds_its_sandboxes_again(tmp_path, environment):
+def test_a_killed_engine_finds_its_sandboxes_again(tmp_path, environment, crash):
     state = tmp_path / "state"
     first = Region(state)
     outputs = first.boot(environment, "keep", ("vm1",), "10.0.10.0/24")
@@ -174,8 +174,10 @@ def test_a_killed_engine_finds_its_sandboxes_again(tmp_path, environment):
     first.client.close()
     for relay in first.cloud.guests.launcher._relays.values():
         relay.close()
+    crash(first.cloud)
     # ...and a new one resumes the running sandbox instead of starting a second agent.
     second = Region(state, first.name)
+    second.cloud.attach_agent(outputs["queues"]["vm1"])  # what the engine's Agent does
     try:
         # The agent reconnects through the new relay (its delays grow from 1 s).
         assert second.sh(outputs["queues"]["vm1"], "hostname", timeout=30).strip() == "vm1"

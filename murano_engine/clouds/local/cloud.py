@@ -3,14 +3,21 @@
 Operations run on background threads, as Heat's engine does; the API calls
 check the template first (a bad one raises :class:`TemplateError` and changes
 nothing) and return with the stack ``*_IN_PROGRESS``. State is saved under
-``state_dir`` after every resource step; a new :class:`LocalCloud` on the same
-folder picks the stacks up again, restarts the servers' agents, and marks
-operations the previous process did not finish as FAILED.
+``state_dir`` after every resource step.
+
+A stack belongs to one engine process at a time: the first call about it
+takes its lock (``locks/<name>.lock``, held until :meth:`LocalCloud.close`
+or the process's end), reads it from disk, marks operations an earlier process
+did not finish as FAILED and takes its servers' agents back. Another process
+asking for the same stack meanwhile gets :class:`StackConflict` naming the
+holder, so two engine runs never adopt each other's servers.
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import threading
 import uuid
 from collections.abc import Mapping
@@ -84,6 +91,9 @@ class LocalCloud(StackService):
         self._stacks: dict[str, StackState] = {}
         self._templates: dict[str, Template] = {}
         self._workers: dict[str, threading.Thread] = {}
+        self._locks = root / "locks"
+        self._locks.mkdir(parents=True, exist_ok=True)
+        self._owned: dict[str, int] = {}
         self._reload()
 
     @classmethod
@@ -127,6 +137,7 @@ class LocalCloud(StackService):
 
     # --- StackService -----------------------------------------------------------
     def get(self, name: str) -> Stack | None:
+        self._take(name)
         with self.lock:
             stack = self._stacks.get(name)
             if stack is None:
@@ -146,6 +157,7 @@ class LocalCloud(StackService):
             )
 
     def peek(self, name: str) -> Stack | None:
+        self._take(name)
         with self.lock:
             stack = self._stacks.get(name)
             if stack is None:
@@ -169,6 +181,7 @@ class LocalCloud(StackService):
     ) -> None:
         check_stack_name(name)
         checked = Template(plain(template), parameters, files, environment)
+        self._take(name)
         with self.lock:
             if name in self._stacks:
                 raise StackConflict(f"The Stack ({name}) already exists.")
@@ -192,6 +205,7 @@ class LocalCloud(StackService):
         environment: dict[str, Any] | None = None,
     ) -> None:
         checked = Template(plain(template), parameters, files, environment)
+        self._take(name)
         with self.lock:
             stack = self._busy_check(name)
             self._accept(stack, checked, parameters, files, environment)
@@ -200,6 +214,7 @@ class LocalCloud(StackService):
         self._start(stack, "UPDATE")
 
     def delete(self, name: str) -> None:
+        self._take(name)
         with self.lock:
             stack = self._busy_check(name)
             stack.status, stack.reason = "DELETE_IN_PROGRESS", "Stack DELETE started"
@@ -221,6 +236,23 @@ class LocalCloud(StackService):
             for worker in workers:
                 worker.join()
         self.guests.detach_all()
+        with self.lock:
+            owned, self._owned = list(self._owned.values()), {}
+        for fd in owned:
+            os.close(fd)
+
+    def attach_agent(self, queue: str) -> None:
+        with self.lock:
+            owners = {
+                self.guests.input_queue(record.id): name
+                for name, stack in self._stacks.items()
+                if name not in self._owned
+                for record in stack.records()
+                if record.exists and record.type == "OS::Nova::Server"
+                and record.data.get("agent")
+            }
+        if queue in owners:
+            self._take(owners[queue])
 
     # --- internals ---------------------------------------------------------------
     def _busy_check(self, name: str) -> StackState:
@@ -280,34 +312,70 @@ class LocalCloud(StackService):
                 del self._stacks[stack.name]
                 del self._templates[stack.name]
                 self._files.remove(stack.name)
+                (self._locks / f"{stack.name}.lock").unlink(missing_ok=True)
             else:
                 self._files.save_stack(stack)
             self._workers.pop(stack.name, None)
 
     def _reload(self) -> None:
-        """Take up the stacks saved by an earlier run."""
+        """Read the stacks saved in the folder: their records tell which addresses are
+        taken. Each is taken up for real by :meth:`_take`."""
         for stack in self._files.load_all():
-            self._stacks[stack.name] = stack
-            self._templates[stack.name] = Template(
-                stack.template, stack.parameters, stack.files, stack.environment
-            )
-            if stack.in_progress:
-                stack.status = stack.status.replace("IN_PROGRESS", "FAILED")
-                stack.reason = INTERRUPTED
-            for section in SECTIONS:
-                for key, record in getattr(stack, section).items():
-                    if record.status.endswith("_IN_PROGRESS"):
-                        record.status = record.status.replace("IN_PROGRESS", "FAILED")
-                        record.reason = INTERRUPTED
-                        self._files.save_record(stack, section, key)
-                    self._reserve_addresses(record)
-            self._files.save_stack(stack)
-        for server in self.records("OS::Nova::Server"):
-            if server.data.get("agent"):
+            self._load(stack)
+
+    def _load(self, stack: StackState) -> None:
+        self._stacks[stack.name] = stack
+        self._templates[stack.name] = Template(
+            stack.template, stack.parameters, stack.files, stack.environment
+        )
+        for record in stack.records():
+            self._reserve_addresses(record)
+
+    def _take(self, name: str) -> None:
+        """Make stack ``name`` this process's (see the module's doc); StackConflict when
+        another live process holds it."""
+        with self.lock:
+            if name in self._owned:
+                return
+            path = self._locks / f"{name}.lock"
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+                os.close(fd)
+                raise StackConflict(
+                    f"Stack {name} is in use by another engine process (pid {holder}) "
+                    f"on {self.state_dir}") from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+            self._owned[name] = fd
+            stack = self._files.load(name)
+            self._stacks.pop(name, None)
+            self._templates.pop(name, None)
+            if stack is not None:
+                self._adopt(stack)
+
+    def _adopt(self, stack: StackState) -> None:
+        """Take up a stack an earlier process left: what it did not finish is FAILED,
+        its servers' agents run again."""
+        if stack.in_progress:
+            stack.status = stack.status.replace("IN_PROGRESS", "FAILED")
+            stack.reason = INTERRUPTED
+        for section in SECTIONS:
+            for key, record in getattr(stack, section).items():
+                if record.status.endswith("_IN_PROGRESS"):
+                    record.status = record.status.replace("IN_PROGRESS", "FAILED")
+                    record.reason = INTERRUPTED
+                    self._files.save_record(stack, section, key)
+        self._files.save_stack(stack)
+        self._load(stack)
+        for record in stack.records():
+            if record.exists and record.type == "OS::Nova::Server" and record.data.get("agent"):
                 try:
-                    self.guests.resume(server.id)
+                    self.guests.resume(record.id)
                 except Exception:
-                    LOG.exception("The agent of server %s could not be restarted", server.id)
+                    LOG.exception("The agent of server %s could not be restarted", record.id)
 
     def _reserve_addresses(self, record: ResourceRecord) -> None:
         if not record.exists:

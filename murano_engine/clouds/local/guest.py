@@ -11,6 +11,7 @@ host reaches.
 
 from __future__ import annotations
 
+import configparser
 import json
 import logging
 import re
@@ -97,8 +98,20 @@ class Guests:
         (folder / "server.json").write_text(json.dumps({
             "hostname": hostname, "powershell": powershell,
             "interfaces": [vars(i) for i in interfaces]}), encoding="utf-8")
+        self._stop_rivals(server_id)
         self._start(server_id)
         return True
+
+    def _stop_rivals(self, server_id: str) -> None:
+        """Stop other servers whose agents consume this server's queue: left by a run
+        that was killed, they would take its plans (a queue has one agent)."""
+        queue = self.input_queue(server_id)
+        for other in self.root.iterdir():
+            if other.name != server_id and (other / "server.json").is_file() \
+                    and self.input_queue(other.name) == queue:
+                LOG.warning("Server %s also serves queue %s; stopping it for server %s",
+                            other.name, queue, server_id)
+                self.stop(other.name)
 
     def resume(self, server_id: str) -> None:
         """Take back the agent of a server that was running before a restart (or start it)."""
@@ -126,6 +139,19 @@ class Guests:
             if (self.sandbox(server_id) / "server.json").is_file():
                 self.launcher.detach(self._spec(server_id))
         self.launcher.close()
+
+    def input_queue(self, server_id: str) -> str | None:
+        """The queue the server's agent consumes (None when it has no agent config)."""
+        try:
+            ini = (self.sandbox(server_id) / "agent.conf").read_text(encoding="utf-8")
+        except OSError:
+            return None
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(ini)
+        except configparser.Error:
+            return None
+        return parser.get("rabbitmq", "input_queue", fallback=None)
 
     def running(self) -> set[str]:
         with self._lock:

@@ -92,19 +92,25 @@ class StackFiles:
         self._lock = lock
 
     def load_all(self) -> list[StackState]:
-        stacks = []
-        for header in sorted(self.folder.glob("*/stack.json")):
-            data = json.loads(header.read_text(encoding="utf-8"))
-            for section in SECTIONS:
-                data[section] = {
-                    entry["key"]: entry["record"]
-                    for entry in (
-                        json.loads(path.read_text(encoding="utf-8"))
-                        for path in sorted((header.parent / section).glob("*.json"))
-                    )
-                }
-            stacks.append(StackState.from_json(data))
-        return stacks
+        return [self._read(header) for header in sorted(self.folder.glob("*/stack.json"))]
+
+    def load(self, name: str) -> StackState | None:
+        """Stack ``name`` as it is on disk now (None when there is none)."""
+        header = self.folder / name / "stack.json"
+        return self._read(header) if header.is_file() else None
+
+    @staticmethod
+    def _read(header: Path) -> StackState:
+        data = json.loads(header.read_text(encoding="utf-8"))
+        for section in SECTIONS:
+            data[section] = {
+                entry["key"]: entry["record"]
+                for entry in (
+                    json.loads(path.read_text(encoding="utf-8"))
+                    for path in sorted((header.parent / section).glob("*.json"))
+                )
+            }
+        return StackState.from_json(data)
 
     def save_stack(self, stack: StackState) -> None:
         """Write the stack's own fields (status, template ...), not its records."""
