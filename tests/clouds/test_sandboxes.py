@@ -7,6 +7,8 @@ script can see and reach) and from outside (processes, users, namespaces).
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -231,3 +233,19 @@ def test_without_namespaces_servers_are_refused_with_what_is_missing(tmp_path, m
         (tmp_path / "state" / "servers").iterdir())
     with pytest.raises(sandbox.SandboxError, match="isolation must be one of"):
         LocalCloud(tmp_path / "other", isolation="chroot")
+
+
+@NO_NAMESPACES
+def test_a_killed_agent_comes_back_and_what_it_started_runs_on(region, environment):
+    outputs = region.boot(environment, "respawn", ("vm1",), "10.0.11.0/24")
+    queue = outputs["queues"]["vm1"]
+    (server_id,) = _server_ids(outputs, ("vm1",))
+    region.sh(queue, "setsid sh -c 'sleep 60' </dev/null >/dev/null 2>&1 & echo $! > /sandbox/bg")
+    agent = _agent_pid(server_id)
+
+    os.kill(agent, signal.SIGKILL)  # as a crash would; the server's init starts it again
+
+    assert region.sh(queue, "kill -0 $(cat /sandbox/bg) && echo alive").strip() == "alive"
+    assert _agent_pid(server_id) != agent
+    remove_stack(region.cloud, "respawn")
+    assert not netns.exists(netns.server_namespace(server_id))
