@@ -272,10 +272,6 @@ class Resources:
 def stop_on_signals(journal: Journal, stream: TextIO = sys.stderr) -> Iterator[None]:
     """The first Ctrl-C (or SIGTERM) asks the run to stop at its next step; a second
     one ends the process at once (the journal is on disk entry by entry)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
     def handle(signum: int, _frame: Any) -> None:
         if journal.cancelled:
             os._exit(128 + signum)
@@ -283,7 +279,10 @@ def stop_on_signals(journal: Journal, stream: TextIO = sys.stderr) -> Iterator[N
         print("\nstopping: no new steps start; waiting briefly for the ones in flight "
               "(press Ctrl-C again to quit at once)", file=stream, flush=True)
 
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread: signals are not ours to take
+        previous = {}
     try:
         yield
     finally:

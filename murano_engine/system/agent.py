@@ -54,6 +54,12 @@ def _intent(plan: dict[str, Any], client: AgentClient) -> dict[str, Any]:
             "results": client.result_queue}
 
 
+def _note_results_queue(call: NativeCall, client: AgentClient) -> None:
+    """Record, before the result queue is made, that this run uses it (so that
+    ``destroy`` removes it even when the run is killed before its first plan)."""
+    call.executor.outside.value("agent.results", client.result_queue, lambda: None)
+
+
 def _owner_of_class(obj: MuranoObject, class_name: str) -> MuranoObject | None:
     current = obj.owner
     while current is not None:
@@ -80,7 +86,9 @@ class AgentListener:
     @method
     def start(call: NativeCall) -> None:
         """Consume the result queue now (calls start it anyway)."""
-        call.native.client(call).listen()
+        client = call.native.client(call)
+        _note_results_queue(call, client)
+        client.listen()
 
 
 @native_class("io.murano.system.Agent")
@@ -123,6 +131,7 @@ class Agent:
             )
             agents: AgentClient = executor.services["agents"]
             self._client = listener.native.client(call) if listener is not None else agents
+            _note_results_queue(call, self._client)
         return self._client
 
     @staticmethod

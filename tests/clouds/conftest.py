@@ -349,6 +349,9 @@ class Agents(list):
             if agent.spec.server_id == spec.server_id:
                 agent.running = False
 
+    def remove(self, spec) -> None:
+        self.stop(spec)
+
     def detach(self, spec) -> None:
         """The engine lets go; the server (and its agent) keeps running."""
 

@@ -119,8 +119,11 @@ class Guests:
             self._start(server_id)
 
     def destroy(self, server_id: str) -> None:
-        """Stop the server's agent and remove its folder."""
-        self.stop(server_id)
+        """Stop the server's agent, delete its queue and remove its folder."""
+        with self._lock:
+            self._running.discard(server_id)
+        if (self.sandbox(server_id) / "server.json").is_file():
+            self.launcher.remove(self._spec(server_id))
         shutil.rmtree(self.sandbox(server_id), ignore_errors=True)
 
     def stop(self, server_id: str) -> None:

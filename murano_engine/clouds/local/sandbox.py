@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
+import kombu
+
 from murano_engine.clouds.base import CloudError
 from murano_engine.clouds.local import netns
 from murano_engine.clouds.local.relay import Relay
@@ -119,6 +121,20 @@ def broker_from_ini(ini: str) -> str:
             f"{section.get('port', '5672')}/{vhost}")
 
 
+def delete_input_queue(spec: ServerSpec) -> None:
+    """Delete the queue a removed server's agent consumed (a queue outlives its agent)."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(spec.agent_ini)
+    queue = parser.get("rabbitmq", "input_queue", fallback="")
+    if not queue:
+        return
+    try:
+        with kombu.Connection(spec.broker_url, connect_timeout=3) as conn:
+            conn.default_channel.queue_delete(queue)
+    except Exception as exc:  # noqa: BLE001 - the server is gone either way
+        LOG.warning("The queue %s of a removed server could not be deleted: %s", queue, exc)
+
+
 def _agent_command(config_path: str) -> list[str]:
     return [sys.executable, "-m", "murano_agent.cli", "--config-file", config_path]
 
@@ -164,6 +180,11 @@ class ProcessLauncher:
     def detach(self, spec: ServerSpec) -> None:
         """Leave the agent running (in a session of its own) for a later engine."""
         self._children.pop(spec.server_id, None)
+
+    def remove(self, spec: ServerSpec) -> None:
+        """Stop the server for good: its agent, then its queue."""
+        self.stop(spec)
+        delete_input_queue(spec)
 
     def stop(self, spec: ServerSpec) -> None:
         child = self._children.pop(spec.server_id, None)
@@ -250,6 +271,11 @@ class NamespaceLauncher:
         relay = self._relays.pop(spec.server_id, None)
         if relay is not None:
             relay.close()
+
+    def remove(self, spec: ServerSpec) -> None:
+        """Stop the server for good: its sandbox, then its queue."""
+        self.stop(spec)
+        delete_input_queue(spec)
 
     def stop(self, spec: ServerSpec) -> None:
         _terminate(netns.pids(netns.server_namespace(spec.server_id)))

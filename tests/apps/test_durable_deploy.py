@@ -1,0 +1,231 @@
+"""Durable deployments: kill the engine anywhere, deploy again, nothing lost, no step twice.
+
+examples/linux-cluster.json (two key-value nodes in sandboxes) is deployed
+with a copy of the package whose scripts append their name to a log in their
+server's folder. The engine is killed (SIGKILL) at each of its report lines
+in turn, or stopped with a real Ctrl-C; running ``deploy`` again resumes from
+the journal. The outputs equal an uninterrupted run's, every script ran as
+often as in the uninterrupted run (once per step), and ``destroy`` leaves no
+process, sandbox, stack or queue behind.
+"""
+
+from __future__ import annotations
+
+import collections
+import configparser
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import kombu
+import pytest
+
+from murano_engine.clouds.local import netns
+from murano_engine.clouds.local.sandbox import missing_for_namespaces
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "linux-cluster.json"
+PACKAGE = "io.murano.apps.linux.ReplicatedKV"
+AMQP = "amqp://guest:guest@127.0.0.1:5672//"
+LOG_LINE = 'mkdir -p "$KV_DATA" && echo "$(basename "$0")" >> "$KV_DATA/../steps.log"\n'
+
+pytestmark = pytest.mark.skipif(bool(missing_for_namespaces()),
+                                reason=f"sandboxes need {missing_for_namespaces()}")
+
+
+class Site:
+    """A folder with the logging package, an engine config and a state file."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.packages = root / "packages"
+        package = self.packages / PACKAGE
+        shutil.copytree(REPO / "dsl_packages" / PACKAGE, package)
+        for script in (package / "Resources" / "scripts").glob("*.sh"):
+            text = script.read_text()
+            if ". ./common.sh\n" in text:
+                script.write_text(text.replace(". ./common.sh\n", ". ./common.sh\n" + LOG_LINE))
+        self.cloud = root / "cloud"
+        (root / "engine.ini").write_text(f"[local_cloud]\nstate_dir = {self.cloud}\n")
+        self.state = root / "state.json"
+
+    def command(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "murano_engine.cli", *args, "-l", str(self.packages),
+                "--state", str(self.state), "--config", str(self.root / "engine.ini")]
+
+    def run(self, *args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run(self.command(*args), capture_output=True, text=True,
+                              timeout=300, cwd=self.root)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done
+
+    def deploy_until(self, report: int, sig: int) -> subprocess.Popen:
+        """Start a deploy and send ``sig`` when it prints its ``report``-th report line."""
+        engine = subprocess.Popen(self.command("deploy", str(EXAMPLE)), cwd=self.root,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen = 0
+        assert engine.stdout is not None
+        for line in engine.stdout:
+            if line.startswith("["):
+                seen += 1
+                if seen == report:
+                    engine.send_signal(sig)
+                    break
+        assert seen == report, f"the deploy ended after {seen} reports"
+        return engine
+
+    def outputs(self) -> dict:
+        app = json.loads(self.state.read_text())["Objects"]["applications"][0]
+        return {"masterNode": app["masterNode"], "port": app["masterAddress"].split(":")[1],
+                "check": app["lastCheck"].split(" ", 1)[1], "servers": len(app["servers"])}
+
+    def servers(self) -> list[Path]:
+        """The servers' folders (beside them, hidden ones hold the sandboxes' roots)."""
+        return [p for p in (self.cloud / "servers").iterdir() if not p.name.startswith(".")]
+
+    def steps(self) -> collections.Counter:
+        """How often each script ran on each server (by host name)."""
+        counts: collections.Counter = collections.Counter()
+        for server in self.servers():
+            host = json.loads((server / "server.json").read_text())["hostname"]
+            log = server / "steps.log"
+            for line in log.read_text().split() if log.exists() else ():
+                counts[(host, line)] += 1
+        return counts
+
+    def destroy_and_check(self) -> None:
+        servers = [p.name for p in self.servers()]
+        queues = {name for server in self.servers() for name in _agent_queues(
+            server / "agent.conf")}
+        self.run("destroy")
+        assert not self.state.exists()
+        assert not list((self.cloud / "servers").iterdir()), "a server's folder is left"
+        assert not list((self.cloud / "stacks").iterdir()), "a stack is left"
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert not [s for s in servers if netns.server_namespace(s) in left]
+        assert not _processes_mentioning(str(self.cloud)), "a process outlived destroy"
+        assert queues and not [q for q in queues if _queue_exists(q)], "a queue is left"
+
+
+def _agent_queues(conf: Path) -> set[str]:
+    """The queues a server's agent uses: its input queue and the results queue."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(conf.read_text())
+    return {parser.get("rabbitmq", "input_queue"), parser.get("rabbitmq", "result_routing_key")}
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if text.encode() in (proc / "cmdline").read_bytes():
+                    found.append(int(proc.name))
+            except OSError:
+                pass
+    return found
+
+
+def _queue_exists(name: str) -> bool:
+    with kombu.Connection(AMQP, connect_timeout=3) as conn:
+        try:
+            conn.default_channel.queue_declare(name, passive=True)
+        except conn.channel_errors:
+            return False
+    return True
+
+
+def _force_cleanup(site: Site) -> None:
+    """After a failed assertion only: stop whatever the test's runs left."""
+    if site.state.exists() or (site.root / "state.json.journal").exists():
+        subprocess.run(site.command("destroy"), capture_output=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> tuple[dict, collections.Counter, int]:
+    """An uninterrupted deploy: its outputs, its script runs and its number of reports."""
+    site = Site(tmp_path_factory.mktemp("reference"))
+    try:
+        done = site.run("deploy", str(EXAMPLE))
+        result = (site.outputs(), site.steps(),
+                  sum(line.startswith("[") for line in done.stdout.splitlines()))
+        site.destroy_and_check()
+    finally:
+        _force_cleanup(site)
+    return result
+
+
+def test_the_reference_run_runs_each_step_once(reference):
+    outputs, steps, reports = reference
+    assert outputs["servers"] == 2 and outputs["masterNode"] == "kv-1"
+    assert steps[("kv-1", "configure.sh")] == 1 and steps[("kv-2", "start.sh")] == 1
+    assert reports >= 8
+
+
+def test_engine_killed_at_each_report_then_deployed_again(tmp_path, reference):
+    outputs, steps, reports = reference
+    for report in range(1, reports + 1):
+        site = Site(tmp_path / f"kill-{report}")
+        try:
+            killed = site.deploy_until(report, signal.SIGKILL)
+            killed.wait(30)
+            assert (site.root / "state.json.journal").exists()
+
+            again = site.run("deploy", str(EXAMPLE))
+
+            assert "resuming the run interrupted earlier" in again.stdout
+            assert site.outputs() == outputs, f"killed at report {report}"
+            assert site.steps() == steps, f"killed at report {report}: {again.stdout}"
+            site.destroy_and_check()
+        finally:
+            _force_cleanup(site)
+
+
+def test_destroy_after_a_kill_removes_what_the_killed_run_made(tmp_path, reference):
+    site = Site(tmp_path)
+    try:
+        killed = site.deploy_until(3, signal.SIGKILL)  # the servers run; no state file yet
+        killed.wait(30)
+        assert not site.state.exists() and site.servers()
+
+        site.destroy_and_check()
+    finally:
+        _force_cleanup(site)
+
+
+def test_ctrl_c_stops_cleanly_and_deploy_resumes(tmp_path, reference):
+    outputs, steps, _ = reference
+    site = Site(tmp_path)
+    try:
+        engine = site.deploy_until(5, signal.SIGINT)
+        started = time.monotonic()
+        _, err = engine.communicate(timeout=30)
+        stopped_in = time.monotonic() - started
+
+        assert engine.returncode == 130, err
+        assert stopped_in < 2.0, f"took {stopped_in:.1f} s to stop"
+        assert "Traceback" not in err and "Run the same command to carry on" in err
+
+        again = site.run("deploy", str(EXAMPLE))
+        assert "resuming" in again.stdout
+        assert site.outputs() == outputs and site.steps() == steps
+        site.destroy_and_check()
+    finally:
+        _force_cleanup(site)
+
+
+def test_a_second_ctrl_c_ends_the_process_at_once(tmp_path):
+    site = Site(tmp_path)
+    try:
+        engine = site.deploy_until(2, signal.SIGINT)
+        engine.send_signal(signal.SIGINT)
+        engine.communicate(timeout=10)
+        assert engine.returncode == 128 + signal.SIGINT
+        assert (site.root / "state.json.journal").exists()  # intact, to resume or destroy
+        site.destroy_and_check()
+    finally:
+        _force_cleanup(site)
