@@ -104,12 +104,15 @@ class QueueConsumer(ConsumerMixin):
     """kombu's ``ConsumerMixin`` loop for one consuming thread, stoppable at any point.
 
     Subclasses give ``get_consumers`` (and other ``ConsumerMixin`` hooks).
-    :meth:`run` serves until :meth:`stop`: a lost connection is logged, handed
-    to :meth:`on_disconnected`, and after ``retry_delay`` seconds
+    :meth:`run` serves until :meth:`stop`: a lost connection is handed to
+    :meth:`on_disconnected`, and after ``retry_delay`` seconds
     ``Connection.ensure_connection`` connects again, waiting ``retry_delay``
-    more seconds after each refusal, at most ``retry_max_delay``. Waits for
-    traffic last ``POLL_SECONDS``, so :meth:`stop` is noticed that soon (within
-    two seconds while waiting to reconnect).
+    more seconds after each refusal, at most ``retry_max_delay``. An outage is
+    logged once as it starts (a warning) and once as consuming resumes (info,
+    with its length; :meth:`on_reconnected` is called then); refused attempts
+    in between are debug lines. Waits for traffic last ``POLL_SECONDS``, so
+    :meth:`stop` is noticed that soon (within two seconds while waiting to
+    reconnect).
     """
 
     def __init__(
@@ -121,6 +124,7 @@ class QueueConsumer(ConsumerMixin):
         self.retry_max_delay = max(retry_delay, retry_max_delay)
         #: Set by :meth:`stop`; cleared again to run once more.
         self.stopping = threading.Event()
+        self._down_since: float | None = None  # monotonic start of the current outage
 
     @property
     def should_stop(self) -> bool:  # read by ConsumerMixin
@@ -140,7 +144,7 @@ class QueueConsumer(ConsumerMixin):
             except _Stopped:
                 return
             except errors as exc:
-                LOG.warning("%s: broker connection lost or refused: %s", self.name, exc)
+                self._note_down(exc)
             except Exception:
                 LOG.exception("%s: unexpected failure; carrying on", self.name)
             if not self.should_stop:
@@ -150,14 +154,33 @@ class QueueConsumer(ConsumerMixin):
     def on_disconnected(self) -> None:
         """Called after the connection is lost and after each refused attempt."""
 
+    def on_reconnected(self) -> None:
+        """Called once consuming resumes after an outage (not after the first connect)."""
+
     def on_connection_error(self, exc: Exception, interval: float) -> None:
-        LOG.warning(
-            "%s: broker connection lost or refused: %s; trying again in %.1f s",
-            self.name,
-            exc,
-            interval,
-        )
+        self._note_down(exc, interval)
         self.on_disconnected()
+
+    def _note_down(self, exc: Exception, interval: float | None = None) -> None:
+        again = "" if interval is None else f"; trying again in {interval:.1f} s"
+        if self._down_since is None:
+            self._down_since = time.monotonic()
+            LOG.warning("%s: broker connection lost or refused: %s%s", self.name, exc, again)
+        else:
+            LOG.debug("%s: broker still unreachable: %s%s", self.name, exc, again)
+
+    @contextlib.contextmanager
+    def consumer_context(self, **kwargs: Any) -> Iterator[tuple[Any, Any, Any]]:
+        with super().consumer_context(**kwargs) as context:
+            if self._down_since is not None:
+                LOG.info(
+                    "%s: broker connection back after %.1f s",
+                    self.name,
+                    time.monotonic() - self._down_since,
+                )
+                self._down_since = None
+                self.on_reconnected()
+            yield context
 
     @contextlib.contextmanager
     def establish_connection(self) -> Iterator[kombu.Connection]:

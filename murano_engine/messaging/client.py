@@ -2,23 +2,44 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 import kombu
+from kombu.exceptions import OperationalError
 
 from murano_common import amqp
 from murano_engine import boundary
 from murano_engine.messaging import plans
-from murano_engine.messaging.errors import AgentError, AgentTimeout
+from murano_engine.messaging.errors import AgentError, AgentTimeout, AgentWaitInterrupted
 from murano_engine.messaging.listener import ResultListener
 from murano_engine.messaging.results import decode_result
 from murano_engine.messaging.signing import PlanSigner
 
+LOG = logging.getLogger(__name__)
+
 #: The plan ``is_ready`` sends: it does nothing and is valid for every agent version.
 PING_PLAN = {"FormatVersion": "2.0.0", "Body": "return", "Scripts": {}, "Files": {}}
+#: Seconds ``send`` keeps trying to publish while the broker is unreachable.
+SEND_TIMEOUT = 60.0
+#: Seconds between two publish attempts while the broker is unreachable: first, longest.
+RETRY_DELAY, RETRY_MAX_DELAY = 0.25, 2.0
+#: Longest wait, in one publish attempt, for the connection and for the broker's confirm.
+ATTEMPT_SECONDS = 5.0
+
+
+@dataclasses.dataclass(frozen=True)
+class _Awaited:
+    """A published plan whose result a ``call`` still waits for."""
+
+    queue: str
+    plan: dict[str, Any]
+    deadline: float  # time.monotonic() when the call gives up
 
 
 class AgentClient:
@@ -28,6 +49,12 @@ class AgentClient:
     ``-execution-results-<region>``. Plans are signed when ``signing_key_pem``
     (an RSA private key) is given; ``ssl`` is kombu's TLS setting for the broker
     connections. Safe to share between threads or green threads.
+
+    Broker outages: a publish is tried again until the call's time is up; when
+    the result listener reconnects, every plan a call still waits for is
+    published again with the same ID (an agent answers a plan it already ran
+    from its store, and ignores one it still holds), so a result lost with the
+    connection is asked for again.
     """
 
     def __init__(
@@ -42,11 +69,20 @@ class AgentClient:
         self._ssl = ssl
         self._signer = PlanSigner(signing_key_pem) if signing_key_pem else None
         self._stamps = plans.StampClock()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # regions, awaited calls, the re-publisher
+        self._regions: dict[str, AgentClient] = {}
+        self._awaited: dict[str, _Awaited] = {}
+        self._republish_due = False
+        self._republisher: threading.Thread | None = None
+        self._closed = threading.Event()
+        # The publishing connection, and stamps taken in publishing order.
+        self._publishing = threading.Lock()
         self._conn: kombu.Connection | None = None
         self._declared: set[str] = set()
-        self._listener = ResultListener(broker_url, self.result_queue, ssl)
-        self._regions: dict[str, AgentClient] = {}
+        self._down_since: float | None = None  # monotonic start of a publishing outage
+        self._listener = ResultListener(
+            broker_url, self.result_queue, ssl, on_reconnect=self._on_listener_back
+        )
 
     def for_region(self, region: str) -> AgentClient:
         """The client of region ``region`` (results on its own queue) on the same broker,
@@ -81,28 +117,41 @@ class AgentClient:
         """
         return plans.build_plan(template, read_resource, self._stamps.next())
 
-    def send(self, queue: str, plan: dict[str, Any]) -> str:
-        """Publish ``plan`` to ``queue`` without waiting; returns its message id."""
+    def send(self, queue: str, plan: dict[str, Any], timeout: float = SEND_TIMEOUT) -> str:
+        """Publish ``plan`` to ``queue`` without waiting for its result; returns its
+        message id. Raises OSError when the broker takes it in no attempt within
+        ``timeout`` seconds."""
         message_id = str(plan.get("ID") or boundary.outside().new_id())
-        self._publish(queue, plan, message_id)
+        self._publish(queue, plan, message_id, time.monotonic() + timeout)
         return message_id
 
     def call(self, queue: str, plan: dict[str, Any], timeout: float,
              interrupted: Callable[[], bool] | None = None) -> Any:
         """Publish ``plan`` and wait for its result; returns what the plan returned.
 
-        Raises AgentError for an error result, AgentTimeout after ``timeout`` seconds,
+        Raises AgentError for an error result, AgentTimeout after ``timeout`` seconds
+        (also when the broker could not take the plan in that time),
         AgentWaitInterrupted soon after ``interrupted()`` turns true (the run is
         stopping; the plan goes on in the agent).
         """
         message_id = str(plan.get("ID") or boundary.outside().new_id())
+        deadline = time.monotonic() + timeout
         self._listener.start()
         waiter = self._listener.subscribe(message_id)
         try:
-            self._publish(queue, plan, message_id)
-            result = waiter.wait(timeout, interrupted)
+            self._publish(queue, plan, message_id, deadline,
+                          wanted=lambda: interrupted is None or not interrupted())
+            with self._lock:
+                self._awaited[message_id] = _Awaited(queue, plan, deadline)
+            result = waiter.wait(max(0.0, deadline - time.monotonic()), interrupted)
+        except OSError as exc:
+            if interrupted is not None and interrupted():
+                raise AgentWaitInterrupted("stopped sending the plan") from exc
+            raise AgentTimeout(queue, timeout, f"the broker did not take the plan: {exc}") from exc
         finally:
             self._listener.unsubscribe(message_id)
+            with self._lock:
+                self._awaited.pop(message_id, None)
         if result is None:
             raise AgentTimeout(queue, timeout)
         return decode_result(result)
@@ -119,34 +168,68 @@ class AgentClient:
 
     def close(self) -> None:
         """Stop the result listener and close the publishing connection (and the other
-        regions' clients made by :meth:`for_region`)."""
+        regions' clients made by :meth:`for_region`); publishes still retrying give up."""
+        self._closed.set()
         with self._lock:
             siblings, self._regions = list(self._regions.values()), {}
+            republisher = self._republisher
         for sibling in siblings:
             sibling.close()
         self._listener.stop()
-        with self._lock:
-            if self._conn is not None:
-                self._conn.release()
-                self._conn = None
+        if republisher is not None:
+            republisher.join(ATTEMPT_SECONDS)
+        with self._publishing:
+            self._reset()
 
-    def _publish(self, queue: str, plan: dict[str, Any], message_id: str) -> None:
-        with self._lock:  # stamps are taken in publishing order, so they grow per agent
-            wire = dict(plan, Stamp=self._stamps.next())
-            body = json.dumps(wire)
-            headers = {"signature": self._signer.sign(queue, body)} if self._signer else {}
-            try:
-                self._publish_once(queue, body, message_id, headers)
-            except OSError:
-                self._reset()
-                self._publish_once(queue, body, message_id, headers)
+    def _publish(
+        self,
+        queue: str,
+        plan: dict[str, Any],
+        message_id: str,
+        deadline: float,
+        wanted: Callable[[], bool] = lambda: True,
+    ) -> None:
+        """Publish ``plan``, trying again while the broker is unreachable (and ``wanted()``);
+        raises OSError once ``deadline`` (``time.monotonic()``) has passed."""
+        delay = RETRY_DELAY
+        while True:
+            with self._publishing:
+                stale = self._conn is not None  # an idle connection may have died unseen
+                try:
+                    self._publish_once(queue, plan, message_id, deadline)
+                except OSError as exc:
+                    self._reset()
+                    self._note_down(exc)
+                    error = exc
+                else:
+                    self._note_up()
+                    return
+            left = deadline - time.monotonic()
+            if left <= 0 or self._closed.is_set() or not wanted():
+                raise error
+            if not stale:
+                self._closed.wait(min(delay, left))
+                delay = min(delay * 2, RETRY_MAX_DELAY)
 
-    def _publish_once(self, queue: str, body: str, message_id: str, headers: dict) -> None:
+    def _publish_once(
+        self, queue: str, plan: dict[str, Any], message_id: str, deadline: float
+    ) -> None:
+        """One attempt, each step bounded by :data:`ATTEMPT_SECONDS` and ``deadline``.
+
+        The stamp is taken here, in publishing order, so stamps grow per agent.
+        """
+        seconds = min(ATTEMPT_SECONDS, max(deadline - time.monotonic(), 0.1))
+        wire = dict(plan, Stamp=self._stamps.next())
+        body = json.dumps(wire)
+        headers = {"signature": self._signer.sign(queue, body)} if self._signer else {}
         if self._conn is None:
-            self._conn = amqp.connection(self._url, f"engine {self.result_queue}", ssl=self._ssl)
+            self._conn = amqp.connection(
+                self._url, f"engine {self.result_queue}", ssl=self._ssl, connect_timeout=seconds
+            )
             self._declared.clear()
         conn = self._conn
         try:
+            conn.ensure_connection(max_retries=0)  # one try: retrying is the caller's
             channel = conn.default_channel
             for name in (queue, self.result_queue):
                 if name not in self._declared:
@@ -159,11 +242,73 @@ class AgentClient:
                 message_id=message_id,
                 headers=headers,
                 delivery_mode=2,
+                timeout=seconds,
             )
-        except (*conn.connection_errors, *conn.channel_errors) as exc:
+        except (
+            *conn.connection_errors,
+            *conn.recoverable_connection_errors,
+            *conn.channel_errors,
+            OperationalError,
+        ) as exc:
             raise OSError(f"cannot publish to {queue}: {exc}") from exc
 
     def _reset(self) -> None:
         if self._conn is not None:
             self._conn.release()
         self._conn = None
+
+    def _note_down(self, exc: OSError) -> None:
+        if self._down_since is None:
+            self._down_since = time.monotonic()
+            LOG.warning("engine %s: %s; trying again", self.result_queue, exc)
+        else:
+            LOG.debug("engine %s: %s", self.result_queue, exc)
+
+    def _note_up(self) -> None:
+        if self._down_since is not None:
+            LOG.info(
+                "engine %s: publishing again after %.1f s",
+                self.result_queue,
+                time.monotonic() - self._down_since,
+            )
+            self._down_since = None
+
+    def _on_listener_back(self) -> None:
+        """The result listener reconnected: have the awaited plans published again."""
+        with self._lock:
+            self._republish_due = True
+            if self._republisher is None and not self._closed.is_set():
+                self._republisher = threading.Thread(
+                    target=self._republish, name=f"republish {self.result_queue}", daemon=True
+                )
+                self._republisher.start()
+
+    def _republish(self) -> None:
+        """Publish again, with their IDs, the plans whose results calls still wait for
+        (once more if the listener reconnects meanwhile)."""
+        while True:
+            with self._lock:
+                if not self._republish_due or self._closed.is_set():
+                    self._republisher = None
+                    return
+                self._republish_due = False
+                awaited = list(self._awaited.items())
+            if awaited:
+                LOG.info(
+                    "engine %s: results may have been lost; publishing %d awaited plan(s) again",
+                    self.result_queue,
+                    len(awaited),
+                )
+            for message_id, call in awaited:
+
+                def wanted(message_id: str = message_id) -> bool:
+                    with self._lock:
+                        return message_id in self._awaited
+
+                if not wanted():
+                    continue
+                try:
+                    self._publish(call.queue, call.plan, message_id, call.deadline, wanted)
+                except OSError as exc:
+                    LOG.debug("engine %s: plan %s not published again: %s",
+                              self.result_queue, message_id, exc)

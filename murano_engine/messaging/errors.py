@@ -34,13 +34,13 @@ class AgentError(Exception):
 class AgentTimeout(AgentError, TimeoutError):
     """No answer within the timeout (Murano's ``TimeoutException``)."""
 
-    def __init__(self, queue: str, timeout: float) -> None:
-        super().__init__(
-            {
-                "message": f"The murano-agent did not respond within {timeout:g} seconds",
-                "details": {"queue": queue, "timeout": timeout},
-            }
-        )
+    def __init__(self, queue: str, timeout: float, reason: str = "") -> None:
+        details: dict[str, Any] = {"queue": queue, "timeout": timeout}
+        if reason:
+            details["reason"] = reason
+        message = f"The murano-agent did not respond within {timeout:g} seconds"
+        super().__init__({"message": f"{message} ({reason})" if reason else message,
+                          "details": details})
 
 
 class AgentWaitInterrupted(Exception):  # noqa: N818 - not a failure of the agent

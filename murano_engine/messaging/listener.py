@@ -18,7 +18,9 @@ from murano_engine.messaging.errors import AgentWaitInterrupted
 LOG = logging.getLogger(__name__)
 
 #: Seconds before the first reconnection attempt, and the longest wait between two.
-RETRY_DELAY, RETRY_MAX_DELAY = 0.5, 30.0
+RETRY_DELAY, RETRY_MAX_DELAY = 0.5, 5.0
+#: Results the broker may hand over before the listener has acked the earlier ones.
+PREFETCH = 64
 #: How often a wait that may be interrupted checks whether it is.
 INTERRUPT_POLL = 0.1
 
@@ -57,14 +59,24 @@ class ResultListener(amqp.QueueConsumer):
 
     Each result goes to the waiter subscribed under its ``SourceID`` or, failing
     that (v1 results), its AMQP ``message_id``; results nobody waits for are dropped.
+    A result is acked only once handed over (or dropped), so one delivered just
+    before the connection dies comes again. ``on_reconnect`` is called (in the
+    listener's thread) each time consuming resumes after an outage.
     """
 
-    def __init__(self, broker_url: str, queue: str, ssl: bool | dict[str, Any] = False) -> None:
+    def __init__(
+        self,
+        broker_url: str,
+        queue: str,
+        ssl: bool | dict[str, Any] = False,
+        on_reconnect: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__(
             amqp.connection(broker_url, queue, ssl=ssl), f"results {queue}", RETRY_DELAY,
             RETRY_MAX_DELAY,
         )
         self.queue = queue
+        self._on_reconnect = on_reconnect
         self._waiters: dict[str, Waiter] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -97,13 +109,23 @@ class ResultListener(amqp.QueueConsumer):
         self, consumer_class: Callable[..., kombu.Consumer], channel: Any
     ) -> list[kombu.Consumer]:
         queue = amqp.agent_queue(self.queue)
-        return [consumer_class(queues=[queue], on_message=self._on_message, no_ack=True)]
+        return [
+            consumer_class(queues=[queue], on_message=self._on_message, prefetch_count=PREFETCH)
+        ]
+
+    def on_reconnected(self) -> None:
+        if self._on_reconnect is not None:
+            self._on_reconnect()
 
     def _on_message(self, message: kombu.Message) -> None:
-        body = message.body
+        self._hand_over(message)
+        message.ack()
+
+    def _hand_over(self, message: kombu.Message) -> None:
+        """Give a result to its waiter, or drop it (logged)."""
         try:
             # Results come from guests, which run tenants' code: bounded like any file.
-            result = load_json(body, f"result on {self.queue}")
+            result = load_json(message.body, f"result on {self.queue}")
             key = result.get("SourceID") or message.properties.get("message_id")
         except (LoadError, AttributeError) as exc:
             LOG.warning("dropping undecodable result on %s: %s", self.queue, exc)

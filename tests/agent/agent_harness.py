@@ -97,7 +97,9 @@ class ResultReader:
 class AgentProcess:
     """``murano-agent --config-file`` in a child process, with its own storage folder."""
 
-    def __init__(self, folder: Path, queue: str, result_queue: str, extra: str = "") -> None:
+    def __init__(
+        self, folder: Path, queue: str, result_queue: str, extra: str = "", port: int = 5672
+    ) -> None:
         self.folder = folder
         self.queue = queue
         self.log_file = folder / "agent.log"
@@ -110,7 +112,7 @@ class AgentProcess:
             "plan_timeout = 3\n"
             f"{extra}\n"
             "[rabbitmq]\n"
-            "host = 127.0.0.1\nport = 5672\nlogin = guest\npassword = guest\n"
+            f"host = 127.0.0.1\nport = {port}\nlogin = guest\npassword = guest\n"
             "virtual_host = /\nreconnect_delay = 0.2\nreconnect_max_delay = 1\n"
             f"input_queue = {queue}\nresult_routing_key = {result_queue}\n"
         )
@@ -178,12 +180,17 @@ def make_agent(tmp_path):
     """Starts agent processes for a client and waits until they answer; kills them after."""
     started: list[AgentProcess] = []
 
-    def make(client=None, extra: str = "", result_queue: str | None = None) -> AgentProcess:
-        """An agent answering to ``client`` (ready when this returns) or to ``result_queue``."""
+    def make(
+        client=None, extra: str = "", result_queue: str | None = None, port: int = 5672
+    ) -> AgentProcess:
+        """An agent answering to ``client`` (ready when this returns) or to ``result_queue``,
+        reaching the broker on ``port`` (another than 5672 is a forwarder's)."""
         queue = unique("e") + "-" + unique("h")
         folder = tmp_path / f"agent{len(started)}"
         folder.mkdir()
-        agent = AgentProcess(folder, queue, result_queue or client.result_queue, extra).start()
+        agent = AgentProcess(
+            folder, queue, result_queue or client.result_queue, extra, port
+        ).start()
         started.append(agent)
         if result_queue is None:
             assert client.is_ready(queue, 20), agent.log()

@@ -9,19 +9,26 @@ from types import SimpleNamespace
 from murano_engine.messaging.listener import ResultListener
 
 
-def _message(body: str | bytes, message_id: str = "") -> SimpleNamespace:
-    return SimpleNamespace(body=body, properties={"message_id": message_id})
+def _message(body: str | bytes, acked: list[str], message_id: str = "") -> SimpleNamespace:
+    """A delivered message as the listener sees it; acking it notes its id in ``acked``."""
+    return SimpleNamespace(
+        body=body, properties={"message_id": message_id}, ack=lambda: acked.append(message_id)
+    )
 
 
 def test_deep_huge_or_broken_results_are_dropped_and_the_listener_goes_on(caplog):
     listener = ResultListener("memory://", "results-hostile")
     waiter = listener.subscribe("plan-1")
+    acked: list[str] = []
+    bodies = ("[" * 100_000, b"\xff\xfe{", "{'not': json}", "x" * (17 * 1024 * 1024))
     with caplog.at_level(logging.WARNING):
-        for body in ("[" * 100_000, b"\xff\xfe{", "{'not': json}", "x" * (17 * 1024 * 1024)):
-            listener._on_message(_message(body, "plan-1"))
+        for number, body in enumerate(bodies):
+            listener._on_message(_message(body, acked, f"bad-{number}"))
     assert waiter.wait(0) is None
     assert len([r for r in caplog.records if "dropping undecodable result" in r.message]) == 4
     assert any("nested deeper" in r.message for r in caplog.records)
+    assert acked == ["bad-0", "bad-1", "bad-2", "bad-3"]  # dropped, not left to come again
 
-    listener._on_message(_message(json.dumps({"SourceID": "plan-1", "Result": 42})))
+    listener._on_message(_message(json.dumps({"SourceID": "plan-1", "Result": 42}), acked))
     assert waiter.wait(1) == {"SourceID": "plan-1", "Result": 42}
+    assert len(acked) == 5
