@@ -3,9 +3,12 @@
 ``murano-engine worker`` takes tasks from a durable RabbitMQ queue one at a
 time, sends every status report and the final result to the result queue as
 it goes, and acknowledges the task only when it is done, so the broker hands
-the task of a worker that died to another one. The API also runs tasks in its
-own threads (no broker) with the same :func:`run_engine_task`. Packages come
-from the catalog's database.
+the task of a worker that died to another one. Every run is journaled in the
+database (:mod:`murano_engine.api.journal_store`): the worker that takes a
+task over replays what the dead one did and goes on from there. A task handed
+out ``max_deliveries`` times is dead-lettered; the API fails it. The API also
+runs tasks in its own threads (no broker) with the same
+:func:`run_engine_task`. Packages come from the catalog's database.
 """
 
 from __future__ import annotations
@@ -21,21 +24,25 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, NamedTuple
 
+from amqp.exceptions import PreconditionFailed
 from kombu import Connection, Exchange, Queue
 from kombu.mixins import ConsumerMixin
+from sqlalchemy.exc import SQLAlchemyError
 
 from murano_common.options import Values
-from murano_engine.api import db
+from murano_engine.api import db, environments
 from murano_engine.api.catalog import CatalogLoader
 from murano_engine.api.config import SCHEMA, ConfigError, Settings, load_settings
+from murano_engine.api.journal_store import DbJournalStore
 from murano_engine.config import load_config
 from murano_engine.deploy import close_services, engine_services, project_config
 from murano_engine.dsl import errors, serializer
 from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.executor import Executor
 from murano_engine.interpreter import build_interpreter
+from murano_engine.journal import Journal
 from murano_engine.tasks import describe_failure, run_task
 
 LOG = logging.getLogger(__name__)
@@ -91,14 +98,28 @@ class EngineServices:
 
 
 def run_engine_task(store: db.Store, settings: Settings, task: Mapping[str, Any],
-                    reporter: Reporter, services: EngineServices) -> dict[str, Any]:
-    """Run one task with the catalog's packages; failures become exception results."""
+                    reporter: Reporter, services: EngineServices,
+                    begin: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Run one task with the catalog's packages; failures become exception results.
+
+    The run is journaled in the database under the task's id: when the journal
+    already holds entries (a worker died running the task) the run replays
+    them and goes on live where they end. ``begin`` is called before the run
+    with the number of steps the journal already holds.
+    """
     try:
+        recorded = DbJournalStore(store, str(task["task_id"]))
+        if begin is not None:
+            begin(sum(1 for entry in recorded.load() if entry.get("t") != "begin"))
+        journal = Journal(recorded)
         loader = CatalogLoader(store, settings.packages_cache, str(task.get("project_id")),
                                services.interpreter)
         result = run_task(task, loader, reporter=reporter,
                           services=services.get(str(task.get("project_id"))),
-                          budget=services.budget())
+                          budget=services.budget(), outside=journal)
+        if journal.replayed:
+            LOG.info("task %s: %d steps came from its journal", task.get("task_id"),
+                     journal.replayed)
     except Exception as exc:  # noqa: BLE001 - a task that cannot start still ends
         LOG.exception("task %s could not run", task.get("task_id"))
         failure = describe_failure(exc)
@@ -202,12 +223,59 @@ def load_green_threads() -> None:
     concurrency.sleep(0)
 
 
-def task_queues(settings: Settings) -> tuple[Queue, Queue]:
-    """The durable task queue workers take from and the result queue the API reads."""
+class Queues(NamedTuple):
+    """The queues between the API and its workers."""
+
+    tasks: Queue
+    results: Queue
+    dead: Queue
+
+
+class QueueMismatch(Exception):  # noqa: N818 - reads as the sentence it carries
+    """A queue exists on the broker with other arguments than the configuration asks for."""
+
+
+def task_queues(settings: Settings) -> Queues:
+    """The task queue workers take from, the result queue the API reads, and the
+    dead-letter queue of the tasks no worker finished.
+
+    The task queue is a quorum queue: RabbitMQ counts the times it hands a task
+    out, and when ``max_deliveries`` workers took it and none acknowledged it
+    (each died with it) moves it to the dead-letter queue, at least once (it is
+    never just dropped).
+    """
     exchange = Exchange("", type="direct")
-    return (Queue(settings.task_queue, exchange, routing_key=settings.task_queue, durable=True),
-            Queue(settings.result_queue, exchange, routing_key=settings.result_queue,
-                  durable=True))
+    dead = settings.dead_letter_queue
+    tasks = Queue(settings.task_queue, exchange, routing_key=settings.task_queue, durable=True,
+                  queue_arguments={
+                      "x-queue-type": "quorum",
+                      # RabbitMQ's limit counts the returns: the deliveries after the first.
+                      "x-delivery-limit": settings.max_deliveries - 1,
+                      "x-dead-letter-exchange": "",
+                      "x-dead-letter-routing-key": dead,
+                      "x-dead-letter-strategy": "at-least-once",
+                      "x-overflow": "reject-publish"})
+    return Queues(tasks,
+                  Queue(settings.result_queue, exchange, routing_key=settings.result_queue,
+                        durable=True),
+                  Queue(dead, exchange, routing_key=dead, durable=True))
+
+
+def declare_queues(channel: Any, settings: Settings) -> Queues:
+    """Declare the queues of :func:`task_queues` (the dead-letter one first, so nothing
+    dead-lettered is lost); a queue declared otherwise before is a clear error."""
+    queues = task_queues(settings)
+    for queue in (queues.dead, queues.tasks, queues.results):
+        try:
+            queue(channel).declare()
+        except PreconditionFailed as exc:
+            raise QueueMismatch(
+                f"the RabbitMQ queue {queue.name!r} exists with other arguments than the "
+                f"configuration asks for ({exc.reply_text}). It was declared by an earlier "
+                "version (a classic queue) or with another [engine] max_deliveries: once it "
+                f"is empty, delete it (rabbitmqctl delete_queue {queue.name}), or set [engine] "
+                f"task_queue to a new name") from None
+    return queues
 
 
 class Worker(ConsumerMixin):
@@ -217,7 +285,7 @@ class Worker(ConsumerMixin):
         self.connection = connection
         self.store = store
         self.settings = settings
-        self.task_queue, self.result_queue = task_queues(settings)
+        self.task_queue = task_queues(settings).tasks
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self._results = connection.clone()
         self.services = EngineServices(settings)
@@ -239,20 +307,38 @@ class Worker(ConsumerMixin):
             self.send(answer, routing_key=message.properties.get("reply_to"),
                       correlation_id=message.properties.get("correlation_id"))
         elif body.get("kind") == "task":
-            self.run_message_task(body["task"], bool(message.delivery_info.get("redelivered")))
+            # RabbitMQ's count of the earlier deliveries that no worker acknowledged.
+            earlier = int((message.headers or {}).get("x-delivery-count") or 0)
+            self.run_message_task(body["task"], earlier + 1)
         message.ack()
 
-    def run_message_task(self, task: dict[str, Any], redelivered: bool) -> None:
+    def run_message_task(self, task: dict[str, Any], delivery: int) -> None:
+        """Run a task (the ``delivery``-th time it is handed out), unless its result is in."""
         task_id = task["task_id"]
+        try:
+            if not environments.take_task(self.store, task_id, self.name):
+                LOG.info("task %s is finished or its environment is gone; nothing to run",
+                         task_id)
+                return
+        except SQLAlchemyError:  # the run says what is wrong with the database, and ends
+            LOG.exception("task %s: the database is not reachable", task_id)
 
         def reporter(report: dict[str, Any]) -> None:
             self.send({"kind": "report", "task_id": task_id, "report": report})
 
-        again = " again, after another worker stopped" if redelivered else ""
-        reporter({"id": task.get("id"), "text": f"Worker {self.name} took the task{again}",
-                  "level": "info", "timestamp": time.time()})
-        LOG.info("task %s for environment %s%s", task_id, task.get("id"), again)
-        result = run_engine_task(self.store, self.settings, task, reporter, self.services)
+        def begin(steps: int) -> None:
+            text = f"Worker {self.name} took the task"
+            if delivery > 1 or steps:
+                text += (f" again, after another worker stopped; {steps} steps come from its "
+                         f"journal (delivery {delivery} of at most "
+                         f"{self.settings.max_deliveries})")
+            reporter({"id": task.get("id"), "text": text, "level": "info",
+                      "timestamp": time.time()})
+            LOG.info("task %s for environment %s, delivery %d: %d steps journaled", task_id,
+                     task.get("id"), delivery, steps)
+
+        result = run_engine_task(self.store, self.settings, task, reporter, self.services,
+                                 begin)
         self.send({"kind": "result", "task_id": task_id, "result": result})
 
 
@@ -270,7 +356,12 @@ def serve_worker(options: argparse.Namespace) -> int:
     threading.stack_size(256 * 1024 * 1024)
     load_green_threads()
     store = db.Store(settings.database)
-    worker = Worker(Connection(settings.transport_url), store, settings)
+    connection = Connection(settings.transport_url)
+    try:
+        declare_queues(connection.default_channel, settings)
+    except QueueMismatch as exc:
+        raise SystemExit(f"error: {exc}") from None
+    worker = Worker(connection, store, settings)
 
     def stop(_signum: int, _frame: Any) -> None:
         worker.should_stop = True

@@ -40,6 +40,12 @@ ENGINE = Section(
     "engine", "",
     Option("task_queue", str, "murano-tasks", "Queue of the deployment tasks for workers."),
     Option("result_queue", str, "murano-results", "Queue of the workers' results."),
+    Option("max_deliveries", int, 3,
+           "Workers a deployment task is handed to at most. A task whose worker dies is "
+           "handed to another one, which resumes it from its journal; after this many the "
+           "task is dead-lettered to the queue <task_queue>.dead and its deployment fails, "
+           "saying why. The task queue is a RabbitMQ quorum queue with this delivery limit: "
+           "changing it needs a new (or deleted, empty) task queue."),
     Option("static_action_timeout", float, 15.0,
            "Seconds a caller waits for a static action; past them it gets a 504."),
     Option("static_action_workers", int, 4,
@@ -103,6 +109,7 @@ class Settings:
     transport_url: str = _DEFAULT.transport_url
     task_queue: str = _DEFAULT.engine.task_queue
     result_queue: str = _DEFAULT.engine.result_queue
+    max_deliveries: int = _DEFAULT.engine.max_deliveries
     static_action_timeout: float = _DEFAULT.engine.static_action_timeout
     static_action_workers: int = _DEFAULT.engine.static_action_workers
     environment_class: str = _DEFAULT.engine.environment_class
@@ -121,6 +128,11 @@ class Settings:
     @property
     def uses_broker(self) -> bool:
         return bool(self.transport_url)
+
+    @property
+    def dead_letter_queue(self) -> str:
+        """Where RabbitMQ moves the tasks no worker finished in ``max_deliveries`` tries."""
+        return f"{self.task_queue}.dead"
 
 
 def load_settings(path: str | Path | None,
@@ -144,6 +156,9 @@ def load_settings(path: str | Path | None,
         raise ConfigError(f"{values.source}: [engine] static_action_workers is "
                           f"{engine.static_action_workers}; it must be at least 1 and below "
                           f"[murano] api_workers ({murano.api_workers})")
+    if engine.max_deliveries < 1:
+        raise ConfigError(f"{values.source}: [engine] max_deliveries must be at least 1, not "
+                          f"{engine.max_deliveries}")
     if engine.static_action_timeout <= 0:
         raise ConfigError(f"{values.source}: [engine] static_action_timeout must be "
                           f"positive, not {engine.static_action_timeout}")
@@ -155,6 +170,7 @@ def load_settings(path: str | Path | None,
         transport_url=values.transport_url,
         task_queue=engine.task_queue,
         result_queue=engine.result_queue,
+        max_deliveries=engine.max_deliveries,
         static_action_timeout=engine.static_action_timeout,
         static_action_workers=engine.static_action_workers,
         environment_class=engine.environment_class,

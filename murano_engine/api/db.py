@@ -82,6 +82,8 @@ class Task(Timestamped, Base):
     description: Mapped[dict[str, Any] | None] = deferred(mapped_column(JSON, nullable=True))
     action: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # The engine worker that took the task last (``host:pid``), named if it never finishes.
+    worker: Mapped[str | None] = mapped_column(String(255), nullable=True)
 
 
 class Status(Timestamped, Base):
@@ -94,6 +96,17 @@ class Status(Timestamped, Base):
     level: Mapped[str] = mapped_column(String(32))
     details: Mapped[str | None] = mapped_column(Text, nullable=True)
     timestamp: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+
+class JournalEntry(Base):
+    """One entry of a running task's deployment journal (:mod:`murano_engine.journal`),
+    numbered from 0 in the order it was appended; deleted with the task's result."""
+
+    __tablename__ = "journal_entry"
+    task_id: Mapped[str] = mapped_column(ForeignKey("task.id", ondelete="CASCADE"),
+                                         primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    entry: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 
 class EnvironmentTemplate(Timestamped, Base):

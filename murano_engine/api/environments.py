@@ -16,7 +16,7 @@ from typing import Any
 import jsonpatch
 from sqlalchemy import func, select, update
 
-from murano_engine.api import db
+from murano_engine.api import db, journal_store
 from murano_engine.api.auth import Context
 from murano_engine.api.errors import BadRequest, Conflict, Forbidden, NotFound
 from murano_engine.api.paths import insert_at, remove_at, replace_at, resolve
@@ -586,12 +586,33 @@ def store_report(store: db.Store, task_id: str, report: Mapping[str, Any]) -> No
                    entity="environment" if entity_id == task.environment_id else "service")
 
 
-def process_result(store: db.Store, task_id: str, result: Mapping[str, Any]) -> None:
-    """Store the engine's result: the new model, the task result, the session state."""
+def take_task(store: db.Store, task_id: str, worker: str) -> bool:
+    """Note that ``worker`` runs the task; False when there is nothing to run (its
+    result is stored already, or its environment was deleted)."""
     with store.write() as session:
         task = session.get(db.Task, task_id)
         if task is None or task.finished is not None:
+            return False
+        task.worker = worker
+        return True
+
+
+def process_result(store: db.Store, task_id: str, result: Mapping[str, Any],
+                   note: str | None = None) -> None:
+    """Store the engine's result: the new model, the task result, the session state;
+    ``note`` is an error report stored with it (why the engine did not finish the task).
+
+    The task's journal is deleted with it: the run it recorded has ended.
+    """
+    with store.write() as session:
+        task = session.get(db.Task, task_id)
+        if task is None:
             return
+        journal_store.forget(session, task_id)
+        if task.finished is not None:
+            return
+        if note:
+            add_status(session, task_id, note, "error", entity_id=task.environment_id)
         env = session.get(db.Environment, task.environment_id)
         outcome = dict(result.get("action") or {})
         failed = bool(outcome.get("isException"))
@@ -626,7 +647,18 @@ def process_result(store: db.Store, task_id: str, result: Mapping[str, Any]) -> 
 
 
 def release_stuck(store: db.Store, task_id: str, message: str) -> None:
-    """Finish a task that could not be handed to the engine, so the environment is free."""
+    """Fail a task the engine did not finish, saying why, so the environment is free."""
     process_result(store, task_id, {"action": {"isException": True, "result": {
-        "message": message}}, "model": None})
+        "message": message}}, "model": None}, note=message)
+
+
+def give_up(store: db.Store, task_id: str, deliveries: int) -> None:
+    """Fail a task ``deliveries`` workers took and none finished (RabbitMQ dead-lettered it)."""
+    with store.read() as session:
+        task = session.get(db.Task, task_id)
+        worker = task.worker if task is not None else None
+    last = f"; the last, worker {worker}, stopped while running it (see its log)" \
+        if worker else ""
+    release_stuck(store, task_id, f"the task was delivered {deliveries} times and no worker "
+                                  f"finished it{last}")
 

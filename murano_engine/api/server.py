@@ -47,9 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     worker.load_green_threads()
     try:
         settings = load_settings(options.config_file)
-    except ConfigError as exc:
+        app, dispatcher = build(settings)
+    except (ConfigError, worker.QueueMismatch) as exc:
         raise SystemExit(f"error: {exc}") from None
-    app, dispatcher = build(settings)
 
     from waitress.server import create_server
 

@@ -4,7 +4,8 @@ Without a broker the API runs tasks in its own threads (:class:`LocalDispatcher`
 With ``transport_url`` set, tasks go to a durable RabbitMQ queue
 (:class:`AmqpDispatcher`) that ``murano-engine worker`` processes
 (:mod:`murano_engine.worker`) take them from; the API consumes the result
-queue and writes reports, models and task states.
+queue and writes reports, models and task states, and the dead-letter queue,
+where RabbitMQ puts the tasks no worker finished: it fails them, saying why.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -24,7 +25,7 @@ from murano_engine.api import db, environments
 from murano_engine.api.auth import Context
 from murano_engine.api.config import Settings
 from murano_engine.api.errors import ApiError, TimedOut, Unavailable
-from murano_engine.worker import EngineServices, StaticActions, run_engine_task, task_queues
+from murano_engine.worker import EngineServices, StaticActions, declare_queues, run_engine_task
 
 LOG = logging.getLogger(__name__)
 
@@ -72,17 +73,16 @@ class LocalDispatcher:
 # -- RabbitMQ --------------------------------------------------------------------
 
 class AmqpDispatcher:
-    """Publishes tasks to the task queue and consumes the result queue in a thread."""
+    """Publishes tasks to the task queue; consumes the result and dead-letter queues in a
+    thread."""
 
     def __init__(self, store: db.Store, settings: Settings) -> None:
         self.store = store
         self.settings = settings
-        self.task_queue, self.result_queue = task_queues(settings)
         self._publisher = Connection(settings.transport_url)
         self._lock = threading.Lock()
         with self._lock:
-            self.task_queue(self._publisher.default_channel).declare()
-            self.result_queue(self._publisher.default_channel).declare()
+            self.queues = declare_queues(self._publisher.default_channel, settings)
         self._static_slots = threading.BoundedSemaphore(settings.static_action_workers)
         self._listener = ResultListener(Connection(settings.transport_url), self)
         self._thread = threading.Thread(target=self._listener.run, name="results", daemon=True)
@@ -93,7 +93,7 @@ class AmqpDispatcher:
             producer = self._publisher.Producer(serializer="json")
             self._publisher.ensure(producer, producer.publish, max_retries=3)(
                 body, routing_key=self.settings.task_queue, delivery_mode=2,
-                declare=[self.task_queue], **properties)
+                declare=[self.queues.tasks], **properties)
 
     def submit(self, task: dict[str, Any]) -> None:
         try:
@@ -156,6 +156,20 @@ class AmqpDispatcher:
         elif body.get("kind") == "result":
             environments.process_result(self.store, str(body["task_id"]), body["result"])
 
+    def handle_dead(self, body: Mapping[str, Any], headers: Mapping[str, Any]) -> None:
+        """A message RabbitMQ dead-lettered: a task no worker finished fails; a static
+        action request (expired: nobody waits for it any more) is dropped."""
+        if body.get("kind") != "task":
+            return
+        task_id = str(body["task"]["task_id"])
+        reason = headers.get("x-first-death-reason")
+        LOG.warning("task %s was dead-lettered (%s)", task_id, reason)
+        if reason == "delivery_limit":
+            environments.give_up(self.store, task_id, self.settings.max_deliveries)
+        else:
+            environments.release_stuck(self.store, task_id,
+                                       f"the message broker dropped the task ({reason})")
+
     def close(self) -> None:
         self._listener.should_stop = True
         self._thread.join(timeout=5)
@@ -163,19 +177,29 @@ class AmqpDispatcher:
 
 
 class ResultListener(ConsumerMixin):
-    """Consumes reports and results; acknowledges each once it is stored."""
+    """Consumes reports, results and dead letters; acknowledges each once it is stored."""
 
     def __init__(self, connection: Any, dispatcher: AmqpDispatcher) -> None:
         self.connection = connection
         self.dispatcher = dispatcher
 
     def get_consumers(self, consumer_class: Any, channel: Any) -> list:
-        return [consumer_class(queues=[self.dispatcher.result_queue], accept=["json"],
-                               callbacks=[self.on_message], prefetch_count=50)]
+        queues = self.dispatcher.queues
+        return [consumer_class(queues=[queues.results], accept=["json"],
+                               callbacks=[self.on_message], prefetch_count=50),
+                consumer_class(queues=[queues.dead], accept=["json"],
+                               callbacks=[self.on_dead], prefetch_count=10)]
 
     def on_message(self, body: dict, message: Any) -> None:
+        self._store(message, lambda: self.dispatcher.handle_result(body))
+
+    def on_dead(self, body: dict, message: Any) -> None:
+        self._store(message, lambda: self.dispatcher.handle_dead(body, message.headers or {}))
+
+    @staticmethod
+    def _store(message: Any, handle: Callable[[], None]) -> None:
         try:
-            self.dispatcher.handle_result(body)
+            handle()
         except Exception:  # noqa: BLE001 - keep the message for the next try
             LOG.exception("could not store a result; it will be retried")
             message.requeue()

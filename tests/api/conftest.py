@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import requests
+from kombu import Connection
 
 PACKAGES = Path(__file__).parent / "packages"
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -80,6 +81,9 @@ class ApiServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         suffix = uuid.uuid4().hex[:8]
+        # the queues this server and its workers declare (deleted in stop())
+        self.queues = [f"murano-tasks-{suffix}", f"murano-tasks-{suffix}.dead",
+                       f"murano-results-{suffix}"] if broker else []
         (folder / "tokens.yaml").write_text("".join(
             f"{t}: {{project_id: {p}, user_id: {u}, roles: {r}}}\n"
             for t, (p, u, r) in TOKENS.items()))
@@ -155,6 +159,11 @@ class ApiServer:
                 process.kill()
         self.http.close()
         self.log.close()
+        if self.queues:
+            with Connection(AMQP) as connection:
+                channel = connection.channel()
+                for name in self.queues:
+                    channel.queue_delete(name)
         if os.environ.get("MURANO_API_TEST_LOG"):
             print((self.folder / "api.log").read_text())
 

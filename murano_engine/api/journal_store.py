@@ -1,0 +1,60 @@
+"""The API's deployment journals: a task's entries in the ``journal_entry`` table.
+
+:class:`DbJournalStore` is the :class:`murano_engine.journal.JournalStore` of
+one task. A worker that takes a task another worker was running when it died
+opens the same rows, so its run replays what the dead one recorded. The rows
+go when the API stores the task's outcome (:func:`forget`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from sqlalchemy import delete, insert, select
+
+from murano_engine.api import db
+
+
+class DbJournalStore:
+    """The journal of task ``task_id``; each append is committed when it returns.
+
+    Entries are numbered in append order. Two runs appending to one task's
+    journal at once (a worker the broker took for dead while it still ran)
+    collide on that number: the later append fails instead of interleaving.
+    """
+
+    def __init__(self, store: db.Store, task_id: str) -> None:
+        self.store = store
+        self.task_id = task_id
+        self._lock = threading.Lock()
+        with store.read() as session:
+            rows = session.execute(select(db.JournalEntry.seq, db.JournalEntry.entry)
+                                   .where(db.JournalEntry.task_id == task_id)
+                                   .order_by(db.JournalEntry.seq)).all()
+        self._entries: list[dict[str, Any]] = [entry for _, entry in rows]
+        self._next = rows[-1].seq + 1 if rows else 0
+
+    def load(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._entries)
+
+    def append(self, entry: dict[str, Any]) -> None:
+        # What a JSON column holds, as the journal file writes it (odd values as text).
+        stored = json.loads(json.dumps(entry, default=str))
+        with self._lock:
+            with self.store.write() as session:
+                session.execute(insert(db.JournalEntry).values(
+                    task_id=self.task_id, seq=self._next, entry=stored))
+            self._entries.append(stored)
+            self._next += 1
+
+    def close(self) -> None:
+        """Nothing to release: every append used a pooled connection and gave it back."""
+
+
+def forget(session: db.DbSession, task_id: str) -> None:
+    """Delete the journal of a task whose outcome is stored (in that transaction)."""
+    session.execute(delete(db.JournalEntry).where(db.JournalEntry.task_id == task_id))
+

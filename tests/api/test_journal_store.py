@@ -1,0 +1,134 @@
+"""The API's deployment journals in the database (SQLite and the real PostgreSQL)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import exc, select
+
+from murano_engine.api import db, environments
+from murano_engine.api.journal_store import DbJournalStore
+from murano_engine.journal import Journal
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/journal.sqlite"
+    else:
+        yield request.getfixturevalue("pg_database")
+
+
+@pytest.fixture
+def store(url: str) -> Iterator[db.Store]:
+    store = db.Store(url)
+    db.upgrade(store.engine)
+    yield store
+    store.engine.dispose()
+
+
+def new_task(store: db.Store) -> str:
+    """A deploying environment's task, as :func:`environments.deploy` leaves it."""
+    with store.write() as session:
+        env = db.Environment(id=db.new_id(), name=db.new_id(), tenant_id="p",
+                             description={"Objects": {}}, acquired_by="s")
+        session.add(env)
+        session.flush()
+        row = db.Session(environment_id=env.id, user_id="u", state="deploying", version=0,
+                         description={})
+        session.add(row)
+        session.flush()
+        task = db.Task(id=db.new_id(), environment_id=env.id, session_id=row.id,
+                       action={"object_id": env.id, "method": "deploy", "args": {}})
+        session.add(task)
+        return task.id
+
+
+def stored(store: db.Store, task_id: str) -> list[int]:
+    with store.read() as session:
+        return list(session.scalars(select(db.JournalEntry.seq)
+                                    .where(db.JournalEntry.task_id == task_id)
+                                    .order_by(db.JournalEntry.seq)))
+
+
+def test_entries_come_back_in_order_from_a_new_connection(store: db.Store, url: str) -> None:
+    task_id = new_task(store)
+    journal = DbJournalStore(store, task_id)
+    entries = [{"k": f"0|id||{n}", "t": "end", "v": f"id-{n}"} for n in range(12)]
+    for entry in entries:
+        journal.append(entry)
+    journal.close()
+    other = db.Store(url)  # a new engine: nothing is served from this process's memory
+    try:
+        again = DbJournalStore(other, task_id)
+        assert again.load() == entries
+        again.append({"k": "0|id||12", "t": "end", "v": "id-12"})  # numbering goes on
+        assert stored(other, task_id) == list(range(13))
+        assert DbJournalStore(other, new_task(other)).load() == []
+    finally:
+        other.engine.dispose()
+
+
+def test_odd_values_are_kept_as_text(store: db.Store) -> None:
+    task_id = new_task(store)
+    DbJournalStore(store, task_id).append({"k": "0|x||0", "t": "end", "v": Path("/a/b")})
+    assert DbJournalStore(store, task_id).load()[0]["v"] == "/a/b"
+
+
+def test_a_run_over_the_stored_entries_replays_them(store: db.Store) -> None:
+    task_id = new_task(store)
+    first = Journal(DbJournalStore(store, task_id))
+    made = [first.new_id(), first.random_name()]
+    assert first.recorded == 2 and not first.resuming
+    second = Journal(DbJournalStore(store, task_id))
+    assert second.resuming
+    assert [second.new_id(), second.random_name()] == made
+    assert second.replayed == 2
+    third = second.new_id()  # past the recorded entries the run is live again
+    assert third not in made
+    assert Journal(DbJournalStore(store, task_id)).new_id() == made[0]
+    assert len(stored(store, task_id)) == 3
+
+
+def test_two_runs_appending_at_once_collide(store: db.Store) -> None:
+    task_id = new_task(store)
+    one, two = DbJournalStore(store, task_id), DbJournalStore(store, task_id)
+    one.append({"k": "0|id||0", "t": "end", "v": "a"})
+    with pytest.raises(exc.IntegrityError):
+        two.append({"k": "0|id||0", "t": "end", "v": "b"})
+    assert DbJournalStore(store, task_id).load() == [{"k": "0|id||0", "t": "end", "v": "a"}]
+
+
+def test_entries_go_with_the_result(store: db.Store) -> None:
+    done, failed, running = new_task(store), new_task(store), new_task(store)
+    for task_id in (done, failed, running):
+        DbJournalStore(store, task_id).append({"k": "0|id||0", "t": "end", "v": task_id})
+    environments.process_result(store, done, {"action": {"result": None,
+                                                         "isException": False},
+                                              "model": {"Objects": {}}})
+    environments.release_stuck(store, failed, "the engine stopped")
+    assert stored(store, done) == [] and stored(store, failed) == []
+    assert stored(store, running) == [0]
+    # A run that appended after its result was stored (a worker the broker gave the
+    # task again meanwhile) leaves nothing either once its own result comes back.
+    DbJournalStore(store, done).append({"k": "0|id||1", "t": "end", "v": "late"})
+    environments.process_result(store, done, {"action": {"result": None,
+                                                         "isException": False},
+                                              "model": {"Objects": {}}})
+    assert stored(store, done) == []
+    with store.read() as session:
+        texts = [s.text for s in session.scalars(select(db.Status)
+                                                 .where(db.Status.task_id == failed))]
+        env_of_failed = session.get(db.Task, failed).environment_id
+        assert session.get(db.Environment, env_of_failed).acquired_by is None
+    assert texts == ["the engine stopped", "Deployment finished with errors"]
+
+
+def test_entries_go_with_the_environment(store: db.Store) -> None:
+    task_id = new_task(store)
+    DbJournalStore(store, task_id).append({"k": "0|id||0", "t": "end", "v": "x"})
+    with store.write() as session:
+        session.delete(session.get(db.Environment, session.get(db.Task, task_id).environment_id))
+    assert stored(store, task_id) == []

@@ -1,0 +1,173 @@
+"""Workers over the real RabbitMQ and PostgreSQL: a killed worker's task resumes from its
+journal in the next worker; a task no worker finishes is dead-lettered and fails."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kombu import Connection, Queue
+from sqlalchemy import select
+
+from murano_engine.api import db
+from murano_engine.api.catalog import pack_folder
+from murano_engine.api.config import ConfigError, Settings, load_settings
+from murano_engine.worker import QueueMismatch, declare_queues
+from tests.api.conftest import AMQP, PACKAGES, throwaway_pg_database
+
+RESUMED = "again, after another worker stopped"
+
+
+@pytest.fixture
+def database() -> Iterator[str]:
+    """A PostgreSQL database of the test's own (the catalog starts empty)."""
+    with throwaway_pg_database() as url:
+        yield url
+
+
+def _journal(database: str, task_id: str) -> list[dict[str, Any]]:
+    store = db.Store(database)
+    try:
+        with store.read() as session:
+            return list(session.scalars(select(db.JournalEntry.entry)
+                                        .where(db.JournalEntry.task_id == task_id)
+                                        .order_by(db.JournalEntry.seq)))
+    finally:
+        store.engine.dispose()
+
+
+def _texts(api: Any, base: str, task_id: str) -> list[str]:
+    return [r["text"] for r in api.ok("GET", f"{base}/deployments/{task_id}")["reports"]]
+
+
+def _wait(what: str, check: Any, timeout: float = 30) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise TimeoutError(f"waited {timeout} s for {what}")
+
+
+def _deploy_stepper(api: Any, steps: int, pause: int) -> tuple[str, str, str]:
+    """Deploy an environment holding one Stepper; its id, URL path and task id."""
+    api.ok("POST", "/v1/catalog/packages", files={"p": ("p.zip", pack_folder(
+        PACKAGES / "apitest"))})
+    env = api.ok("POST", "/v1/environments", json={"name": f"steps-{uuid.uuid4().hex[:6]}"})
+    base = f"/v1/environments/{env['id']}"
+    sid = api.ok("POST", f"{base}/configure")["id"]
+    api.ok("POST", f"{base}/services", headers={"X-Configuration-Session": sid},
+           json={"?": {"type": "com.example.apitest.Stepper"}, "name": "stepper",
+                 "steps": steps, "pause": pause})
+    api.ok("POST", f"{base}/sessions/{sid}/deploy")
+    task_id = api.ok("GET", f"{base}/deployments")["deployments"][0]["id"]
+    return env["id"], base, task_id
+
+
+def _kill(worker: subprocess.Popen) -> None:
+    worker.send_signal(signal.SIGKILL)
+    worker.wait(timeout=10)
+
+
+def test_killed_worker_task_resumes_from_its_journal(start_api, database):
+    api = start_api(database, broker=True)
+    first = api.start_worker()
+    env_id, base, task_id = _deploy_stepper(api, steps=6, pause=1)
+
+    def reports_journaled() -> int:
+        return sum(1 for e in _journal(database, task_id)
+                   if "|report|" in e["k"] and e["t"] == "end")
+
+    _wait("3 reports in the journal", lambda: reports_journaled() >= 3)
+    _kill(first)
+    before = _journal(database, task_id)
+    steps = sum(1 for e in before if e["t"] != "begin")
+    sent = [t for t in _texts(api, base, task_id) if " step " in t]
+    assert 3 <= len(sent) < 6, sent
+
+    second = api.start_worker()
+    env = api.wait_env(env_id, timeout=60)
+    texts = _texts(api, base, task_id)
+    # The steps reported before the kill are not reported again; the rest once each.
+    assert [t for t in texts if " step " in t] == [f"stepper step {n} of 6"
+                                                   for n in range(1, 7)]
+    taken = [t for t in texts if "took the task" in t]
+    assert taken == [
+        f"Worker {socket.gethostname()}:{first.pid} took the task",
+        f"Worker {socket.gethostname()}:{second.pid} took the task {RESUMED}; {steps} steps "
+        "come from its journal (delivery 2 of at most 3)"]
+    assert texts[-1] == "Deployment finished"
+    assert env["status"] == "ready"
+    assert env["services"][0]["greeting"] == "hello from stepper after 6 steps"
+    assert api.ok("GET", f"{base}/deployments")["deployments"][0]["state"] == "success"
+    assert _journal(database, task_id) == []  # gone with the stored result
+
+
+def test_task_no_worker_finishes_is_dead_lettered(start_api, database):
+    api = start_api(database, broker=True, engine={"max_deliveries": "2"})
+    env_id, base, task_id = _deploy_stepper(api, steps=1, pause=120)
+    killed = []
+    for delivery in (1, 2):
+        worker = api.start_worker()
+        _wait(f"delivery {delivery}", lambda n=delivery: sum(
+            "took the task" in t for t in _texts(api, base, task_id)) == n)
+        _kill(worker)
+        killed.append(worker.pid)
+    env = api.wait_env(env_id, ("deploy failure",), timeout=30)
+    reason = (f"the task was delivered 2 times and no worker finished it; the last, worker "
+              f"{socket.gethostname()}:{killed[-1]}, stopped while running it (see its log)")
+    deployment = api.ok("GET", f"{base}/deployments")["deployments"][0]
+    assert deployment["state"] == "completed_w_errors"
+    assert deployment["result"] == {"isException": True, "result": {"message": reason}}
+    reports = api.ok("GET", f"{base}/deployments/{task_id}")["reports"]
+    assert [(r["text"], r["level"]) for r in reports[-2:]] == [
+        (reason, "error"), ("Deployment finished with errors", "error")]
+    assert RESUMED in reports[-3]["text"] and "delivery 2 of at most 2" in reports[-3]["text"]
+    # The environment is free again: a new session can be opened and deployed.
+    assert env["acquired_by"] is None
+    assert api.ok("POST", f"{base}/configure")["state"] == "opened"
+    assert _journal(database, task_id) == []
+
+
+def test_a_task_queue_declared_otherwise_is_named(tmp_path: Path) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    settings = Settings(transport_url=AMQP, task_queue=f"murano-old-{suffix}",
+                        result_queue=f"murano-results-{suffix}")
+    config = tmp_path / "api.conf"
+    config.write_text(f"[DEFAULT]\ntransport_url = {AMQP}\n[engine]\n"
+                      f"task_queue = {settings.task_queue}\n"
+                      f"result_queue = {settings.result_queue}\n")
+    with Connection(AMQP) as connection:
+        # a classic queue, as an earlier version declared it
+        Queue(settings.task_queue, durable=True)(connection.default_channel).declare()
+        try:
+            with pytest.raises(QueueMismatch, match=rf"queue '{settings.task_queue}' exists with "
+                                                    r"other arguments .*inequivalent arg"):
+                declare_queues(connection.channel(), settings)
+            worker = subprocess.run([sys.executable, "-m", "murano_engine.cli", "worker",
+                                     "--config-file", str(config)],
+                                    capture_output=True, text=True, timeout=60)
+            assert worker.returncode != 0
+            assert f"rabbitmqctl delete_queue {settings.task_queue}" in worker.stderr
+        finally:
+            channel = connection.channel()
+            for name in (settings.task_queue, settings.dead_letter_queue):
+                channel.queue_delete(name)
+
+
+def test_max_deliveries_is_at_least_one(tmp_path: Path) -> None:
+    config = tmp_path / "api.conf"
+    config.write_text("[engine]\nmax_deliveries = 0\n")
+    with pytest.raises(ConfigError, match=r"\[engine\] max_deliveries must be at least 1"):
+        load_settings(config, {})
+    config.write_text("[engine]\nmax_deliveries = 5\n")
+    assert load_settings(config, {}).max_deliveries == 5
