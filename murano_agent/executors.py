@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import dataclasses
 import json
 import shutil
 import stat
@@ -13,11 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from murano_agent import process
+from murano_agent.calls import Remaining, ScriptCalls
 from murano_agent.plans import ERROR_INVALID, ERROR_SCRIPT, PlanError
-
-#: Seconds left before the plan's deadline.
-Remaining = Callable[[], float]
 
 
 class AttrDict(dict):
@@ -55,6 +51,7 @@ class ApplicationScript:
     ``.ps1`` entry points run under PowerShell, anything else through the shell
     (``./"file" args`` on POSIX). Called as ``name(commandline='', input=None)``
     (or ``name.anyFunction(...)``, the function name being ignored, as in Murano).
+    Each call is one journaled script call (see :mod:`murano_agent.calls`).
     """
 
     def __init__(
@@ -64,51 +61,45 @@ class ApplicationScript:
         options: dict[str, Any],
         remaining: Remaining,
         powershell: str,
+        calls: ScriptCalls,
     ) -> None:
         self._name = name
         self._prepare = prepare
         self._options = options
         self._remaining = remaining
         self._powershell = powershell
+        self._calls = calls
 
     def __getattr__(self, function: str) -> Callable[..., AttrDict]:
         if function.startswith("_"):
             raise AttributeError(function)
         return self.__call__
 
-    def _command(self, entry: Path, commandline: str) -> str:
+    def _command(self, commandline: str) -> tuple[list[str] | str, Path]:
+        """The entry point's command (written first) and the folder it runs in.
+
+        With no command line to parse, a POSIX entry point is run directly (one shell
+        fewer; the outcome is the same, since a file that cannot be executed directly,
+        with no ``#!`` line for instance, is run by the shell that starts it).
+        """
+        entry = self._prepare()
         if entry.suffix.lower() == ".ps1":
             line = _powershell_line(self._powershell, entry)
         elif sys.platform == "win32":
             line = f'"{entry}"'
         else:
-            line = f'./"{entry.name}"'
-        return f"{line} {commandline}".rstrip()
-
-    def _run(self, entry: Path, commandline: str, input: str | None) -> process.Completed:
-        """Run the entry point: through the shell as Murano does, or, when there is no
-        command line to parse, directly (one process fewer; the same outcome, since
-        the shell would only exec the file), falling back to the shell when the
-        file cannot be executed directly (no ``#!`` line, for instance)."""
-        if entry.suffix.lower() != ".ps1" and sys.platform != "win32":
             mode = entry.stat().st_mode
             if mode & (stat.S_IRUSR | stat.S_IXUSR) != stat.S_IRUSR | stat.S_IXUSR:
                 entry.chmod(mode | stat.S_IRUSR | stat.S_IXUSR)
             if not commandline:
-                try:
-                    done = process.run([f"./{entry.name}"], entry.parent, self._remaining(), input)
-                except OSError:
-                    pass
-                else:  # a signal's death reads as the shell reports it: 128 + signal
-                    code = done.exit_code
-                    if code is not None and code < 0:
-                        return dataclasses.replace(done, exit_code=128 - code)
-                    return done
-        line = self._command(entry, commandline)
-        return process.run(line, entry.parent, self._remaining(), input)
+                return [f"./{entry.name}"], entry.parent
+            line = f'./"{entry.name}"'
+        return f"{line} {commandline}".rstrip(), entry.parent
 
     def __call__(self, commandline: str = "", input: str | None = None) -> AttrDict:
-        done = self._run(self._prepare(), str(commandline), input)
+        done = self._calls.run(
+            self._name, lambda: self._command(str(commandline)), input, self._remaining
+        )
         result = AttrDict(
             exitCode=done.exit_code,
             stdout=done.stdout.strip() if self._options.get("captureStdout", True) else None,
@@ -117,6 +108,14 @@ class ApplicationScript:
         if done.timed_out:
             raise PlanError(
                 ERROR_SCRIPT, f"script {self._name!r} timed out (plan time limit reached)", result
+            )
+        if done.interrupted:
+            raise PlanError(
+                ERROR_SCRIPT,
+                f"script {self._name!r} was interrupted: the agent stopped while it ran and "
+                "it ended without an exit code (killed, or the machine restarted); it is not "
+                "run again",
+                result,
             )
         if done.exit_code and self._options.get("verifyExitcode", True):
             raise PlanError(
@@ -189,12 +188,15 @@ def _finished_commands(folder: Path) -> list[dict[str, Any]]:
     return done
 
 
-def run_v1(plan: dict[str, Any], folder: Path, powershell: str, remaining: Remaining) -> list[Any]:
+def run_v1(
+    plan: dict[str, Any], folder: Path, powershell: str, remaining: Remaining, calls: ScriptCalls
+) -> list[Any]:
     """Run a v1 plan: load every script, then call the Commands not yet done.
 
     Each command's result is saved as it finishes, so a plan interrupted by a
-    crash or a reboot resumes with the next command. Returns the per-command
-    results; stops at the first command that raised.
+    crash or a reboot resumes with the next command (once ``calls`` has settled
+    the PowerShell run left behind). Returns the per-command results; stops at
+    the first command that raised.
     """
     executable = find_powershell(powershell)
     done = _finished_commands(folder)
@@ -221,7 +223,8 @@ def run_v1(plan: dict[str, Any], folder: Path, powershell: str, remaining: Remai
     runner = folder / "runner.ps1"
     runner.write_text("".join(lines), encoding="utf-8-sig")
     argv = [executable, "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass"]
-    completed = process.run([*argv, "-File", str(runner)], folder, remaining(), None)
+    command = ([*argv, "-File", str(runner)], folder)
+    completed = calls.run("PowerShell", lambda: command, None, remaining, replay=False)
     done = _finished_commands(folder)
     if completed.timed_out:
         raise PlanError(ERROR_SCRIPT, "PowerShell plan timed out (plan time limit reached)")

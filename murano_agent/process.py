@@ -16,15 +16,17 @@ from typing import IO
 
 @dataclasses.dataclass(frozen=True)
 class Completed:
-    """What a finished (or killed) command left: exit code, output, whether it timed out."""
+    """What a finished (or killed) command left: exit code, output, whether it timed out
+    or was interrupted (its agent died and nothing tells how it ended)."""
 
     exit_code: int | None
     stdout: str
     stderr: str
     timed_out: bool
+    interrupted: bool = False
 
 
-def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
+def kill_tree(proc: subprocess.Popen[bytes]) -> None:
     if sys.platform == "win32":
         subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)], capture_output=True)
     else:
@@ -35,7 +37,7 @@ def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def _exited_within(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+def exited_within(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     """Wait up to ``timeout`` s for ``proc`` to exit and reap it.
 
     On Linux a pidfd wakes us the moment it exits; elsewhere Popen's polling wait.
@@ -64,7 +66,7 @@ def _capture_file() -> IO[bytes]:
     return tempfile.TemporaryFile()
 
 
-def _read(stream: IO[bytes]) -> str:
+def read_output(stream: IO[bytes]) -> str:
     stream.seek(0)
     return stream.read().decode("utf-8", errors="replace")
 
@@ -99,7 +101,7 @@ def run(
             stderr=err,
             **group,
         )
-        if _exited_within(proc, max(timeout, 0.001)):
-            return Completed(proc.returncode, _read(out), _read(err), False)
-        _kill_tree(proc)
-        return Completed(None, _read(out), _read(err), True)
+        if exited_within(proc, max(timeout, 0.001)):
+            return Completed(proc.returncode, read_output(out), read_output(err), False)
+        kill_tree(proc)
+        return Completed(None, read_output(out), read_output(err), True)

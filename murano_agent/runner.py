@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from murano_agent import executors, files, plans, results
+from murano_agent.calls import Remaining, ScriptCalls
 from murano_agent.config import AgentConfig
 from murano_agent.plans import ERROR_INVALID, ERROR_UNEXPECTED, PlanError
 
@@ -66,8 +67,9 @@ class PlanRunner:
     v2 plans (one at a time) share the folder ``work``: before each plan, what an
     earlier plan left there is deleted, except the files this plan is about to
     write anyway, which are overwritten. So a stream of plans running the same
-    scripts creates and deletes no files or folders. v1 plans get a folder per
-    plan, kept across a reboot so the plan resumes.
+    scripts creates and deletes no files or folders. A plan resumed after a crash
+    (its earlier attempt started scripts) finds the folder as that attempt left it.
+    v1 plans get a folder per plan, kept across a reboot so the plan resumes.
     """
 
     def __init__(self, cfg: AgentConfig) -> None:
@@ -76,21 +78,23 @@ class PlanRunner:
         self._work = self._root / "work"
         self._work.mkdir(parents=True, exist_ok=True)
 
-    def run(self, plan_id: str, body: bytes) -> Outcome:
-        """Run the plan in ``body``; any failure becomes an error result."""
+    def run(self, plan_id: str, body: bytes, calls: ScriptCalls) -> Outcome:
+        """Run the plan in ``body``, its script calls journaled in ``calls``; any failure
+        becomes an error result."""
         try:
-            return self._run(plan_id, body)
+            return self._run(plan_id, body, calls)
         except Exception as exc:  # a fault of the agent's own: answered, never looping
             LOG.exception("plan %s: the agent failed while running it", plan_id)
             message = f"the agent failed while running the plan: {describe(exc)}"
             return Outcome(self.failure(plan_id, body, message), False)
 
-    def _run(self, plan_id: str, body: bytes) -> Outcome:
+    def _run(self, plan_id: str, body: bytes, calls: ScriptCalls) -> Outcome:
         deadline = time.monotonic() + self._cfg.plan_timeout
 
         def remaining() -> float:
             return max(0.0, deadline - time.monotonic())
 
+        calls.settle(remaining)
         try:
             plan = plans.decode(body, self._cfg.max_message_bytes)
             version = plans.format_version(plan)
@@ -99,10 +103,10 @@ class PlanRunner:
         if version[0] == 1:
             folder = self._root / ("plan-" + re.sub(r"[^\w.-]", "_", plan_id))
             try:
-                return self._run_v1(plan, folder, remaining)
+                return self._run_v1(plan, folder, remaining, calls)
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
-        return self._run_v2(plan_id, plan, version, remaining)
+        return self._run_v2(plan_id, plan, version, remaining, calls)
 
     def failure(self, plan_id: str, body: bytes, message: str) -> dict[str, Any]:
         """An error result for a plan not run, shaped for the plan's format."""
@@ -115,12 +119,12 @@ class PlanRunner:
         return results.v2_failure(plan_id, ERROR_UNEXPECTED, message)
 
     def _run_v1(
-        self, plan: dict[str, Any], folder: Path, remaining: executors.Remaining
+        self, plan: dict[str, Any], folder: Path, remaining: Remaining, calls: ScriptCalls
     ) -> Outcome:
         try:
             plans.validate_v1(plan)
             folder.mkdir(parents=True, exist_ok=True)
-            done = executors.run_v1(plan, folder, self._cfg.powershell, remaining)
+            done = executors.run_v1(plan, folder, self._cfg.powershell, remaining, calls)
         except PlanError as exc:
             return Outcome(results.v1_failure("AgentError", exc.message, exc.info), False)
         except OSError as exc:
@@ -134,13 +138,15 @@ class PlanRunner:
         plan_id: str,
         plan: dict[str, Any],
         version: tuple[int, int, int],
-        remaining: executors.Remaining,
+        remaining: Remaining,
+        calls: ScriptCalls,
     ) -> Outcome:
         reboot = plan.get("Action") == "Reboot"
         try:
             plans.validate_v2(plan, version)
-            files.sweep(self._work, _inline_files(plan))
-            value = _jsonable(self._call_body(plan_id, plan, self._work, remaining))
+            if not calls.resumed:
+                files.sweep(self._work, _inline_files(plan))
+            value = _jsonable(self._call_body(plan_id, plan, remaining, calls))
         except PlanError as exc:
             result = results.v2_failure(plan_id, exc.code, exc.message, _jsonable(exc.info))
             return Outcome(result, reboot)
@@ -151,7 +157,7 @@ class PlanRunner:
         return Outcome(results.v2_success(plan_id, value), reboot)
 
     def _scripts(
-        self, plan: dict[str, Any], folder: Path, remaining: executors.Remaining
+        self, plan: dict[str, Any], remaining: Remaining, calls: ScriptCalls
     ) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for name, script in plan["Scripts"].items():
@@ -160,15 +166,16 @@ class PlanRunner:
                 continue
             out[name] = executors.ApplicationScript(
                 name,
-                _Preparer(plan["Files"], script, folder, name, remaining),
+                _Preparer(plan["Files"], script, self._work, name, remaining),
                 script.get("Options", {}),
                 remaining,
                 self._cfg.powershell,
+                calls,
             )
         return out
 
     def _call_body(
-        self, plan_id: str, plan: dict[str, Any], folder: Path, remaining: executors.Remaining
+        self, plan_id: str, plan: dict[str, Any], remaining: Remaining, calls: ScriptCalls
     ) -> Any:
         body = textwrap.dedent(plan.get("Body") or "return None")
         source = "def __plan_body__():\n" + textwrap.indent(body, "    ") + "\n"
@@ -178,7 +185,7 @@ class PlanRunner:
             raise PlanError(ERROR_INVALID, f"plan Body is not valid Python: {exc}") from None
         namespace: dict[str, Any] = {
             "args": executors.AttrDict(plan.get("Parameters") or {}),
-            **self._scripts(plan, folder, remaining),
+            **self._scripts(plan, remaining, calls),
         }
         exec(code, namespace)  # plans carry Python by protocol (signed when keyed)
         try:
@@ -198,7 +205,7 @@ class _Preparer:
         script: dict[str, Any],
         work: Path,
         name: str,
-        remaining: executors.Remaining,
+        remaining: Remaining,
     ) -> None:
         self._files = all_files
         self._script = script

@@ -17,6 +17,7 @@ from typing import Any
 import kombu
 
 from murano_agent import broker, plans, process, results
+from murano_agent.calls import ScriptCalls
 from murano_agent.config import AgentConfig, ConfigError
 from murano_agent.runner import PlanRunner, describe
 from murano_agent.security import Rejected, SignatureVerifier, StampGuard
@@ -228,12 +229,14 @@ class AgentService(amqp.QueueConsumer):
             self._store.finish(message, self._store.stored_result(message.plan_id))
             return
         attempts = self._store.start_attempt(message)
+        calls = ScriptCalls(self._store, message.seq, self._cfg.plan_timeout)
         if attempts > MAX_ATTEMPTS:
             LOG.error(
                 "plan %s was interrupted %d times; not running it again",
                 message.plan_id,
                 attempts - 1,
             )
+            calls.settle(lambda: 0.0)  # nothing an attempt started keeps running
             result = self._runner.failure(
                 message.plan_id,
                 message.body,
@@ -243,7 +246,7 @@ class AgentService(amqp.QueueConsumer):
             self._store.finish(message, result)
             return
         LOG.info("running plan %s (attempt %d)", message.plan_id, attempts)
-        outcome = self._runner.run(message.plan_id, message.body)
+        outcome = self._runner.run(message.plan_id, message.body, calls)
         self._store.finish(message, outcome.result)
         LOG.info("plan %s finished", message.plan_id)
         if outcome.reboot:

@@ -5,6 +5,13 @@ array per line:
 
     ["P", seq, id, replyTo, b64body]  a received plan (fdatasync'ed before its ack)
     ["A", seq]                        one start of plan ``seq``
+    ["C", seq, index, name, pgid,     script call ``index`` of plan ``seq`` started: the
+     ticks, boot, started]            process group it leads, the leader's start time
+                                      (clock ticks after boot ``boot``; null where
+                                      unknown) and the wall-clock start (fdatasync'ed
+                                      before the command may begin)
+    ["F", seq, index, outcome]        that call ended: {exit_code, stdout, stderr,
+                                      timed_out, interrupted}
     ["R", seq, id, replyTo, result]   the result of plan ``seq`` (null for a resend),
                                       to be sent; the plan is done
     ["S", id]                         the oldest unsent result of ``id`` reached the broker
@@ -13,28 +20,39 @@ array per line:
                                       (fdatasync'ed before it is read)
     ["H", digest]                     that message was handled: its count is dropped
 
-plus ``<storage>/stamp``, the last accepted plan Stamp.
+plus ``<storage>/stamp``, the last accepted plan Stamp, and ``<storage>/runs/<seq>-<index>.*``,
+the run files of each script call of a pending plan (its output and exit code, see
+:mod:`murano_agent.detached`), removed with the plan's result.
 
 Appending to one file costs far less than creating, renaming and deleting files
-per plan, which is what dominates on a VM's disk. Only plan records are synced:
-a power cut that loses a fresh result leaves its plan pending, and the plan runs
-again, as a plan interrupted by the cut would. A line torn by a crash is skipped.
+per plan, which is what dominates on a VM's disk. Only plan records and call
+starts are synced: a power cut that loses a fresh result leaves its plan pending,
+and the plan runs again, as a plan interrupted by the cut would, its started script
+calls answered without running (:mod:`murano_agent.calls`); a call start must be
+on disk before its command begins, or the command could run twice. A line torn by
+a crash is skipped.
+A call's F line whose outcome its run files also hold (the command ended by itself)
+is written with the next line, or not at all when that is the plan's R: a plan with
+one script costs one journal line more than a plan without.
 
 When the journal has grown past :data:`COMPACT_BYTES` it is rewritten (synced,
 atomically) with only what is still needed: pending plans, unsent results and
-the last :data:`KEPT_RESULTS` results.
+the last :data:`KEPT_RESULTS` results; run files of plans no longer pending go.
 """
 
 from __future__ import annotations
 
 import base64
 import collections
+import contextlib
 import dataclasses
 import json
 import os
 import time
 from pathlib import Path
 from typing import Any
+
+from murano_agent import detached
 
 #: How many old results are kept to answer repeated plan ids.
 KEPT_RESULTS = 1000
@@ -52,6 +70,19 @@ class StoredMessage:
     plan_id: str
     body: bytes
     reply_to: str | None
+
+
+@dataclasses.dataclass
+class ScriptCall:
+    """One script call of a pending plan as journaled: how to find its process again,
+    and its outcome once it ended."""
+
+    name: str
+    pgid: int | None
+    ticks: int | None
+    boot: str | None
+    started: float
+    outcome: dict[str, Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -78,6 +109,10 @@ def _line(record: list[Any]) -> bytes:
     return (json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8")
 
 
+def _call_record(seq: str, index: int, call: ScriptCall) -> list[Any]:
+    return ["C", seq, index, call.name, call.pgid, call.ticks, call.boot, call.started]
+
+
 class PlanStore:
     """The agent's on-disk queue of plans and results.
 
@@ -96,16 +131,31 @@ class PlanStore:
         self._results: collections.OrderedDict[str, dict[str, Any]] = collections.OrderedDict()
         self._outgoing: list[Outgoing] = []
         self._deliveries: collections.Counter[str] = collections.Counter()
+        self._calls: dict[str, dict[int, ScriptCall]] = {}
+        self._deferred: list[list[Any]] = []  # F records not yet written
         self._replay()
         self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self._size = os.fstat(self._fd).st_size
+        self.runs.mkdir(exist_ok=True)
+        self._remove_stale_runs()
 
     @property
     def stamp_file(self) -> Path:
         return self.root / "stamp"
 
+    @property
+    def runs(self) -> Path:
+        """The folder holding the run files of script calls."""
+        return self.root / "runs"
+
+    def run_prefix(self, seq: str, index: int) -> Path:
+        """Where the run files of call ``index`` of plan ``seq`` go: ``<prefix>.<kind>``."""
+        return self.runs / f"{seq}-{index}"
+
     def close(self) -> None:
         """Close the journal (the store is unusable afterwards)."""
+        if self._deferred:
+            os.write(self._fd, b"".join(map(_line, self._deferred)))
         os.close(self._fd)
 
     # -- journal -----------------------------------------------------------------------
@@ -130,11 +180,21 @@ class PlanStore:
             self._last_seq = max(self._last_seq, int(seq))
         elif kind == "A":
             self._attempts[record[1]] += 1
+        elif kind == "C":
+            _, seq, index, name, pgid, ticks, boot, started = record
+            if seq in self._pending:
+                self._calls.setdefault(seq, {})[int(index)] = ScriptCall(
+                    name, pgid, ticks, boot, started
+                )
+        elif kind == "F":
+            _, seq, index, outcome = record
+            self._calls[seq][int(index)].outcome = dict(outcome)
         elif kind == "R":
             _, seq, plan_id, reply_to, result = record
             if seq is not None:
                 self._pending.pop(seq, None)
                 self._attempts.pop(seq, None)
+                self._calls.pop(seq, None)
             self._keep(plan_id, result)
             self._outgoing.append(Outgoing(plan_id, reply_to, result))
         elif kind == "S":
@@ -148,6 +208,9 @@ class PlanStore:
 
     def _append(self, record: list[Any], sync: bool = False) -> None:
         line = _line(record)
+        if self._deferred:
+            line = b"".join(map(_line, self._deferred)) + line
+            self._deferred.clear()
         os.write(self._fd, line)
         self._size += len(line)
         if sync:
@@ -174,6 +237,10 @@ class PlanStore:
             data = base64.b64encode(message.body).decode("ascii")
             lines.append(_line(["P", message.seq, message.plan_id, message.reply_to, data]))
             lines.extend(_line(["A", message.seq]) for _ in range(self._attempts[message.seq]))
+            for index, call in sorted(self._calls.get(message.seq, {}).items()):
+                lines.append(_line(_call_record(message.seq, index, call)))
+                if call.outcome is not None:
+                    lines.append(_line(["F", message.seq, index, call.outcome]))
         lines.extend(_line(["R", None, o.plan_id, o.reply_to, o.result]) for o in self._outgoing)
         for digest, count in self._deliveries.items():
             lines.extend(_line(["D", digest]) for _ in range(count))
@@ -192,6 +259,15 @@ class PlanStore:
                 os.close(folder)
         self._fd = os.open(self._path, os.O_WRONLY | os.O_APPEND)
         self._size = os.fstat(self._fd).st_size
+        self._deferred.clear()  # the rewritten journal holds them
+        self._remove_stale_runs()
+
+    def _remove_stale_runs(self) -> None:
+        """Delete the run files of plans no longer pending (left by a crash)."""
+        for name in os.listdir(self.runs):
+            if name.partition("-")[0] not in self._pending:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.runs / name)
 
     # -- plans -------------------------------------------------------------------------
 
@@ -220,6 +296,30 @@ class PlanStore:
         self._attempts[message.seq] += 1
         return self._attempts[message.seq]
 
+    # -- script calls ------------------------------------------------------------------
+
+    def calls(self, seq: str) -> dict[int, ScriptCall]:
+        """The script calls journaled for pending plan ``seq``, by index (live view)."""
+        return self._calls.setdefault(seq, {})
+
+    def call_started(self, seq: str, index: int, call: ScriptCall) -> None:
+        """Journal, durably, that call ``index`` of plan ``seq`` started (before its
+        command may begin: after a power cut it is known to have started)."""
+        self._append(_call_record(seq, index, call), sync=True)
+        self.calls(seq)[index] = call
+
+    def call_finished(
+        self, seq: str, index: int, outcome: dict[str, Any], in_run_files: bool
+    ) -> None:
+        """Journal the outcome of a started call. ``in_run_files``: its run files hold
+        the same outcome (exit code file and output), so the line may wait for the next
+        one and is dropped when that is the plan's result."""
+        self._calls[seq][index].outcome = outcome
+        if in_run_files:
+            self._deferred.append(["F", seq, index, outcome])
+        else:
+            self._append(["F", seq, index, outcome])
+
     # -- results -----------------------------------------------------------------------
 
     def has_result(self, plan_id: str) -> bool:
@@ -231,10 +331,16 @@ class PlanStore:
         return self._results[plan_id]
 
     def finish(self, message: StoredMessage, result: dict[str, Any]) -> None:
-        """Record the result of a pending plan and queue it for sending."""
+        """Record the result of a pending plan and queue it for sending; its run files go."""
+        self._deferred = [record for record in self._deferred if record[1] != message.seq]
         self._append(["R", message.seq, message.plan_id, message.reply_to, result])
         del self._pending[message.seq]
         self._attempts.pop(message.seq, None)
+        for index in self._calls.pop(message.seq, {}):
+            prefix = self.run_prefix(message.seq, index)
+            for kind in detached.KINDS:
+                with contextlib.suppress(OSError):
+                    os.unlink(detached.run_file(prefix, kind))
         self._keep(message.plan_id, result)
         self._outgoing.append(Outgoing(message.plan_id, message.reply_to, result))
 

@@ -216,23 +216,6 @@ def test_repeated_plan_id_is_answered_from_the_stored_result(client, make_agent,
     assert "already ran; answering with its stored result" in agent.log()
 
 
-def test_agent_killed_mid_plan_finishes_it_after_restart(client, make_agent, tmp_path):
-    agent = make_agent(client)
-    runs = tmp_path / "runs"
-    script = f"#!/bin/sh\necho run >> {runs}\nsleep 0.7\nwc -l < {runs}\n"
-    plan = client.build_plan(script_plan(), resources(**{"run.sh": script.encode()}))
-    client.send(agent.queue, plan)
-    deadline = time.monotonic() + 10
-    while not runs.exists():
-        assert time.monotonic() < deadline, agent.log()
-        time.sleep(0.02)
-    agent.kill()
-    agent.start()
-    # the interrupted plan runs again from the start and answers; nothing is lost
-    assert client.call(agent.queue, dict(plan), 20) == "2"
-    assert f"running plan {plan['ID']} (attempt 2)" in agent.log()
-
-
 def test_result_kept_through_a_broker_outage_is_sent_first_after_restart(make_agent, reader):
     agent = make_agent(result_queue=reader.queue, extra="")
     good_config = agent.config.read_text()
