@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import configparser
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -26,6 +27,7 @@ import pytest
 
 from murano_engine.clouds.local import netns
 from murano_engine.clouds.local.sandbox import missing_for_namespaces
+from tests.tcp_forwarder import TcpForwarder
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "linux-cluster.json"
@@ -40,17 +42,22 @@ pytestmark = pytest.mark.skipif(bool(missing_for_namespaces()),
 class Site:
     """A folder with the logging package, an engine config and a state file."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, slow: str = "", broker_port: int = 5672) -> None:
         self.root = root
         self.packages = root / "packages"
         package = self.packages / PACKAGE
         shutil.copytree(REPO / "dsl_packages" / PACKAGE, package)
         for script in (package / "Resources" / "scripts").glob("*.sh"):
             text = script.read_text()
+            pause = "sleep 1.5\n" if script.name == slow else ""
             if ". ./common.sh\n" in text:
-                script.write_text(text.replace(". ./common.sh\n", ". ./common.sh\n" + LOG_LINE))
+                script.write_text(text.replace(". ./common.sh\n",
+                                               ". ./common.sh\n" + LOG_LINE + pause))
         self.cloud = root / "cloud"
-        (root / "engine.ini").write_text(f"[local_cloud]\nstate_dir = {self.cloud}\n")
+        (root / "engine.ini").write_text(
+            f"[local_cloud]\nstate_dir = {self.cloud}\n"
+            f"broker_url = amqp://guest:guest@127.0.0.1:{broker_port}//\n"
+            f"[rabbitmq]\nhost = 127.0.0.1\nport = {broker_port}\n")
         self.state = root / "state.json"
 
     def command(self, *args: str) -> list[str]:
@@ -63,8 +70,9 @@ class Site:
         assert done.returncode == 0, done.stdout + done.stderr
         return done
 
-    def deploy_until(self, report: int, sig: int) -> subprocess.Popen:
-        """Start a deploy and send ``sig`` when it prints its ``report``-th report line."""
+    def deploy_until(self, report: int, sig: int | None = None) -> subprocess.Popen:
+        """Start a deploy and send ``sig`` when it prints its ``report``-th report line
+        (with no ``sig``, just return then)."""
         engine = subprocess.Popen(self.command("deploy", str(EXAMPLE)), cwd=self.root,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         seen = 0
@@ -73,10 +81,17 @@ class Site:
             if line.startswith("["):
                 seen += 1
                 if seen == report:
-                    engine.send_signal(sig)
+                    if sig is not None:
+                        engine.send_signal(sig)
                     break
         assert seen == report, f"the deploy ended after {seen} reports"
         return engine
+
+    def agents(self) -> list[int]:
+        """The agent processes of the servers (in their sandboxes)."""
+        return [pid for server in self.servers()
+                for pid in netns.pids(netns.server_namespace(server.name))
+                if _cmdline(pid).startswith(sys.executable.encode() + b"\0-m\0murano_agent")]
 
     def outputs(self) -> dict:
         app = json.loads(self.state.read_text())["Objects"]["applications"][0]
@@ -116,6 +131,13 @@ def _agent_queues(conf: Path) -> set[str]:
     parser = configparser.ConfigParser(interpolation=None)
     parser.read_string(conf.read_text())
     return {parser.get("rabbitmq", "input_queue"), parser.get("rabbitmq", "result_routing_key")}
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _processes_mentioning(text: str) -> list[int]:
@@ -229,3 +251,45 @@ def test_a_second_ctrl_c_ends_the_process_at_once(tmp_path):
         site.destroy_and_check()
     finally:
         _force_cleanup(site)
+
+
+def test_agents_killed_mid_plan_run_no_step_twice(tmp_path, reference):
+    outputs, steps, _ = reference
+    site = Site(tmp_path, slow="configure.sh")
+    try:
+        engine = site.deploy_until(4)  # "stage 2/6 (configure every node)"
+        time.sleep(0.5)  # configure.sh runs on both nodes now (for 1.5 s)
+        agents = site.agents()
+        assert len(agents) == 2
+        for pid in agents:
+            os.kill(pid, signal.SIGKILL)  # each server's init starts its agent again
+
+        out, err = engine.communicate(timeout=120)
+
+        assert engine.returncode == 0, out + err
+        assert not set(site.agents()) & set(agents)
+        assert site.outputs() == outputs and site.steps() == steps
+        site.destroy_and_check()
+    finally:
+        _force_cleanup(site)
+
+
+def test_a_broker_cut_mid_deploy_loses_nothing(tmp_path, reference):
+    outputs, steps, _ = reference
+    forwarder = TcpForwarder(5672)
+    site = Site(tmp_path, slow="configure.sh", broker_port=forwarder.port)
+    try:
+        engine = site.deploy_until(4)  # configure.sh runs on both nodes now
+        time.sleep(0.5)
+        assert forwarder.cut() > 0  # the engine's and the agents' connections
+        time.sleep(2.0)
+        forwarder.restore()
+
+        out, err = engine.communicate(timeout=120)
+
+        assert engine.returncode == 0, out + err
+        assert site.outputs() == outputs and site.steps() == steps
+        site.destroy_and_check()
+    finally:
+        _force_cleanup(site)
+        forwarder.close()
