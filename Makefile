@@ -40,3 +40,4 @@ bench: .make-installed
 	$(PYTHON) benchmarks/deploy_bench.py
 	$(PYTHON) benchmarks/api_bench.py
 	$(PYTHON) benchmarks/sandbox_bench.py
+	PYTHONPATH=. $(PYTHON) benchmarks/journal_bench.py
