@@ -199,6 +199,8 @@ class AgentClient:
                     self._publish_once(queue, plan, message_id, deadline)
                 except OSError as exc:
                     self._reset()
+                    if _is_permanent(exc):
+                        raise
                     self._note_down(exc)
                     error = exc
                 else:
@@ -312,3 +314,14 @@ class AgentClient:
                 except OSError as exc:
                     LOG.debug("engine %s: plan %s not published again: %s",
                               self.result_queue, message_id, exc)
+
+
+def _is_permanent(exc: OSError) -> bool:
+    """Whether a failure to publish is one retrying cannot mend (a missing or unreadable
+    certificate file: the configuration is wrong, not the network)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, (FileNotFoundError, PermissionError, IsADirectoryError)):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
