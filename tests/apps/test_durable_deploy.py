@@ -12,6 +12,7 @@ process, sandbox, stack or queue behind.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import configparser
 import json
 import os
@@ -190,7 +191,8 @@ def test_the_reference_run_runs_each_step_once(reference):
 
 def test_engine_killed_at_each_report_then_deployed_again(tmp_path, reference):
     outputs, steps, reports = reference
-    for report in range(1, reports + 1):
+
+    def kill_at(report: int) -> None:
         site = Site(tmp_path / f"kill-{report}")
         try:
             killed = site.deploy_until(report, signal.SIGKILL)
@@ -205,6 +207,11 @@ def test_engine_killed_at_each_report_then_deployed_again(tmp_path, reference):
             site.destroy_and_check()
         finally:
             _force_cleanup(site)
+
+    # Three environments at a time (each in sandboxes of its own), every kill point.
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        for done in [pool.submit(kill_at, report) for report in range(1, reports + 1)]:
+            done.result()
 
 
 def test_destroy_after_a_kill_removes_what_the_killed_run_made(tmp_path, reference):
