@@ -28,6 +28,7 @@ import pytest
 
 from murano_engine.clouds.local import netns
 from murano_engine.clouds.local.sandbox import missing_for_namespaces
+from tests.apps import kv_nodes
 from tests.tcp_forwarder import TcpForwarder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -117,12 +118,14 @@ class Site:
         servers = [p.name for p in self.servers()]
         queues = {name for server in self.servers() for name in _agent_queues(
             server / "agent.conf")}
+        networks = kv_nodes.network_ids(self.cloud, servers)
+        inside = [pid for s in servers for pid in netns.pids(netns.server_namespace(s))]
         self.run("destroy")
         assert not self.state.exists()
         assert not list((self.cloud / "servers").iterdir()), "a server's folder is left"
         assert not list((self.cloud / "stacks").iterdir()), "a stack is left"
-        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        assert not [s for s in servers if netns.server_namespace(s) in left]
+        assert kv_nodes.namespaces_left(servers, networks) == []
+        assert inside and kv_nodes.alive(inside) == [], "a sandbox's process outlived destroy"
         assert not _processes_mentioning(str(self.cloud)), "a process outlived destroy"
         assert queues and not [q for q in queues if _queue_exists(q)], "a queue is left"
 
