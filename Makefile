@@ -1,31 +1,41 @@
-# The two set-up commands (see README): `make demo` and `make test`.
-PYTHON ?= python3
+# The two set-up commands (see README): `make demo` and `make test`. Both run in
+# the project's own virtualenv (.venv), made on first use with BOOT_PYTHON, so a
+# system Python that refuses pip installs (PEP 668) is never touched.
+BOOT_PYTHON ?= python3
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
 STATE ?= state/linux-cluster.json
 
 .PHONY: demo demo-destroy test lint bench install samples
 
-install: .make-installed
+install: $(VENV)/.installed
 
-.make-installed: setup.py
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
-	touch .make-installed
+# The stamp lives in the virtualenv: a new one (or a removed one) installs again.
+$(VENV)/.installed: setup.py
+	@test -x $(PYTHON) || { echo "make: creating the virtualenv $(VENV) with $(BOOT_PYTHON)"; \
+		$(BOOT_PYTHON) -m venv $(VENV); }
+	@echo "make: installing murano-engine and its test tools into $(VENV) (about a minute the first time)"
+	$(PYTHON) -m pip install --disable-pip-version-check --progress-bar off -e '.[test]'
+	@touch $@
 
 # Deploys the replicated key-value store (2 nodes) on the embedded local cloud,
 # then prints the curl commands that reach its nodes (examples/kv_reach.py).
-demo: .make-installed
+demo: $(VENV)/.installed
 	@mkdir -p $(dir $(STATE))
-	murano-engine deploy examples/linux-cluster.json -l dsl_packages --state $(STATE)
+	$(VENV)/bin/murano-engine deploy examples/linux-cluster.json -l dsl_packages --state $(STATE)
 	@$(PYTHON) examples/kv_reach.py $(STATE)
 	@echo "Tear it down: make demo-destroy"
 
-demo-destroy: .make-installed
-	murano-engine destroy -l dsl_packages --state $(STATE)
+# Removes the servers, the state file and (once empty) its folder.
+demo-destroy: $(VENV)/.installed
+	$(VENV)/bin/murano-engine destroy --state $(STATE)
+	@rmdir $(dir $(STATE)) 2>/dev/null || true
 
-test: .make-installed
+test: $(VENV)/.installed
 	$(PYTHON) -m pytest
 
-lint: .make-installed
-	ruff check murano_engine murano_agent murano_common tests benchmarks
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check murano_engine murano_agent murano_common tests benchmarks
 
 # The sample configuration files, rendered from the option declarations
 # (tests/common/test_options.py checks they are up to date).
@@ -34,7 +44,7 @@ samples:
 	$(PYTHON) -m murano_common.options murano_engine.config > murano_engine/murano-engine.conf.sample
 	$(PYTHON) -m murano_common.options murano_engine.api.config > murano_engine/api/murano-api.conf.sample
 
-bench: .make-installed
+bench: $(VENV)/.installed
 	$(PYTHON) benchmarks/dsl_bench.py
 	$(PYTHON) benchmarks/agent_bench.py
 	$(PYTHON) benchmarks/deploy_bench.py

@@ -116,11 +116,8 @@ def _environment(options: argparse.Namespace, action: str) -> int:
     concurrency.setup()
     from murano_engine.deploy import run_command
     positional = {"deploy": ["model"], "action": ["object_id", "method"]}.get(action, [])
-    words = split_load_dirs(options.load_packages_from,
-                            [getattr(options, n) for n in positional if getattr(options, n)])
-    if len(words) != len(positional):
-        raise SystemExit(f"error: {action} takes {' '.join(n.upper() for n in positional)}"
-                         if positional else f"error: {action} takes no positional arguments")
+    words = take_positionals(options, action, positional,
+                             [getattr(options, n) for n in positional if getattr(options, n)])
     for name, value in zip(positional, words, strict=True):
         setattr(options, name, value)
     options.args = [_parse_arg(a) for a in getattr(options, "raw_args", [])]
@@ -135,6 +132,8 @@ def _worker(options: argparse.Namespace) -> int:
 def _validate(options: argparse.Namespace) -> int:
     from murano_engine.dsl.validation import validate_package
     from murano_engine.interpreter import build_interpreter
+    options.path, = take_positionals(options, "validate", ["path"],
+                                     [options.path] if options.path else [])
     path = Path(options.path)
     # Required packages are looked up in -l folders and beside the package.
     problems = validate_package(path, build_interpreter(),
@@ -161,39 +160,50 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True,
                                      parser_class=_with_parents(common))
 
-    run = commands.add_parser("run", help="run one method and print its result as JSON")
+    run = commands.add_parser("run", help="run one method and print its result as JSON",
+                              usage="%(prog)s CLASS.METHOD [-l DIR ...] [--model FILE] "
+                                    "[--arg NAME=JSON ...]")
     run.add_argument("-l", "--load-packages-from", nargs="+", action="extend", default=[],
                      metavar="DIR", help="folders holding packages")
-    run.add_argument("target", nargs="?", help="CLASS.METHOD")
+    run.add_argument("target", nargs="?", help="CLASS.METHOD (required)")
     run.add_argument("--model", help="object model (JSON) to load first")
     run.add_argument("--arg", action="append", default=[], metavar="NAME=JSON",
                      help="a keyword argument of the method")
     run.set_defaults(handler=_run)
 
-    def environment_command(name: str, help_text: str) -> argparse.ArgumentParser:
-        command = commands.add_parser(name, help=help_text)
+    def environment_command(name: str, help_text: str, words: str = "") -> argparse.ArgumentParser:
+        command = commands.add_parser(
+            name, help=help_text,
+            usage=f"%(prog)s {words}[-l DIR ...] [--config FILE] [--state FILE]"
+                  + (" [--arg NAME=JSON ...]" if name == "action" else ""))
         command.add_argument("-l", "--load-packages-from", nargs="+", action="extend",
-                             default=[], metavar="DIR", help="folders holding packages")
-        command.add_argument("--config", help="engine configuration (INI); default: "
-                             "the local cloud, RabbitMQ on 127.0.0.1:5672")
+                             default=[], metavar="DIR",
+                             help="folders holding packages (added to those the state file "
+                                  "remembers)")
+        command.add_argument("--config", help="engine configuration (INI); default: the one "
+                             "the state file remembers, else the local cloud, RabbitMQ on "
+                             "127.0.0.1:5672")
         command.add_argument("--state", default="murano-state.json",
                              help="the environment's state file (default %(default)s)")
         return command
 
-    deploy = environment_command("deploy", "deploy an environment (again) from a model")
-    deploy.add_argument("model", nargs="?", help="object model (JSON)")
+    deploy = environment_command("deploy", "deploy an environment (again) from a model",
+                                 "MODEL ")
+    deploy.add_argument("model", nargs="?", help="object model (JSON; required)")
     deploy.set_defaults(handler=lambda o: _environment(o, "deploy"))
     destroy = environment_command("destroy", "tear down everything a state file holds")
     destroy.set_defaults(handler=lambda o: _environment(o, "destroy"))
-    action = environment_command("action", "run a public method of a deployed object")
-    action.add_argument("object_id", nargs="?", help="the object's id")
-    action.add_argument("method", nargs="?", help="the method's name")
+    action = environment_command("action", "run a public method of a deployed object",
+                                 "OBJECT_ID METHOD ")
+    action.add_argument("object_id", nargs="?", help="the object's id (required)")
+    action.add_argument("method", nargs="?", help="the method's name (required)")
     action.add_argument("--arg", action="append", default=[], metavar="NAME=JSON",
                         dest="raw_args", help="a keyword argument of the method")
     action.set_defaults(handler=lambda o: _environment(o, "action"))
 
-    validate = commands.add_parser("validate", help="check a package and list every problem")
-    validate.add_argument("path", help="package folder or zip")
+    validate = commands.add_parser("validate", help="check a package and list every problem",
+                                   usage="%(prog)s PATH [-l DIR ...]")
+    validate.add_argument("path", nargs="?", help="package folder or zip (required)")
     validate.add_argument("-l", "--load-packages-from", nargs="+", action="extend", default=[],
                           metavar="DIR", help="folders holding the packages it requires "
                           "(the package's own folder is searched too)")
@@ -221,6 +231,30 @@ def _version() -> str:
         return "(not installed)"
 
 
+def take_positionals(options: argparse.Namespace, command: str, names: list[str],
+                     given: list[str]) -> list[str]:
+    """The command's positional words, whether they came before or after ``-l DIR...``.
+
+    A word ``-l`` swallowed that is no folder is a positional (``-l DIR CLASS.METHOD``);
+    where that makes one word too many, or a ``-l`` folder does not exist, the error
+    names the folder. Exits with a usage error otherwise.
+    """
+    load_dirs = options.load_packages_from
+    moved = split_load_dirs(load_dirs, [])
+    words = moved + given
+    if len(words) > len(names):
+        for word in moved:
+            if not Path(word).exists():
+                raise SystemExit(f"error: {word}: package folder does not exist")
+    for folder in load_dirs:
+        if not Path(folder).exists():
+            raise SystemExit(f"error: {folder}: package folder does not exist")
+    if len(words) != len(names):
+        wanted = " ".join(n.upper() for n in names) if names else "no positional arguments"
+        raise SystemExit(f"error: {command} takes {wanted}")
+    return words
+
+
 def split_load_dirs(load_dirs: list[str], positional: list[str]) -> list[str]:
     """Move words that ``-l DIR...`` swallowed but are no folders back to the positionals.
 
@@ -236,11 +270,8 @@ def split_load_dirs(load_dirs: list[str], positional: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     options = build_parser().parse_args(argv)
     if options.command == "run":
-        rest = split_load_dirs(options.load_packages_from,
-                               [options.target] if options.target else [])
-        if len(rest) != 1:
-            raise SystemExit("error: run takes exactly one CLASS.METHOD")
-        options.target = rest[0]
+        options.target, = take_positionals(options, "run", ["class.method"],
+                                           [options.target] if options.target else [])
     return run_guarded(lambda: options.handler(options), debug=options.debug)
 
 

@@ -3,10 +3,12 @@
 The state file is the model after the last run (``Objects``, ``ObjectsCopy``,
 ``Attributes``) plus ``Resources``: every stack and broker queue the
 environment's runs have made, which ``destroy`` removes whatever the model
-says. Deploying again with a changed model redeploys incrementally: objects
-that left the model are destroyed, the others keep their Out properties and
-attributes. A failed run still writes what had been done, so the next deploy
-continues from it.
+says, and ``Run``: the package folders and the configuration file the
+deployment used, so that ``destroy`` and ``action`` need only ``--state``
+(``-l`` adds folders, ``--config`` replaces the file). Deploying again with a
+changed model redeploys incrementally: objects that left the model are
+destroyed, the others keep their Out properties and attributes. A failed run
+still writes what had been done, so the next deploy continues from it.
 
 While a command runs, its journal (``<state>.journal``, see
 :mod:`murano_engine.journal`) records every call that leaves the engine. A
@@ -45,23 +47,28 @@ DEFAULT_STATE = "murano-state.json"
 class ProgressPrinter:
     """Prints each status report as it happens: time, applications done, level, object."""
 
-    def __init__(self, applications: int = 0, stream: TextIO = sys.stdout) -> None:
+    def __init__(self, applications: int = 0, stream: TextIO | None = None) -> None:
         self.stream = stream
         self.started = time.monotonic()
         self.count = 0
         self.applications = applications
         self.deployed: set[str] = set()
+        self.last_error: str | None = None
 
     def __call__(self, report: Mapping[str, Any]) -> None:
         self.count += 1
         if report.get("event") == "application-deployed":
             self.deployed.add(str(report.get("id")))
         level = str(report.get("level") or "info")
+        if level == "error":
+            if str(report.get("text")) == self.last_error:
+                return  # the task's failure, which the application just reported itself
+            self.last_error = str(report.get("text"))
         elapsed = time.monotonic() - self.started
         entity = str(report.get("id") or "-")[:8]
         done = f"{len(self.deployed)}/{self.applications} apps" if self.applications else ""
         print(f"[{elapsed:7.1f}s {done:>9}] {level:<7} {entity:<8} {report.get('text')}",
-              file=self.stream, flush=True)
+              file=self.stream or sys.stdout, flush=True)
 
 
 def read_json(path: str | Path, what: str) -> Any:
@@ -296,7 +303,7 @@ def _task_for(action: str, options: Any, previous: Mapping[str, Any] | None) -> 
     else:
         if previous is None:
             raise SystemExit(f"error: state file {options.state} does not exist")
-        model = {k: v for k, v in previous.items() if k != "Resources"}
+        model = {k: v for k, v in previous.items() if k not in ("Resources", "Run")}
     objects = model.get("Objects") or {}
     environment_id = str((objects.get("?") or {}).get("id") or "")
     if action == "deploy":
@@ -308,6 +315,55 @@ def _task_for(action: str, options: Any, previous: Mapping[str, Any] | None) -> 
         task_action = {"object_id": options.object_id, "method": options.method,
                        "args": dict(options.args)}
     return {"id": environment_id, "action": task_action, "model": model}
+
+
+def remembered_run(options: Any, previous: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The package folders (absolute; ``-l`` ones first) and the configuration file of a
+    command: what it was given, else what the state file remembers."""
+    saved = (previous or {}).get("Run") or {}
+    given = [str(Path(d).resolve()) for d in options.load_packages_from]
+    folders = given + [d for d in saved.get("packages") or () if d not in given]
+    for folder in folders[len(given):]:
+        if not Path(folder).is_dir():
+            print(f"warning: the package folder {folder} the state file remembers is gone",
+                  file=sys.stderr)
+    config = str(Path(options.config).resolve()) if options.config else saved.get("config")
+    return {"packages": folders, "config": config}
+
+
+def check_action(loader: Any, model: Mapping[str, Any], object_id: str, method_name: str,
+                 args: Mapping[str, Any]) -> None:
+    """Refuse an action on an unknown object, an unknown method or unknown arguments,
+    naming what there is."""
+    from murano_engine.dsl.model import index_objects
+    index: dict[str, Mapping] = {}
+    index_objects(model.get("Objects"), index)
+    if object_id not in index:
+        known = "; ".join(f"{oid} ({_type_of(obj)}{_name_of(obj)})" for oid, obj in index.items())
+        raise SystemExit(f"error: no object {object_id} in the state; its objects: {known}")
+    cls = loader.find_class(_type_of(index[object_id]))
+    method = cls.find_method(method_name)
+    if method is None or method.scope != "Public":
+        public = sorted({m for c in cls.ancestors() for m, spec in c.methods.items()
+                         if spec.scope == "Public" and not m.startswith(".")})
+        what = (f"{cls.name} has no method {method_name}" if method is None else
+                f"MethodNotExposed: {cls.name}.{method_name} is not public")
+        raise SystemExit(f"error: {what}; its public methods: {', '.join(public) or 'none'}")
+    if any(a.usage in ("VarArgs", "KwArgs") for a in method.arguments):
+        return
+    known_args = [a.name for a in method.arguments]
+    unknown = sorted(set(args) - set(known_args))
+    if unknown:
+        raise SystemExit(f"error: {cls.name}.{method_name} takes no argument "
+                         f"{', '.join(unknown)}; its arguments: {', '.join(known_args) or 'none'}")
+
+
+def _type_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("?") or {}).get("type", "")).split("/")[0]
+
+
+def _name_of(obj: Mapping[str, Any]) -> str:
+    return f" {obj['name']}" if isinstance(obj.get("name"), str) and obj["name"] else ""
 
 
 def run_command(options: Any, action: str, interpreter: Interpreter | None = None) -> int:
@@ -326,39 +382,47 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
     from murano_engine.interpreter import build_interpreter
     from murano_engine.tasks import run_task
 
-    config = load_config(options.config)
     state_path = Path(options.state)
     previous = read_json(state_path, "state file") if state_path.exists() else None
+    run = remembered_run(options, previous)
+    config = load_config(run["config"])
     resources = Resources((previous or {}).get("Resources"))
     interrupted = open_interrupted(state_path)
+    command = interrupted.header.get("command") if interrupted is not None else None
+    if interrupted is not None and action == "destroy" and command != "destroy":
+        return _destroy_after_interrupt(options, interrupted, previous, resources, config,
+                                        interpreter)
+    loader = PackageLoader(run["packages"], interpreter or build_interpreter())
+    for problem in loader.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    wanted = _task_for(action, options, previous)
     if interrupted is not None:
-        command = interrupted.header.get("command")
-        if action == "destroy" and command != "destroy":
-            return _destroy_after_interrupt(options, interrupted, previous, resources, config,
-                                            interpreter)
-        if command != action:
-            raise SystemExit(
-                f"error: a {command} of this environment was interrupted "
-                f"({journal_path(state_path)}); run `murano-engine {command}` again to finish "
-                "it, or `murano-engine destroy` to remove what it made")
         task = interrupted.header["task"]
+        if command != action or (action == "action" and wanted["action"] != task["action"]):
+            what = command if command != "action" else \
+                f"action {task['action']['method']} on {task['action']['object_id']}"
+            interrupted.close()
+            raise SystemExit(
+                f"error: a {what} of this environment was interrupted "
+                f"({journal_path(state_path)}); run it again to finish it, or "
+                "`murano-engine destroy` to remove what it made")
         recorded = len(interrupted.load())
         print(f"{action}: resuming the run interrupted earlier ({recorded} journal entries; "
               "what they record is not done again)", flush=True)
-        if action == "deploy" and _task_for(action, options, previous) != task:
+        if action == "deploy" and wanted != task:
             print("note: the model changed since; deploy again afterwards to apply it",
                   flush=True)
         store = interrupted
     else:
-        task = _task_for(action, options, previous)
+        if action == "action":
+            check_action(loader, wanted["model"], options.object_id, options.method,
+                         dict(options.args))
+        task = wanted
         store = FileJournal.create(journal_path(state_path), {
             "command": action, "task": task, "base": _digest(state_path),
             "started": time.time()})
     objects = task["model"].get("Objects") or {}
     environment_id = task["id"]
-    loader = PackageLoader(options.load_packages_from, interpreter or build_interpreter())
-    for problem in loader.problems:
-        print(f"warning: {problem}", file=sys.stderr)
     applications = objects.get("applications") if action == "deploy" else None
     printer = ProgressPrinter(len(applications) if isinstance(applications, list) else 0)
     journal = Journal(store)
@@ -386,7 +450,8 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
     if action == "destroy" and not outcome["isException"]:
         problems = resources.remove_all(services, config)
         if problems:
-            write_state(state_path, {**result["model"], "Resources": resources.as_dict()})
+            write_state(state_path, {**result["model"], "Resources": resources.as_dict(),
+                                      "Run": run})
             store.remove()
             for problem in problems:
                 print(f"error: could not remove {problem}", file=sys.stderr)
@@ -394,22 +459,30 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
         state_path.unlink(missing_ok=True)
     else:
         close_services(services)
-        write_state(state_path, {**result["model"], "Resources": resources.as_dict()})
+        write_state(state_path, {**result["model"], "Resources": resources.as_dict(),
+                                      "Run": run})
     store.remove()
     if journal.replayed:
         print(f"{journal.replayed} step(s) came from the journal of the interrupted run",
               flush=True)
     if outcome["isException"]:
         failure = outcome["result"]
-        print(f"error: {', '.join(failure['names'])}: {failure['message']}", file=sys.stderr)
+        if failure["message"] != printer.last_error:  # else the report line just said it
+            print(f"error: {failure['message']}", file=sys.stderr)
+        if failure.get("details"):
+            print(failure["details"], file=sys.stderr)
         if failure.get("traceback"):
             print("MuranoPL stack (most recent call last):\n" + failure["traceback"],
                   file=sys.stderr)
-        print(f"{action} failed after {elapsed:.1f} s; state saved to {state_path}",
-              file=sys.stderr)
+        print(f"{action} failed after {elapsed:.1f} s ({', '.join(failure['names'])}); "
+              f"state saved to {state_path}", file=sys.stderr)
         return 1
     if action == "deploy":
-        print_outputs(objects, result["model"].get("Objects") or {})
+        # Outputs are what the run set beyond the user's own model (the merged model
+        # already carries an earlier run's outputs).
+        given = read_json(options.model, "model")
+        given = given.get("Objects", given) if isinstance(given, Mapping) else {}
+        print_outputs(given or {}, result["model"].get("Objects") or {})
     elif action != "destroy":
         print(json.dumps(outcome["result"], indent=2, sort_keys=True, default=str))
     done = f"state saved to {state_path}" if state_path.exists() else "state removed"

@@ -108,4 +108,34 @@ def describe_failure(exc: BaseException) -> dict[str, Any]:
     message = str(exc) if isinstance(exc, errors.LoadError) else (
         getattr(exc, "message", None) or str(exc))
     return {"names": names, "message": message,
-            "traceback": errors.format_stack(stack) if stack else None}
+            "traceback": errors.format_stack(stack) if stack else None,
+            "details": script_output(exc)}
+
+
+#: How much of a failed script's output an error shows: its last lines.
+OUTPUT_TAIL_LINES = 10
+
+
+def script_output(exc: BaseException) -> str | None:
+    """A failed script's exit code and the tail of its output, when the error (or one it
+    was caused by) is an agent's report of one; else None."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        info = getattr(current, "info", None)
+        if info is None and isinstance(current, errors.MuranoPlException):
+            info = current.extra
+        details = info.get("details") if hasattr(info, "get") else None
+        if hasattr(details, "get") and "exitCode" in details:
+            lines = [f"exit code {details.get('exitCode')}"]
+            for stream in ("stdout", "stderr"):
+                text = str(details.get(stream) or "").rstrip()
+                if text:
+                    tail = text.splitlines()[-OUTPUT_TAIL_LINES:]
+                    lines.append(f"{stream} (last {len(tail)} lines):")
+                    lines.extend(f"  {line}" for line in tail)
+            return "\n".join(lines)
+        current = (getattr(current, "cause", None) or getattr(current, "native", None)
+                   or current.__cause__)
+    return None

@@ -144,6 +144,7 @@ def test_deploy_scale_destroy(tmp_path: Path, isolation: str):
 
         done = _engine(tmp_path, "deploy", str(tmp_path / "three.json"))
         assert done.returncode == 0, done.stdout + done.stderr
+        assert "  masterNode: kv-1\n" in done.stdout  # a redeploy prints the outputs too
         nodes = _check_cluster(tmp_path, base, 3, sandboxed)
         assert [n.server_id for n in nodes[:2]] == server_ids, "the first two servers are kept"
         server_ids = [n.server_id for n in nodes]

@@ -274,3 +274,16 @@ def test_target_must_be_class_dot_method(packages: Path) -> None:
     assert done.returncode != 0
     assert "CLASS.METHOD" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_usage_shows_required_words_and_a_mistyped_folder_is_named(tmp_path: Path) -> None:
+    assert cli("deploy", "--help").stdout.startswith(
+        "usage: murano-engine deploy MODEL [-l DIR ...]")
+    assert "OBJECT_ID METHOD" in cli("action", "--help").stdout
+    (tmp_path / "m.json").write_text("{}")
+    for args in (["deploy", "m.json", "-l", "dsl_pakages"],
+                 ["deploy", "-l", "dsl_pakages", "m.json"],
+                 ["validate", "pkg", "-l", "dsl_pakages"]):
+        done = cli(*args, cwd=tmp_path)
+        assert done.returncode == 1
+        assert done.stderr == "error: dsl_pakages: package folder does not exist\n", args

@@ -148,9 +148,9 @@ def test_failure_keeps_state_and_next_deploy_continues(tmp_path, packages, capsy
     code = _run(tmp_path, packages, "deploy",
                 _model({"id": "a"}, {"id": "bad", "fail": True}))
     assert code == 1
-    err = capsys.readouterr().err
-    assert "t.env.DeployFailed" in err and "bad cannot deploy" in err
-    assert "t.env.App.deploy" in err
+    out, err = capsys.readouterr()
+    assert "t.env.DeployFailed" in err and "t.env.App.deploy" in err
+    assert (out + err).count("bad cannot deploy") == 1  # said once, with its stack
     state = json.loads((tmp_path / "state.json").read_text())
     assert ["a", "t.env.App", "done", True] in state["Attributes"]
 
@@ -174,8 +174,19 @@ def test_action_and_destroy(tmp_path, packages, capsys):
 
 def test_action_must_be_public(tmp_path, packages, capsys):
     assert _run(tmp_path, packages, "deploy", _model({"id": "a"})) == 0
-    assert _run(tmp_path, packages, "action", object_id="a", method="deploy", args=[]) == 1
-    assert "MethodNotExposed" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="MethodNotExposed: t.env.App.deploy is not public"):
+        _run(tmp_path, packages, "action", object_id="a", method="deploy", args=[])
+    assert not (tmp_path / "state.json.journal").exists()  # refused before anything ran
+
+
+def test_action_refuses_unknown_objects_and_arguments_naming_the_known_ones(tmp_path,
+                                                                            packages):
+    assert _run(tmp_path, packages, "deploy", _model({"id": "a"})) == 0
+    with pytest.raises(SystemExit, match=r"no object nope in the state; its objects: env1 "):
+        _run(tmp_path, packages, "action", object_id="nope", method="status", args=[])
+    with pytest.raises(SystemExit, match=r"takes no argument colour; its arguments: prefix"):
+        _run(tmp_path, packages, "action", object_id="env1", method="status",
+             args=[("colour", "red")])
 
 
 def test_model_root_must_be_an_object():
@@ -189,7 +200,8 @@ def test_model_that_fails_to_load_keeps_the_previous_state(tmp_path, packages, c
     broken = _model({"id": "a"})
     broken["apps"][0]["name"] = None
     assert _run(tmp_path, packages, "deploy", broken) == 1
-    assert "t.env.App.name" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "t.env.App.name" in out + err and "ContractViolationException" in err
     after = json.loads((tmp_path / "state.json").read_text())
     assert after["Objects"] == before["Objects"]
     assert after["Attributes"] == before["Attributes"]
@@ -204,3 +216,39 @@ def test_environment_variables_override_sections_with_underscores():
                                 "MURANO_ENGINE_AGENT_TIMEOUT": "7"})
     assert config["local_cloud"]["state_dir"] == "/x"
     assert config["engine"]["agent_timeout"] == 7
+
+
+def test_destroy_and_action_need_only_the_state_file(tmp_path, packages):
+    config = tmp_path / "engine.ini"
+    config.write_text(f"[local_cloud]\nstate_dir = {tmp_path / 'cloud'}\n")
+    options = SimpleNamespace(load_packages_from=[str(packages)], config=str(config),
+                              state=str(tmp_path / "state.json"),
+                              model=str(tmp_path / "model.json"))
+    (tmp_path / "model.json").write_text(json.dumps(_model({"id": "a"})))
+    assert run_command(options, "deploy", build_interpreter(natives=[Probe])) == 0
+    remembered = json.loads((tmp_path / "state.json").read_text())["Run"]
+    assert remembered == {"packages": [str(packages.resolve())], "config": str(config)}
+
+    bare = SimpleNamespace(load_packages_from=[], config=None, state=str(tmp_path / "state.json"))
+    action = SimpleNamespace(**vars(bare), object_id="env1", method="status", args=[])
+    assert run_command(action, "action", build_interpreter(natives=[Probe])) == 0
+    assert run_command(bare, "destroy", build_interpreter(natives=[Probe])) == 0
+    assert not (tmp_path / "state.json").exists()
+
+
+def test_a_failed_scripts_exit_code_and_output_tail_are_shown():
+    from murano_engine.dsl.errors import MuranoPlException
+    from murano_engine.messaging.errors import AgentError
+    from murano_engine.tasks import script_output
+
+    agent = AgentError({"message": "script 'verify' exited with code 3",
+                        "details": {"exitCode": 3, "stdout": "\n".join(map(str, range(30))),
+                                    "stderr": "bad thing\n"}})
+    step = MuranoPlException(["app.StepFailed"], "verify failed on kv-1",
+                             cause=MuranoPlException(["x.AgentException"], "exit 3",
+                                                     native=agent))
+    shown = script_output(step)
+    assert shown.splitlines()[0] == "exit code 3"
+    assert "stdout (last 10 lines):\n  20\n" in shown and "  29\nstderr" in shown
+    assert shown.endswith("stderr (last 1 lines):\n  bad thing")
+    assert script_output(MuranoPlException(["x.Other"], "no script here")) is None
