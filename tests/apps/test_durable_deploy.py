@@ -61,6 +61,11 @@ class Site:
             f"broker_url = amqp://guest:guest@127.0.0.1:{broker_port}//\n"
             f"[rabbitmq]\nhost = 127.0.0.1\nport = {broker_port}\n")
         self.state = root / "state.json"
+        # The example's shape, with the values the tests rely on (users may edit it).
+        model = json.loads(EXAMPLE.read_text())
+        model["applications"][0].update(name="kv", nodeCount=2)
+        self.model = root / "model.json"
+        self.model.write_text(json.dumps(model))
 
     def command(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "murano_engine.cli", *args, "-l", str(self.packages),
@@ -75,7 +80,7 @@ class Site:
     def deploy_until(self, report: int, sig: int | None = None) -> subprocess.Popen:
         """Start a deploy and send ``sig`` when it prints its ``report``-th report line
         (with no ``sig``, just return then)."""
-        engine = subprocess.Popen(self.command("deploy", str(EXAMPLE)), cwd=self.root,
+        engine = subprocess.Popen(self.command("deploy", str(self.model)), cwd=self.root,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         seen = 0
         assert engine.stdout is not None
@@ -176,7 +181,7 @@ def reference(tmp_path_factory) -> tuple[dict, collections.Counter, int]:
     """An uninterrupted deploy: its outputs, its script runs and its number of reports."""
     site = Site(tmp_path_factory.mktemp("reference"))
     try:
-        done = site.run("deploy", str(EXAMPLE))
+        done = site.run("deploy", str(site.model))
         result = (site.outputs(), site.steps(),
                   sum(line.startswith("[") for line in done.stdout.splitlines()))
         site.destroy_and_check()
@@ -202,7 +207,7 @@ def test_engine_killed_at_each_report_then_deployed_again(tmp_path, reference):
             killed.wait(30)
             assert (site.root / "state.json.journal").exists()
 
-            again = site.run("deploy", str(EXAMPLE))
+            again = site.run("deploy", str(site.model))
 
             assert "resuming the run interrupted earlier" in again.stdout
             assert site.outputs() == outputs, f"killed at report {report}"
@@ -242,7 +247,7 @@ def test_ctrl_c_stops_cleanly_and_deploy_resumes(tmp_path, reference):
         assert stopped_in < 2.0, f"took {stopped_in:.1f} s to stop"
         assert "Traceback" not in err and "Run the same command to carry on" in err
 
-        again = site.run("deploy", str(EXAMPLE))
+        again = site.run("deploy", str(site.model))
         assert "resuming" in again.stdout
         assert site.outputs() == outputs and site.steps() == steps
         site.destroy_and_check()

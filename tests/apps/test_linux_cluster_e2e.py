@@ -122,8 +122,8 @@ def test_deploy_scale_destroy(tmp_path: Path, isolation: str):
     (tmp_path / "engine.ini").write_text(
         f"[local_cloud]\nstate_dir = {cloud}\nisolation = {isolation}\n")
     base = _free_base_port()
-    model = json.loads(EXAMPLE.read_text())
-    model["applications"][0]["basePort"] = base
+    model = json.loads(EXAMPLE.read_text())  # its shape; the values the test relies on:
+    model["applications"][0].update(name="kv", nodeCount=2, basePort=base)
     (tmp_path / "two.json").write_text(json.dumps(model))
     model["applications"][0]["nodeCount"] = 3
     (tmp_path / "three.json").write_text(json.dumps(model))
