@@ -28,6 +28,7 @@ setup(
     package_data={
         "murano_agent": ["packaging/*.sample", "packaging/*.service", "packaging/*.ps1",
                          "schemas/*.json"],
+        "murano_engine.api": ["*.sample"],
         "murano_engine.api.schemas": ["*.json"],
         "murano_engine.clouds.local": ["sandbox-init.sh", "sandbox-init.py"],
     },

@@ -337,9 +337,24 @@ class Worker(ConsumerMixin):
             LOG.info("task %s for environment %s, delivery %d: %d steps journaled", task_id,
                      task.get("id"), delivery, steps)
 
+        started = time.monotonic()
         result = run_engine_task(self.store, self.settings, task, reporter, self.services,
                                  begin)
         self.send({"kind": "result", "task_id": task_id, "result": result})
+        LOG.info("task %s for environment %s: %s %s in %.1f s", task_id, task.get("id"),
+                 describe_action(task),
+                 "failed" if (result.get("action") or {}).get("isException") else "done",
+                 time.monotonic() - started)
+
+
+def describe_action(task: Mapping[str, Any]) -> str:
+    """What a task does, for the log: ``deploy``, ``action scaleTo on <id>``, ``delete``."""
+    action = task.get("action")
+    if not action:
+        return "delete"
+    if action.get("method") == "deploy":
+        return "deploy"
+    return f"action {action.get('method')} on {action.get('object_id')}"
 
 
 def serve_worker(options: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import tempfile
 import time
@@ -206,8 +207,10 @@ class Api:
         self.dispatcher = dispatcher
         self.identify = identify
         self.interpreter = build_interpreter()
+        # Repeated slashes are merged before matching, not redirected: clients ask for
+        # ``/model//services/0`` (a model path with its leading slash).
         self.url_map = Map([Rule(r.path, methods=r.methods, endpoint=r) for r in ROUTES],
-                           strict_slashes=False, merge_slashes=True)
+                           strict_slashes=False, merge_slashes=False)
         self.openapi = json.dumps(openapi_document()).encode()
         self.server_roots = server_roots(settings)
 
@@ -216,7 +219,8 @@ class Api:
         request = ApiRequest(environ)
         request_id = f"req-{uuid.uuid4()}"
         try:
-            route, args = self.url_map.bind_to_environ(environ).match()
+            path = re.sub("/{2,}", "/", environ.get("PATH_INFO") or "/")
+            route, args = self.url_map.bind_to_environ(environ).match(path)
             request.body_schema = route.body
             context = None if route.endpoint in PUBLIC else self.identify(environ)
             response = getattr(self, "on_" + route.endpoint)(request, context, **args)

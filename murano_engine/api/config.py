@@ -19,7 +19,9 @@ from murano_engine import config as engine_config
 __all__ = ["SCHEMA", "ConfigError", "Settings", "load_settings"]
 
 MB = 1024 * 1024
-DEFAULT_DB = "sqlite:///murano-api.sqlite"
+#: The database when none is configured: a SQLite file in the user's state folder
+#: (never in the source tree).
+DEFAULT_DB_FILE = "~/.local/state/murano-engine/murano-api.sqlite"
 
 DEFAULTS = Section(
     "DEFAULT", "The API server.",
@@ -34,7 +36,8 @@ DATABASE = Section(
     "database", "Where environments, sessions and packages are stored.",
     Option("connection", str, "",
            "SQLAlchemy URL, e.g. postgresql+psycopg://postgres@127.0.0.1:5432/murano "
-           "(default: the SQLite file murano-api.sqlite beside this file)."),
+           f"(default: the SQLite file {DEFAULT_DB_FILE}); a relative SQLite path is "
+           "relative to this file's folder."),
 )
 ENGINE = Section(
     "engine", "",
@@ -105,7 +108,7 @@ class Settings:
     bind_host: str = _DEFAULT.bind_host
     bind_port: int = _DEFAULT.bind_port
     api_threads: int = _DEFAULT.murano.api_workers
-    database: str = DEFAULT_DB
+    database: str = f"sqlite:///{Path(DEFAULT_DB_FILE).expanduser()}"
     transport_url: str = _DEFAULT.transport_url
     task_queue: str = _DEFAULT.engine.task_queue
     result_queue: str = _DEFAULT.engine.result_queue
@@ -148,8 +151,12 @@ def load_settings(path: str | Path | None,
             return candidate
         return config_file.parent / candidate
 
-    db = values.database.connection or DEFAULT_DB
-    if db.startswith("sqlite:///") and not db.startswith("sqlite:////"):
+    db = values.database.connection
+    if not db:
+        default = Path(DEFAULT_DB_FILE).expanduser()
+        default.parent.mkdir(parents=True, exist_ok=True)
+        db = f"sqlite:///{default}"
+    elif db.startswith("sqlite:///") and not db.startswith("sqlite:////"):
         db = "sqlite:///" + str(local_path(db[len("sqlite:///"):]))
     engine, murano, auth = values.engine, values.murano, values.auth
     if not 0 < engine.static_action_workers < murano.api_workers:

@@ -11,7 +11,6 @@ with the request id and the body gives only that id.
 
 from __future__ import annotations
 
-import html
 import json
 from typing import Any
 
@@ -94,7 +93,6 @@ def render(error: ApiError, accept: str | None, request_id: str) -> tuple[str, b
         body = {"code": error.status, "title": title, "explanation": explanation,
                 "error": inner}
         return "application/json", json.dumps(body).encode()
-    lines = [error.message, *(error.problems or []), f"Request id: {request_id}"]
-    items = "".join(f"<p>{html.escape(line)}</p>\n" for line in lines)
-    page = f"<html><body>\n<h1>{error.status} {title}</h1>\n{items}</body></html>\n"
-    return "text/html; charset=UTF-8", page.encode()
+    lines = [f"{error.status} {title}", "", error.message, *(error.problems or []),
+             f"Request id: {request_id}"]
+    return "text/plain; charset=UTF-8", ("\n".join(lines) + "\n").encode()

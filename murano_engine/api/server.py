@@ -27,6 +27,13 @@ def build(settings: Settings) -> tuple[Any, Any]:
         app: Any = auth.wrap_keystone(Api(settings, store, dispatcher, auth.keystone_identity),
                                       settings.keystone)
     elif settings.auth_strategy == "tokens":
+        if settings.token_file is None:
+            LOG.warning("NO AUTHENTICATION IS CONFIGURED: every request will be refused "
+                        "(401). Set [auth] token_file (see murano_engine/api/"
+                        "tokens.yaml.sample) or [auth] strategy = keystone.")
+        elif not settings.token_file.is_file():
+            raise SystemExit(f"error: [auth] token_file {settings.token_file} does not exist "
+                             "(murano_engine/api/tokens.yaml.sample shows its format)")
         app = Api(settings, store, dispatcher, auth.TokenFile(settings.token_file))
     else:
         raise SystemExit(f"error: unknown auth strategy {settings.auth_strategy!r}")

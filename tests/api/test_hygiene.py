@@ -164,6 +164,16 @@ def _add(api: ApiServer) -> object:
         "parameters": {"a": 2, "b": 3}})
 
 
+def _wait_for_worker(api: ApiServer, seconds: float = 30) -> None:
+    """Until the worker answers a static action within static_action_timeout (a worker
+    starting on a busy machine may take longer than that to take its first message)."""
+    deadline = time.monotonic() + seconds
+    while api.request("POST", "/v1/actions", json={
+            "className": "com.example.apitest.Echo", "methodName": "add",
+            "parameters": {"a": 2, "b": 3}}).status_code != 200:
+        assert time.monotonic() < deadline, "the worker never answered"
+
+
 def _slow_static_actions(api: ApiServer, count: int, seconds: int) -> tuple[list, float]:
     """``count`` slow static actions at once; the slowest GET /v1/environments meanwhile."""
     with ThreadPoolExecutor(count) as pool:
@@ -217,6 +227,7 @@ def test_static_action_timeout_through_workers(start_api):
         api.start_worker()
         api.ok("POST", "/v1/catalog/packages", files={"p": ("p.zip", pack_folder(
             PACKAGES / "apitest"))})
+        _wait_for_worker(api)
         assert _add(api) == 5
         answers, slowest = _slow_static_actions(api, 6, 2)
         assert slowest < 1.0
