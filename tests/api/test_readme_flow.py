@@ -1,0 +1,65 @@
+"""README's "Catalog and API" flow runs as written (a scratch home, database and cloud)."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from murano_engine.clouds.local.sandbox import missing_for_namespaces
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def readme_block(name: str) -> str:
+    """The shell block README marks with ``<!-- readme-test: NAME -->``."""
+    text = (REPO / "README.md").read_text()
+    found = re.search(rf"<!-- readme-test: {name} -->\n```sh\n(.*?)```", text, re.DOTALL)
+    assert found, f"README has no block marked readme-test: {name}"
+    return found.group(1)
+
+
+def _remove_servers_left(cloud: Path) -> None:
+    """After a failed flow only: the stacks its environment left."""
+    if not (cloud / "stacks").is_dir() or not any((cloud / "stacks").iterdir()):
+        return
+    from murano_engine.clouds.base import remove_stack
+    from murano_engine.clouds.local import LocalCloud
+    local = LocalCloud(cloud, broker_url="amqp://guest:guest@127.0.0.1:5672//")
+    try:
+        for name in [p.name for p in (cloud / "stacks").iterdir()]:
+            remove_stack(local, name)
+    finally:
+        local.close()
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+@pytest.mark.skipif(bool(missing_for_namespaces()), reason="the servers are sandboxes")
+def test_the_catalog_and_api_flow_runs_as_written(tmp_path):
+    if not _port_free(8082):
+        pytest.skip("something else listens on 127.0.0.1:8082, the port README uses")
+    bin_dir = str(Path(sys.executable).parent)
+    env = dict(os.environ, HOME=str(tmp_path), TMPDIR=str(tmp_path),
+               PATH=f"{bin_dir}:{os.environ['PATH']}",
+               MURANO_LOCAL_CLOUD_STATE_DIR=str(tmp_path / "cloud"))
+    script = "set -eu\ntrap 'kill %1 2>/dev/null || true' EXIT\n" + readme_block("api")
+    try:
+        done = subprocess.run(["bash", "-c", script], cwd=REPO, env=env, capture_output=True,
+                              text=True, timeout=300)
+    finally:
+        _remove_servers_left(tmp_path / "cloud" / "projects" / "demo")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"\| [0-9a-f]{32} \| success ", done.stdout), done.stdout
+    assert re.search(r"10\.0\.\d+\.\d+:18700", done.stdout), done.stdout  # the model path
+    servers = tmp_path / "cloud" / "projects" / "demo" / "servers"
+    assert not [p for p in servers.iterdir() if not p.name.startswith(".")]
+    assert (tmp_path / ".local" / "state" / "murano-engine" / "murano-api.sqlite").is_file()
