@@ -102,8 +102,8 @@ class ApplicationScript:
         )
         result = AttrDict(
             exitCode=done.exit_code,
-            stdout=done.stdout.strip() if self._options.get("captureStdout", True) else None,
-            stderr=done.stderr.strip() if self._options.get("captureStderr", True) else None,
+            stdout=_captured(done.stdout) if self._options.get("captureStdout", True) else None,
+            stderr=_captured(done.stderr) if self._options.get("captureStderr", True) else None,
         )
         if done.timed_out:
             raise PlanError(
@@ -122,6 +122,11 @@ class ApplicationScript:
                 ERROR_SCRIPT, f"script {self._name!r} exited with code {done.exit_code}", result
             )
         return result
+
+
+def _captured(output: str) -> str | None:
+    """A script's output as murano-agent reports it: stripped, null when there was none."""
+    return output.strip() if output else None
 
 
 class UnsupportedScript:
