@@ -11,7 +11,8 @@ from yaql.language import expressions as ast
 from murano_engine.dsl import compiler, errors
 from murano_engine.dsl.errors import LoadError
 from murano_engine.dsl.expressions import Expression, parse
-from murano_engine.dsl.packages import Package, PackageLoader
+from murano_engine.dsl.hot import TEMPLATE
+from murano_engine.dsl.packages import HotPackage, Package, PackageLoader
 from murano_engine.dsl.runtime import Interpreter, Runtime
 from murano_engine.dsl.yaml_loader import position_of
 
@@ -26,6 +27,8 @@ def validate_package(path: Path, interpreter: Interpreter,
         return [str(p) for p in exc.problems]
     except LoadError as exc:
         return [str(exc)]
+    if isinstance(package, HotPackage):
+        return _check_hot(package)
     problems: list[str] = []
     for name, relpath in sorted(package.class_files.items()):
         where = package.source.display(f"Classes/{relpath}")
@@ -34,6 +37,17 @@ def validate_package(path: Path, interpreter: Interpreter,
             continue
         problems.extend(_check_class(package, name, where))
     return problems
+
+
+def _check_hot(package: HotPackage) -> list[str]:
+    """The template (each problem at its line), then the class generated from it."""
+    try:
+        package.template()
+    except errors.LoadErrors as exc:
+        return [str(p) for p in exc.problems]
+    except LoadError as exc:
+        return [str(exc)]
+    return _check_class(package, package.name, package.source.display(TEMPLATE))
 
 
 def _check_class(package: Package, name: str, where: str) -> list[str]:
