@@ -10,11 +10,11 @@ the package, extending ``io.murano.Application``, with the properties
 * ``templateParameters`` (In): the template's parameters, each with the
   contract its type and constraints make (``string`` -> ``$.string()``,
   ``number`` -> ``$.int()``, ``boolean`` -> ``$.bool()``; ``json`` and
-  ``comma_delimited_list`` values pass as they are; ``length``, ``range``,
-  ``allowed_values`` and ``allowed_pattern`` become ``check()``s with the
-  constraint's description as the message; a parameter without a default
-  must be given). With environment files the parameters are not checked, as
-  an environment may supply them;
+  ``comma_delimited_list`` values pass as they are, and the cloud checks their
+  constraints; ``length``, ``range``, ``allowed_values`` and ``allowed_pattern``
+  become ``check()``s with the constraint's description as the message; a
+  parameter without a default must be given). With environment files the
+  parameters are not checked, as an environment may supply them;
 * ``hotEnvironment`` (In): the name of a file in ``HotEnvironments/`` to
   deploy with;
 * ``templateOutputs`` (Out): each output of the stack, as Heat returns it;
@@ -39,11 +39,18 @@ from murano_engine.dsl.expressions import parse, try_parse
 from murano_engine.dsl.yaml_loader import SourceMap, load_documents, load_plain, position_of
 
 FORMAT_NAME = "Heat.HOT"
+FORMAT = f"{FORMAT_NAME}/1.0"
 TEMPLATE = "template.yaml"
 HOT_FILES = "Resources/HotFiles/"
 HOT_ENVIRONMENTS = "Resources/HotEnvironments/"
 _TYPES = ("string", "number", "boolean", "json", "comma_delimited_list")
 _CONSTRAINTS = ("length", "range", "allowed_values", "allowed_pattern", "custom_constraint")
+#: the parameter types a constraint applies to (as Heat has it)
+_APPLIES = {"length": ("string", "json", "comma_delimited_list"), "range": ("number",),
+            "allowed_pattern": ("string",)}
+#: the types whose constraints become contracts; for the others (a list or a map, or their
+#: text) the cloud checks the constraints
+_CHECKED = ("string", "number", "boolean")
 
 # The generated class's namespaces and methods (its name, parent and properties are
 # added in code). TEMPLATE_RESOURCE is the resource name of the template (the class's
@@ -144,7 +151,11 @@ def _parameter_problems(name: str, decl: Any, where: Position | None) -> list[Lo
                                       f"{', '.join(_CONSTRAINTS)}", here))
             continue
         value = constraint[kinds[0]]
-        if kinds[0] in ("length", "range"):
+        applies = _APPLIES.get(kinds[0])
+        if applies and decl["type"] not in applies:
+            problems.append(LoadError(f"parameter {name!r}: {kinds[0]} applies to "
+                                      f"{' and '.join(applies)} parameters only", here))
+        elif kinds[0] in ("length", "range"):
             if not isinstance(value, dict) or not value or set(value) - {"min", "max"} or any(
                     not _is_number(v) for v in value.values()):
                 problems.append(LoadError(f"parameter {name!r}: {kinds[0]} takes numbers "
@@ -218,7 +229,7 @@ def parameter_contract(name: str, decl: dict) -> str:
         text = f"$.check($ = null or isNumber($), {quote(f'{name} must be a number')})"
     else:
         text = {"string": "$.string()", "number": "$.int()", "boolean": "$.bool()"}.get(kind, "$")
-    for constraint in decl.get("constraints") or []:
+    for constraint in decl.get("constraints") or [] if kind in _CHECKED else []:
         predicate, message = _constraint(name, constraint)
         if predicate is not None:
             text += f".check($ = null or ({predicate}), {quote(message)})"
@@ -298,7 +309,7 @@ def ui_definition(name: str, version: str, description: str | None, template: di
                    "name": _Yaql("$.appConfiguration.name")}
     if values:
         application["templateParameters"] = values
-    ui = {"Version": 2.2, "Application": application, "Forms": forms}
+    ui = {"Version": 2, "Application": application, "Forms": forms}
     return yaml.dump(ui, Dumper=_UiDumper, sort_keys=False, allow_unicode=True)
 
 
@@ -317,7 +328,7 @@ def _field(name: str, decl: Any) -> dict[str, Any]:
     if decl.get("hidden") and kind == "string":
         field["type"] = "password"
     validators = []
-    for constraint in decl.get("constraints") or []:
+    for constraint in decl.get("constraints") or [] if decl["type"] in _CHECKED else []:
         if "length" in constraint and kind in ("string", "password"):
             bounds = constraint["length"]
             field.update({key: bounds[k] for k, key in (("min", "minLength"),

@@ -373,9 +373,9 @@ def _parse_format(value: Any, where: str) -> tuple[int, int]:
     """The MuranoPL format the package's classes are written in."""
     text = str(value if value is not None else "MuranoPL/1.0")
     if hot.is_hot_format(text):
-        if text != f"{hot.FORMAT_NAME}/1.0":
-            raise LoadError(f"unsupported package format {value!r} ({hot.FORMAT_NAME}/1.0 "
-                            f"is supported)", file=where)
+        if text != hot.FORMAT:
+            raise LoadError(f"unsupported package format {value!r} ({hot.FORMAT} is "
+                            f"supported)", file=where)
         return HOT_CLASS_FORMAT
     if "/" in text:
         kind, _, text = text.partition("/")
@@ -422,7 +422,7 @@ def read_manifest(source: PackageSource) -> dict:
                 version_matches(parse_version(None), spec)
             except LoadError as exc:
                 problems.append(f"Require {name}: {exc.message}")
-    if hot.is_hot_format(manifest.get("Format")) and not source.exists(hot.TEMPLATE):
+    if str(manifest.get("Format")) == hot.FORMAT and not source.exists(hot.TEMPLATE):
         problems.append(f"a {hot.FORMAT_NAME} package needs {hot.TEMPLATE} beside its manifest")
     if problems:
         position = manifest.position if isinstance(manifest, SourceMap) else None

@@ -111,6 +111,7 @@ def test_template_problems_are_listed_with_their_lines(tmp_path: Path) -> None:
             constraints:
               - allowed_pattern: '[a-'
               - frobnicate: 1
+              - range: {min: 1}
         outputs: [a]
     """)
     template = path / "template.yaml"
@@ -124,11 +125,12 @@ def test_template_problems_are_listed_with_their_lines(tmp_path: Path) -> None:
         problems[4],
         f"{template}:13:9: parameter 'word': a constraint needs one of length, range, "
         f"allowed_values, allowed_pattern, custom_constraint",
+        f"{template}:14:9: parameter 'word': range applies to number parameters only",
     ]
     assert problems[4].startswith(f"{template}:12:9: parameter 'word': allowed_pattern "
                                   f"'[a-' is not a regular expression")
     done = cli("validate", str(path))
-    assert done.returncode == 1 and done.stderr == "6 problem(s) found\n"
+    assert done.returncode == 1 and done.stderr == "7 problem(s) found\n"
 
 
 def test_manifest_problems(tmp_path: Path) -> None:
@@ -164,17 +166,17 @@ def test_environment_files_turn_the_parameter_checks_off(tmp_path: Path) -> None
     assert cls.properties["templateParameters"].contract == {}
 
 
-@pytest.mark.parametrize(("constraint", "message"), [
-    ("range: {min: 1, max: 16}", "size: the value must be at least 1 and at most 16"),
-    ("length: {max: 3}", "size: the length must be at most 3"),
-    ("allowed_values: [1, 2]", "size must be one of 1, 2"),
+@pytest.mark.parametrize(("kind", "constraint", "message"), [
+    ("number", "range: {min: 1, max: 16}", "size: the value must be at least 1 and at most 16"),
+    ("string", "length: {max: 3}", "size: the length must be at most 3"),
+    ("number", "allowed_values: [1, 2]", "size must be one of 1, 2"),
 ])
-def test_constraint_messages(tmp_path: Path, constraint: str, message: str) -> None:
+def test_constraint_messages(tmp_path: Path, kind: str, constraint: str, message: str) -> None:
     path = hot_package(tmp_path, f"""
         heat_template_version: 2016-10-14
         parameters:
           size:
-            type: number
+            type: {kind}
             default: 1
             constraints:
               - {constraint}
@@ -184,3 +186,17 @@ def test_constraint_messages(tmp_path: Path, constraint: str, message: str) -> N
     contract = cls.properties["templateParameters"].contract["size"]
     assert contract.source.endswith(f", '{message}')")
     assert validate_package(path, build_interpreter()) == []
+
+
+def test_constraints_of_lists_and_maps_are_left_to_the_cloud(tmp_path: Path) -> None:
+    hot_package(tmp_path, """
+        heat_template_version: 2016-10-14
+        parameters:
+          names:
+            type: comma_delimited_list
+            constraints:
+              - length: {max: 3}
+        resources: {}
+    """)
+    cls = PackageLoader([tmp_path], build_interpreter()).find_class("t.hot.App")
+    assert cls.properties["templateParameters"].contract["names"].source == "$.notNull()"
