@@ -51,7 +51,9 @@ setup(
         "waitress>=3.0",
     ],
     extras_require={
-        "test": ["pytest>=8", "ruff>=0.5", "python-muranoclient>=2.0"],
+        # tree-sitter-powershell: the tests parse every PowerShell script (no pwsh needed)
+        "test": ["pytest>=8", "ruff>=0.5", "python-muranoclient>=2.0", "tree-sitter>=0.24",
+                 "tree-sitter-powershell>=0.26"],
         "keystone": ["keystonemiddleware>=10"],
     },
     entry_points={

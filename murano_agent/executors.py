@@ -102,8 +102,8 @@ class ApplicationScript:
         )
         result = AttrDict(
             exitCode=done.exit_code,
-            stdout=done.stdout.strip() if self._options.get("captureStdout", True) else None,
-            stderr=done.stderr.strip() if self._options.get("captureStderr", True) else None,
+            stdout=_captured(done.stdout) if self._options.get("captureStdout", True) else None,
+            stderr=_captured(done.stderr) if self._options.get("captureStderr", True) else None,
         )
         if done.timed_out:
             raise PlanError(
@@ -122,6 +122,11 @@ class ApplicationScript:
                 ERROR_SCRIPT, f"script {self._name!r} exited with code {done.exit_code}", result
             )
         return result
+
+
+def _captured(output: str) -> str | None:
+    """A script's output as murano-agent reports it: stripped, null when there was none."""
+    return output.strip() if output else None
 
 
 class UnsupportedScript:
@@ -188,6 +193,25 @@ def _finished_commands(folder: Path) -> list[dict[str, Any]]:
     return done
 
 
+def runner_script(
+    folder: Path, scripts: list[Path], commands: list[dict[str, Any]], first: int
+) -> str:
+    """The PowerShell that loads a v1 plan's ``scripts`` and runs its ``commands`` from
+    index ``first`` on, saving each command's result in ``folder``."""
+    lines = [_RUNNER_HEAD.format(folder=ps_literal(str(folder)))]
+    lines += [f". {ps_literal(str(path))}\n" for path in scripts]
+    for index in range(first, len(commands)):
+        command = commands[index]
+        lines.append(
+            _RUNNER_COMMAND.format(
+                arguments=ps_literal(command.get("Arguments", {})),
+                name=ps_literal(command["Name"]),
+                index=index,
+            )
+        )
+    return "".join(lines)
+
+
 def run_v1(
     plan: dict[str, Any], folder: Path, powershell: str, remaining: Remaining, calls: ScriptCalls
 ) -> list[Any]:
@@ -203,25 +227,16 @@ def run_v1(
     commands = plan.get("Commands", [])
     if len(done) == len(commands) or (done and done[-1].get("IsException")):
         return done
-    lines = [_RUNNER_HEAD.format(folder=ps_literal(str(folder)))]
+    scripts = []
     for index, script in enumerate(plan.get("Scripts", [])):
         path = folder / f"script-{index}.ps1"
         try:
             path.write_bytes(base64.b64decode(script, validate=False))
         except binascii.Error as exc:
             raise PlanError(ERROR_INVALID, f"Scripts[{index}] is not valid base64: {exc}") from None
-        lines.append(f". {ps_literal(str(path))}\n")
-    for index in range(len(done), len(commands)):
-        command = commands[index]
-        lines.append(
-            _RUNNER_COMMAND.format(
-                arguments=ps_literal(command.get("Arguments", {})),
-                name=ps_literal(command["Name"]),
-                index=index,
-            )
-        )
+        scripts.append(path)
     runner = folder / "runner.ps1"
-    runner.write_text("".join(lines), encoding="utf-8-sig")
+    runner.write_text(runner_script(folder, scripts, commands, len(done)), encoding="utf-8-sig")
     argv = [executable, "-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass"]
     command = ([*argv, "-File", str(runner)], folder)
     completed = calls.run("PowerShell", lambda: command, None, remaining, replay=False)

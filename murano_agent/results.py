@@ -1,4 +1,7 @@
-"""Result messages the agent sends back, in the shapes Murano's engine decodes."""
+"""Result messages the agent sends back, in murano-agent's shapes (which Murano's engine
+decodes): ``Time`` in UTC, ``ReplyTo`` on a run plan's result when results go to the
+configured queue.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +10,9 @@ import uuid
 from typing import Any
 
 
-def _now() -> str:
-    return datetime.datetime.now().isoformat(" ")
+def utc_time() -> str:
+    """Now in UTC as murano-agent writes it: ``2024-05-01 08:27:03.123456`` (no zone)."""
+    return str(datetime.datetime.now(datetime.UTC).replace(tzinfo=None))
 
 
 def v2_success(plan_id: str, body: Any) -> dict[str, Any]:
@@ -20,7 +24,7 @@ def v2_success(plan_id: str, body: Any) -> dict[str, Any]:
         "Action": "Execution:Result",
         "ErrorCode": 0,
         "Body": body,
-        "Time": _now(),
+        "Time": utc_time(),
     }
 
 
@@ -29,6 +33,13 @@ def v2_failure(plan_id: str, code: int, message: str, info: Any = None) -> dict[
     result = v2_success(plan_id, {"Message": message, "AdditionalInfo": info})
     result["ErrorCode"] = code
     return result
+
+
+def with_reply_to(result: dict[str, Any], reply_to: str | None) -> dict[str, Any]:
+    """The v2 result of a plan that ran (valid, so run), as murano-agent sends it when
+    results go to the configured queue: with the plan's ``ReplyTo``, null when it had none.
+    """
+    return {**result, "ReplyTo": reply_to}
 
 
 def v1_success(command_results: list[dict[str, Any]]) -> dict[str, Any]:

@@ -22,10 +22,12 @@ LOG = logging.getLogger(__name__)
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
-    """A plan's result message and whether the plan asked for a reboot afterwards."""
+    """A plan's result message, whether the plan asked for a reboot afterwards, and
+    whether it ran (False: refused as not a valid plan, its Body never started)."""
 
     result: dict[str, Any]
     reboot: bool
+    ran: bool = True
 
 
 def _jsonable(value: Any) -> Any:
@@ -99,7 +101,8 @@ class PlanRunner:
             plan = plans.decode(body, self._cfg.max_message_bytes)
             version = plans.format_version(plan)
         except PlanError as exc:
-            return Outcome(results.v2_failure(plan_id, exc.code, exc.message, exc.info), False)
+            return Outcome(results.v2_failure(plan_id, exc.code, exc.message, exc.info), False,
+                           ran=False)
         if version[0] == 1:
             folder = self._root / ("plan-" + re.sub(r"[^\w.-]", "_", plan_id))
             try:
@@ -144,6 +147,10 @@ class PlanRunner:
         reboot = plan.get("Action") == "Reboot"
         try:
             plans.validate_v2(plan, version)
+        except PlanError as exc:
+            result = results.v2_failure(plan_id, exc.code, exc.message, _jsonable(exc.info))
+            return Outcome(result, reboot, ran=False)
+        try:
             if not calls.resumed:
                 files.sweep(self._work, _inline_files(plan))
             value = _jsonable(self._call_body(plan_id, plan, remaining, calls))

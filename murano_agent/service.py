@@ -208,7 +208,11 @@ class AgentService(amqp.QueueConsumer):
             self._store.resend(plan_id, reply_to)
             return
         stamp = plan.get("Stamp")
-        self._stamps.check(stamp, required=self._verifier is not None)
+        try:
+            self._stamps.check(stamp, required=self._verifier is not None)
+        except Rejected as exc:  # answered (murano-agent drops it): the engine need not wait
+            self._refuse(plan_id, reply_to, plans.ERROR_INVALID, str(exc))
+            return
         self._store.receive(plan_id, body, reply_to)
         self._stamps.accept(stamp)
         LOG.debug("plan %s received", plan_id)
@@ -243,14 +247,22 @@ class AgentService(amqp.QueueConsumer):
                 f"plan was interrupted {attempts - 1} times (agent crash or reboot while "
                 "running); it is not run again",
             )
-            self._store.finish(message, result)
+            self._store.finish(message, self._addressed(message, result))
             return
         LOG.info("running plan %s (attempt %d)", message.plan_id, attempts)
         outcome = self._runner.run(message.plan_id, message.body, calls)
-        self._store.finish(message, outcome.result)
+        result = self._addressed(message, outcome.result) if outcome.ran else outcome.result
+        self._store.finish(message, result)
         LOG.info("plan %s finished", message.plan_id)
         if outcome.reboot:
             self._reboot(message.plan_id)
+
+    def _addressed(self, message: StoredMessage, result: dict[str, Any]) -> dict[str, Any]:
+        """A run plan's v2 result with its ``ReplyTo`` when results go to the configured
+        queue (murano-agent's shape; a dynamic result queue routes by it instead)."""
+        if self._cfg.enable_dynamic_result_queue or "FormatVersion" not in result:
+            return result
+        return results.with_reply_to(result, message.reply_to)
 
     def _reboot(self, plan_id: str) -> None:
         """Reboot for ``plan_id``; its result is sent by the agent that starts afterwards."""

@@ -127,14 +127,22 @@ def _merge(value: Any, before: Mapping[str, Mapping]) -> Any:
 
 def print_outputs(given: Mapping[str, Any], deployed: Mapping[str, Any],
                   stream: TextIO = sys.stdout) -> None:
-    """Each application's outputs: the plain values the deployment set."""
+    """Each application's outputs: the plain values the deployment set, and those of
+    a mapping it set (a HOT application's ``templateOutputs``) as ``key.name``."""
     given_apps = {str((a.get("?") or {}).get("id")): a for a in given.get("applications") or ()
                   if isinstance(a, Mapping)}
     for app in deployed.get("applications") or ():
         header = app.get("?") or {}
         before = given_apps.get(str(header.get("id")), {})
-        outputs = {k: v for k, v in app.items()
-                   if k != "?" and k not in before and isinstance(v, (str, int, float, bool))}
+        outputs = {}
+        for key, value in app.items():
+            if key == "?" or key in before:
+                continue
+            if isinstance(value, Mapping):
+                outputs.update({f"{key}.{k}": v for k, v in value.items()
+                                if isinstance(v, (str, int, float, bool))})
+            elif isinstance(value, (str, int, float, bool)):
+                outputs[key] = value
         name = app.get("name") or header.get("id")
         kind = str(header.get("type", "")).split("/")[0]
         print(f"{name} ({kind})", file=stream)

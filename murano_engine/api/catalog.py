@@ -27,6 +27,8 @@ from murano_engine.dsl.packages import (
     ZipSource,
     check_not_reserved,
     core_package_names,
+    declared_classes,
+    generated_ui,
     parse_version,
     read_manifest,
     version_matches,
@@ -202,11 +204,11 @@ def inspect_upload(store: db.Store, settings: Settings, interpreter: Interpreter
         supplier = manifest.get("Supplier") if isinstance(manifest.get("Supplier"), dict) else {}
         supplier_logo = _optional(source, str(supplier.get("Logo") or "")) if supplier else None
         ui = _optional(source, "UI/" + str(manifest.get("UI") or "ui.yaml"))
+        ui_text = ui.decode("utf-8", "replace") if ui is not None else generated_ui(
+            source, manifest)
     del archive
-    return Upload(manifest=dict(manifest), classes=sorted(str(c) for c in
-                                                          (manifest.get("Classes") or {})),
-                  logo=logo, supplier_logo=supplier_logo,
-                  ui_definition=ui.decode("utf-8", "replace") if ui is not None else None)
+    return Upload(manifest=dict(manifest), classes=sorted(declared_classes(manifest)),
+                  logo=logo, supplier_logo=supplier_logo, ui_definition=ui_text)
 
 
 def _strip(problem: str, folder: str) -> str:

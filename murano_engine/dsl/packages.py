@@ -1,9 +1,11 @@
 """Packages: manifests, folder and zip sources, versions and class lookup.
 
 A package is a folder (or a zip of one) with ``manifest.yaml``, ``Classes/``,
-``Resources/`` and ``UI/``. The :class:`PackageLoader` indexes every package
-found in its search folders; classes are read lazily, each class file parsed
-once.
+``Resources/`` and ``UI/``; a HOT package (``Format: Heat.HOT/1.0``) has
+``template.yaml`` instead of classes, and one generated class
+(:mod:`murano_engine.dsl.hot`). The :class:`PackageLoader` indexes every
+package found in its search folders; classes are read lazily, each class file
+parsed once.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import semantic_version
 
-from murano_engine.dsl import errors
+from murano_engine.dsl import errors, hot
 from murano_engine.dsl.classes import MuranoClass, NamespaceResolver, build_class
 from murano_engine.dsl.errors import LoadError, Position
 from murano_engine.dsl.expressions import try_parse
@@ -42,6 +44,8 @@ def _core_library_dir() -> Path:
 
 META_DIR = _core_library_dir()
 FORMATS = {(1, 0), (1, 1), (1, 2), (1, 3), (1, 4)}
+#: the MuranoPL format a HOT package's generated class is written in
+HOT_CLASS_FORMAT = (1, 4)
 _FULL_NAME = re.compile(r"^\w+(\.\w+)*$")
 _TYPES = ("Application", "Library")
 
@@ -312,8 +316,67 @@ class Package:
         return [self.load_class(name) for name in self.class_files]
 
 
+class HotPackage(Package):
+    """A HOT package: one class, named as the package, generated from ``template.yaml``."""
+
+    def __init__(self, source: PackageSource, manifest: dict, loader: PackageLoader) -> None:
+        super().__init__(source, manifest, loader)
+        self.class_files = {self.name: hot.TEMPLATE}
+        self.requirements = {CORE_PACKAGE: "0"}
+        self.global_fallback = False
+
+    @property
+    def checks_parameters(self) -> bool:
+        """Whether the class checks the template's parameters: not when environment
+        files, which may supply them, come with the package (as in Murano)."""
+        return not any(n.startswith(hot.HOT_ENVIRONMENTS) for n in self.source.names())
+
+    def template(self) -> dict:
+        """``template.yaml``, checked (LoadErrors name its lines)."""
+        return hot.read_template(self.source.read(hot.TEMPLATE),
+                                 self.source.display(hot.TEMPLATE), self.checks_parameters)
+
+    def read_resource(self, name: str) -> bytes:
+        """Resources, and the template as the resource named as the class (Murano's)."""
+        if name == self.name:
+            return self.source.read(hot.TEMPLATE)
+        return super().read_resource(name)
+
+    def _class_document(self, name: str) -> tuple[dict, NamespaceResolver]:
+        files = [n[len(hot.HOT_FILES):] for n in self.source.names()
+                 if n.startswith(hot.HOT_FILES)]
+        doc = hot.class_document(name, self.template(), files, self.checks_parameters,
+                                 self.source.display(hot.TEMPLATE))
+        return doc, NamespaceResolver(doc.get("Namespaces"), position_of(doc))
+
+    def _parse(self, relpath: str) -> list[Any]:
+        return [self._class_document(self.name)]
+
+
+def generated_ui(source: PackageSource, manifest: dict) -> str | None:
+    """The dynamic UI generated for a HOT package's class (None for a MuranoPL package)."""
+    if not hot.is_hot_format(manifest.get("Format")):
+        return None
+    template = hot.read_template(source.read(hot.TEMPLATE), source.display(hot.TEMPLATE),
+                                 validate=False)
+    return hot.ui_definition(str(manifest["FullName"]), str(parse_version(manifest.get(
+        "Version"))), manifest.get("Description"), template)
+
+
+def make_package(source: PackageSource, manifest: dict, loader: PackageLoader) -> Package:
+    """A MuranoPL or HOT package for a checked manifest."""
+    kind = HotPackage if hot.is_hot_format(manifest.get("Format")) else Package
+    return kind(source, manifest, loader)
+
+
 def _parse_format(value: Any, where: str) -> tuple[int, int]:
+    """The MuranoPL format the package's classes are written in."""
     text = str(value if value is not None else "MuranoPL/1.0")
+    if hot.is_hot_format(text):
+        if text != hot.FORMAT:
+            raise LoadError(f"unsupported package format {value!r} ({hot.FORMAT} is "
+                            f"supported)", file=where)
+        return HOT_CLASS_FORMAT
     if "/" in text:
         kind, _, text = text.partition("/")
         if kind != "MuranoPL":
@@ -359,11 +422,21 @@ def read_manifest(source: PackageSource) -> dict:
                 version_matches(parse_version(None), spec)
             except LoadError as exc:
                 problems.append(f"Require {name}: {exc.message}")
+    if str(manifest.get("Format")) == hot.FORMAT and not source.exists(hot.TEMPLATE):
+        problems.append(f"a {hot.FORMAT_NAME} package needs {hot.TEMPLATE} beside its manifest")
     if problems:
         position = manifest.position if isinstance(manifest, SourceMap) else None
         raise errors.LoadErrors([LoadError(p, position, file=where) for p in problems])
     _parse_format(manifest.get("Format"), where)
     return manifest
+
+
+def declared_classes(manifest: dict) -> list[str]:
+    """The classes a (checked) manifest's package defines: a HOT package's one is named
+    as the package."""
+    if hot.is_hot_format(manifest.get("Format")):
+        return [str(manifest["FullName"])]
+    return [str(c) for c in manifest.get("Classes") or {}]
 
 
 # -- the core library ------------------------------------------------------------
@@ -388,7 +461,7 @@ def core_package_names() -> frozenset[str]:
 
 def core_class_names() -> frozenset[str]:
     """Names of the classes the core library defines: no other package may define them."""
-    return frozenset(str(c) for m in _core_manifests() for c in (m.get("Classes") or {}))
+    return frozenset(c for m in _core_manifests() for c in declared_classes(m))
 
 
 def check_not_reserved(manifest: dict, where: str) -> None:
@@ -397,8 +470,7 @@ def check_not_reserved(manifest: dict, where: str) -> None:
     if name in core_package_names():
         raise LoadError(f"package name {name} is reserved for the engine's core library",
                         file=where)
-    taken = sorted(core_class_names().intersection(str(c) for c in
-                                                   (manifest.get("Classes") or {})))
+    taken = sorted(core_class_names().intersection(declared_classes(manifest)))
     if taken:
         raise LoadError(f"package {name} defines {', '.join(taken)}, reserved for the "
                         f"engine's core library", file=where)
@@ -438,7 +510,7 @@ class PackageLoader:
 
     def add(self, path: Path) -> Package:
         source = open_source(path)
-        package = Package(source, read_manifest(source), self)
+        package = make_package(source, read_manifest(source), self)
         if not package.trusted:
             check_not_reserved(package.manifest, source.display("manifest.yaml"))
         versions = self.packages.setdefault(package.name, [])

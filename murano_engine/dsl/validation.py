@@ -6,10 +6,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from yaql.language import expressions as ast
+
 from murano_engine.dsl import compiler, errors
 from murano_engine.dsl.errors import LoadError
 from murano_engine.dsl.expressions import Expression, parse
-from murano_engine.dsl.packages import Package, PackageLoader
+from murano_engine.dsl.hot import TEMPLATE
+from murano_engine.dsl.packages import HotPackage, Package, PackageLoader
 from murano_engine.dsl.runtime import Interpreter, Runtime
 from murano_engine.dsl.yaml_loader import position_of
 
@@ -24,6 +27,8 @@ def validate_package(path: Path, interpreter: Interpreter,
         return [str(p) for p in exc.problems]
     except LoadError as exc:
         return [str(exc)]
+    if isinstance(package, HotPackage):
+        return _check_hot(package)
     problems: list[str] = []
     for name, relpath in sorted(package.class_files.items()):
         where = package.source.display(f"Classes/{relpath}")
@@ -34,14 +39,27 @@ def validate_package(path: Path, interpreter: Interpreter,
     return problems
 
 
+def _check_hot(package: HotPackage) -> list[str]:
+    """The template (each problem at its line), then the class generated from it."""
+    try:
+        package.template()
+    except errors.LoadErrors as exc:
+        return [str(p) for p in exc.problems]
+    except LoadError as exc:
+        return [str(exc)]
+    return _check_class(package, package.name, package.source.display(TEMPLATE))
+
+
 def _check_class(package: Package, name: str, where: str) -> list[str]:
     problems = []
     try:
         cls = package.load_class(name)
     except (LoadError, errors.DslError) as exc:
         return [_located(exc, where)]
+    runtime = package.loader.interpreter.runtime
     for decl in list(cls.properties.values()) + [
             a for m in cls.methods.values() for a in m.arguments]:
+        problems.extend(_check_contract(decl.contract, runtime))
         for check in (decl.compiled_contract, decl.compiled_default):
             try:
                 check()
@@ -57,6 +75,33 @@ def _check_class(package: Package, name: str, where: str) -> list[str]:
         for doc, _ in package._parse(relpath):
             problems.extend(_check_expressions(doc, where, package.loader.interpreter.runtime))
     return problems
+
+
+def _check_contract(spec: Any, runtime: Runtime) -> Iterator[str]:
+    """Every call on the value in a contract (``$.int().notNull()``) is a contract function.
+
+    The arguments of those calls (``check``'s predicate) are ordinary expressions.
+    """
+    if isinstance(spec, dict):
+        for key, item in spec.items():
+            yield from _check_contract(key, runtime)
+            yield from _check_contract(item, runtime)
+    elif isinstance(spec, list):
+        for item in spec:
+            yield from _check_contract(item, runtime)
+    elif isinstance(spec, Expression):
+        node = spec.node.expression if isinstance(spec.node, ast.Statement) else spec.node
+        calls = []
+        while isinstance(node, ast.BinaryOperator) and node.operator in (".", "?."):
+            node, call = node.args
+            if type(call) is ast.Function:
+                calls.append(call.name)
+        on_value = isinstance(node, ast.GetContextValue) and node.path.value == "$"
+        for name in reversed(calls if on_value else []):
+            if runtime.contract_function(name) is None:
+                known = ", ".join(f"{n}()" for n in sorted(runtime.contract_functions))
+                yield (f"{spec.position}: contract {spec.source!r}: {name}() is not a "
+                       f"contract function ({known} are)")
 
 
 def _check_expressions(doc: Any, where: str, runtime: Runtime) -> Iterator[str]:

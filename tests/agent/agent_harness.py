@@ -39,12 +39,22 @@ def delete_queues(names: list[str]) -> None:
 
 
 def publish_raw(
-    queue: str, body: str | bytes, message_id: str, headers: dict | None = None
+    queue: str,
+    body: str | bytes,
+    message_id: str,
+    headers: dict | None = None,
+    reply_to: str | None = None,
 ) -> None:
     """Publish a message exactly as given, bypassing the engine client."""
+    extra = {"reply_to": reply_to} if reply_to else {}
     with kombu.Connection(AMQP_URL, connect_timeout=3) as conn:
         kombu.Producer(conn.default_channel).publish(
-            body, exchange="", routing_key=queue, message_id=message_id, headers=headers or {}
+            body,
+            exchange="",
+            routing_key=queue,
+            message_id=message_id,
+            headers=headers or {},
+            **extra,
         )
 
 
@@ -98,9 +108,16 @@ class AgentProcess:
     """``murano-agent --config-file`` in a child process, with its own storage folder."""
 
     def __init__(
-        self, folder: Path, queue: str, result_queue: str, extra: str = "", port: int = 5672
+        self,
+        folder: Path,
+        queue: str,
+        result_queue: str,
+        extra: str = "",
+        port: int = 5672,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.folder = folder
+        self.env = {**os.environ, **(env or {})}
         self.queue = queue
         self.log_file = folder / "agent.log"
         self.config = folder / "agent.conf"
@@ -123,6 +140,7 @@ class AgentProcess:
             [sys.executable, "-m", "murano_agent.cli", "--config-file", str(self.config)],
             stdout=subprocess.DEVNULL,
             stderr=open(self.folder / "stderr.txt", "ab"),  # noqa: SIM115 - child owns it
+            env=self.env,
         )
         return self
 
@@ -181,15 +199,20 @@ def make_agent(tmp_path):
     started: list[AgentProcess] = []
 
     def make(
-        client=None, extra: str = "", result_queue: str | None = None, port: int = 5672
+        client=None,
+        extra: str = "",
+        result_queue: str | None = None,
+        port: int = 5672,
+        env: dict[str, str] | None = None,
     ) -> AgentProcess:
         """An agent answering to ``client`` (ready when this returns) or to ``result_queue``,
-        reaching the broker on ``port`` (another than 5672 is a forwarder's)."""
+        reaching the broker on ``port`` (another than 5672 is a forwarder's), with ``env``
+        added to its environment."""
         queue = unique("e") + "-" + unique("h")
         folder = tmp_path / f"agent{len(started)}"
         folder.mkdir()
         agent = AgentProcess(
-            folder, queue, result_queue or client.result_queue, extra, port
+            folder, queue, result_queue or client.result_queue, extra, port, env
         ).start()
         started.append(agent)
         if result_queue is None:

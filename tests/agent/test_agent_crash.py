@@ -52,7 +52,7 @@ def running(pid: int) -> bool:
     """Whether ``pid`` lives (a zombie, never reaped here, has ended)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone, or going as it is read
         return False
     return stat.rpartition(")")[2].split()[0] != "Z"
 
@@ -158,7 +158,7 @@ def test_call_that_vanished_without_an_exit_code_is_reported_interrupted(
     assert result["Body"]["AdditionalInfo"] == {
         "exitCode": None,
         "stdout": "partial",
-        "stderr": "",
+        "stderr": None,
     }
     assert lines(log) == [pid]
 

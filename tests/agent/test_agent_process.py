@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 from agent_harness import close_broker_connections, publish_raw
+from powershell_syntax import syntax_errors
 
 from murano_engine.messaging import AgentError
 
@@ -179,6 +180,15 @@ def test_v1_plan_without_powershell_gets_a_clear_error(client, make_agent):
     assert client.is_ready(agent.queue, 10)
 
 
+#: the PowerShell a v1 plan of these tests loads
+V1_LIBRARY = b"function Add-Two([int]$X) { $X + 2 }\nfunction Fail-Now { throw 'nope' }\n"
+
+
+def test_v1_plan_powershell_parses():
+    """Checked where no PowerShell runs it (the test below needs an executable)."""
+    assert syntax_errors(V1_LIBRARY, "lib.ps1") == []
+
+
 @pytest.mark.skipif(
     not (shutil.which("pwsh") or shutil.which("powershell")),
     reason="no pwsh/powershell executable on this host: v1 PowerShell plans cannot run here",
@@ -186,10 +196,9 @@ def test_v1_plan_without_powershell_gets_a_clear_error(client, make_agent):
 def test_v1_plan_runs_commands_in_powershell(client, make_agent):
     executable = shutil.which("pwsh") or shutil.which("powershell")
     agent = make_agent(client, extra=f"powershell = {executable}")
-    script = b"function Add-Two([int]$X) { $X + 2 }\nfunction Fail-Now { throw 'nope' }\n"
     plan = client.build_plan(
         {"Scripts": ["lib.ps1"], "Commands": [{"Name": "Add-Two", "Arguments": {"X": 40}}]},
-        resources(**{"lib.ps1": script}),
+        resources(**{"lib.ps1": V1_LIBRARY}),
     )
     assert client.call(agent.queue, plan, 60) == [42]
     failing = dict(

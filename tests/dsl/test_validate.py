@@ -132,3 +132,36 @@ def test_required_packages_are_found_beside_the_package_or_with_l(tmp_path):
     assert found.returncode == 0, found.stdout + found.stderr
     beside = cli("validate", str(repo / "dsl_packages" / "io.murano.windows.SqlServerCluster"))
     assert beside.returncode == 0, beside.stdout + beside.stderr
+
+
+def test_contracts_use_only_contract_functions(tmp_path):
+    """A call on the value in a contract that is no contract function is a static error with
+    file and line; check()'s predicate is an ordinary expression."""
+    path = write_package(tmp_path, "t.c", {"C": class_text("t.c", "C", """
+        Properties:
+          a:
+            Contract: $.int().nosuchcontract()
+          b:
+            Contract: [$.string().check($.toLower() = $)]
+          c:
+            Contract: {$.string(): $.frob()}
+        Methods:
+          m:
+            Arguments:
+              - x:
+                  Contract: $.class(C).notNull()
+              - y:
+                  Contract: $.notNull().weird(1)
+            Body:
+              - Return: 1
+    """)})
+    where = path / "Classes" / "C.yaml"
+    problems = validate_package(path, build_interpreter())
+    assert [p.split(" is not")[0] for p in problems] == [
+        f"{where}:6:15: contract '$.int().nosuchcontract()': nosuchcontract()",
+        f"{where}:10:28: contract '$.frob()': frob()",
+        f"{where}:17:21: contract '$.notNull().weird(1)': weird()",
+    ]
+    assert all("a contract function (bool(), check(), class()" in p for p in problems)
+    done = cli("validate", str(path))
+    assert done.returncode == 1 and done.stderr == "3 problem(s) found\n"
