@@ -120,19 +120,26 @@ def _merge(value: Any, before: Mapping[str, Mapping]) -> Any:
 
 def print_outputs(given: Mapping[str, Any], deployed: Mapping[str, Any],
                   stream: TextIO = sys.stdout) -> None:
-    """Each application's outputs: the plain values the deployment set."""
+    """Each application's outputs: the plain values (and lists of them) the deployment set."""
     given_apps = {str((a.get("?") or {}).get("id")): a for a in given.get("applications") or ()
                   if isinstance(a, Mapping)}
     for app in deployed.get("applications") or ():
         header = app.get("?") or {}
         before = given_apps.get(str(header.get("id")), {})
         outputs = {k: v for k, v in app.items()
-                   if k != "?" and k not in before and isinstance(v, (str, int, float, bool))}
+                   if k != "?" and k not in before and _plain(v)}
         name = app.get("name") or header.get("id")
         kind = str(header.get("type", "")).split("/")[0]
         print(f"{name} ({kind})", file=stream)
         for key, value in sorted(outputs.items()):
-            print(f"  {key}: {value}", file=stream)
+            shown = ", ".join(map(str, value)) if isinstance(value, list) else value
+            print(f"  {key}: {shown}", file=stream)
+
+
+def _plain(value: Any) -> bool:
+    scalars = (str, int, float, bool)
+    return isinstance(value, scalars) or (
+        isinstance(value, list) and bool(value) and all(isinstance(v, scalars) for v in value))
 
 
 def write_state(path: Path, model: Mapping[str, Any]) -> None:
