@@ -127,8 +127,9 @@ def _merge(value: Any, before: Mapping[str, Mapping]) -> Any:
 
 def print_outputs(given: Mapping[str, Any], deployed: Mapping[str, Any],
                   stream: TextIO = sys.stdout) -> None:
-    """Each application's outputs: the plain values the deployment set, and those of
-    a mapping it set (a HOT application's ``templateOutputs``) as ``key.name``."""
+    """Each application's outputs: the plain values (and lists of them) the deployment
+    set, and those of a mapping it set (a HOT application's ``templateOutputs``) as
+    ``key.name``."""
     given_apps = {str((a.get("?") or {}).get("id")): a for a in given.get("applications") or ()
                   if isinstance(a, Mapping)}
     for app in deployed.get("applications") or ():
@@ -139,15 +140,21 @@ def print_outputs(given: Mapping[str, Any], deployed: Mapping[str, Any],
             if key == "?" or key in before:
                 continue
             if isinstance(value, Mapping):
-                outputs.update({f"{key}.{k}": v for k, v in value.items()
-                                if isinstance(v, (str, int, float, bool))})
-            elif isinstance(value, (str, int, float, bool)):
+                outputs.update({f"{key}.{k}": v for k, v in value.items() if _plain(v)})
+            elif _plain(value):
                 outputs[key] = value
         name = app.get("name") or header.get("id")
         kind = str(header.get("type", "")).split("/")[0]
         print(f"{name} ({kind})", file=stream)
         for key, value in sorted(outputs.items()):
-            print(f"  {key}: {value}", file=stream)
+            shown = ", ".join(map(str, value)) if isinstance(value, list) else value
+            print(f"  {key}: {shown}", file=stream)
+
+
+def _plain(value: Any) -> bool:
+    scalars = (str, int, float, bool)
+    return isinstance(value, scalars) or (
+        isinstance(value, list) and bool(value) and all(isinstance(v, scalars) for v in value))
 
 
 def write_state(path: Path, model: Mapping[str, Any]) -> None:

@@ -361,6 +361,11 @@ def _yaql_args(nodes: tuple, args: list[Evaluator], kwargs: dict[str, Evaluator]
                 and isinstance(node.source, ast.KeywordConstant):
             out.append(ast.MappingRuleExpression(
                 node.source, Compiled(kwargs[node.source.value], node.destination, runtime)))
+        elif isinstance(node, ast.MappingRuleExpression):
+            # ``cond => value`` stays a rule, both sides lazy (``switch``, ``dict``).
+            next(positional)
+            out.append(ast.MappingRuleExpression(_wrap(node.source, runtime),
+                                                 _wrap(node.destination, runtime)))
         else:
             out.append(Compiled(next(positional), node, runtime))
     return tuple(out)

@@ -8,7 +8,8 @@ values, not exceptions, which keeps loops cheap.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from yaql.language import expressions as ast
@@ -87,7 +88,10 @@ def _statement(item: Any, position: Position | None) -> Statement:
         evaluate = item.evaluate
 
         def expression_statement(ctx: Any) -> None:
-            evaluate(ctx)
+            result = evaluate(ctx)
+            if isinstance(result, Iterator):
+                # A lazy query as a statement still runs: ``- $list.select(f($))``
+                values.freeze(result)
 
         return expression_statement
     if isinstance(item, Mapping) and item:
@@ -451,7 +455,7 @@ def _switch(item: Mapping, position: Position | None) -> Statement:
 
 @_macro_for({"Throw"}, {"Message", "Extra", "Cause"})
 def _throw(item: Mapping, position: Position | None) -> Statement:
-    names = compile_data(item["Throw"])
+    names = compile_data(_exception_names(item["Throw"]))
     message = compile_data(item.get("Message"))
     extra = compile_data(item.get("Extra"))
     cause = compile_data(item.get("Cause"))
@@ -477,6 +481,18 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+_TYPE_NAME = re.compile(r"^([A-Za-z_]\w*)?:?[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+def _exception_names(value: Any) -> Any:
+    """``Throw`` and ``With`` names are names, as in Murano: ``ns:Name`` needs no class."""
+    if isinstance(value, (tuple, list)):
+        return [_exception_names(v) for v in value]
+    if isinstance(value, Expression) and _TYPE_NAME.match(value.source.strip()):
+        return value.source.strip()
+    return value
+
+
 def _exception_name(name: Any, frame: Any) -> str:
     if isinstance(name, TypeRef):
         return name.murano_class.name
@@ -489,7 +505,7 @@ class _Catch:
     def __init__(self, clause: Any, position: Position | None) -> None:
         if not isinstance(clause, Mapping) or not set(clause) <= {"With", "As", "Do"}:
             raise LoadError("each Catch clause is a mapping of With, As and Do", position)
-        self.names = compile_data(clause.get("With"))
+        self.names = compile_data(_exception_names(clause.get("With")))
         self.variable = clause.get("As")
         self.body = _code(clause.get("Do"), position)
 

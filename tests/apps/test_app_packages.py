@@ -18,7 +18,7 @@ import pytest
 import yaml
 from powershell_syntax import syntax_errors
 
-from murano_engine.dsl.packages import PackageLoader
+from murano_engine.dsl.packages import PackageLoader, core_class_names
 from murano_engine.dsl.validation import validate_package
 from murano_engine.test_runner import find_tests, mocking_interpreter, run_test
 
@@ -48,7 +48,7 @@ def test_every_package_loads_and_has_tests():
     assert not LOADER.problems
     assert {"io.murano.windows.ActiveDirectory", "io.murano.windows.FailoverCluster",
             "io.murano.windows.SqlServerCluster",
-            "io.murano.apps.linux.ReplicatedKV"} <= set(PACKAGES)
+            "io.murano.apps.linux.ReplicatedKV", "io.murano.apps.linux.HelloWeb"} <= set(PACKAGES)
     for name in PACKAGES:
         assert find_tests(LOADER, name), f"{name} has no MuranoPL tests"
         package = LOADER.find_package(name)
@@ -126,7 +126,7 @@ def test_ui_definition(package):
     assert app_type in classes
     for found in re.findall(r"type: ([\w.]+)", path.read_text(encoding="utf-8")):
         if found.startswith("io.murano.") and "." in found:
-            assert found in classes or found in LOADER.core().class_files, found
+            assert found in classes or found in core_class_names(), found
     fields = {}
     for form in ui["Forms"]:
         ((form_name, body),) = form.items()
