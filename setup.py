@@ -48,6 +48,7 @@ setup(
         "psycopg[binary]>=3.1",
         "Werkzeug>=3.0",
         "waitress>=3.0",
+        "python-mistralclient>=4.0",
     ],
     extras_require={
         "test": ["pytest>=8", "ruff>=0.5", "python-muranoclient>=2.0"],
