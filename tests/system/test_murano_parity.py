@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from murano_engine.clouds.local.sandbox import missing_for_namespaces
 from murano_engine.config import load_config
@@ -36,12 +38,15 @@ ENV_ID = "e0000000000000000000000000000001"
 HEX_ID = re.compile(r"[0-9a-f]{32}")
 
 
-def _deploy(tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, list]]:
-    """Deploy model.json; returns the template of its stack, the resulting model and
-    the plans each server received (by server name), then destroys the environment."""
+def _deploy(tmp_path: Path, settings: str = "") -> tuple[dict[str, Any], dict[str, Any],
+                                                        dict[str, dict[str, Any]]]:
+    """Deploy model.json; returns the template of its stack, the resulting model and,
+    by server name, the plans each server's agent received and its agent.conf; then
+    destroys the environment."""
     isolation = "none" if missing_for_namespaces() else "namespaces"
     ini = tmp_path / "engine.ini"
-    ini.write_text(f"[local_cloud]\nstate_dir = {tmp_path / 'cloud'}\nisolation = {isolation}\n")
+    ini.write_text(f"[local_cloud]\nstate_dir = {tmp_path / 'cloud'}\nisolation = {isolation}\n"
+                   + settings)
     config = load_config(ini, {})
     loader = PackageLoader([HERE], build_interpreter())
     model = {"Objects": json.loads((HERE / "model.json").read_text()), "Attributes": []}
@@ -57,10 +62,12 @@ def _deploy(tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, l
                          if attr[2] == "generatedStackName")
             found = services["cloud"].get(f"murano-{stack}")
             assert found is not None and found.status.endswith("COMPLETE"), found
-            plans = {app["instance"]["name"]: _received_plans(
-                tmp_path / "cloud", app["instance"]["openstackId"])
-                for app in deployed["Objects"]["applications"]}
-            return found.template, deployed, plans
+            servers = tmp_path / "cloud" / "servers"
+            seen = {app["instance"]["name"]: {
+                "plans": _received_plans(servers / app["instance"]["openstackId"]),
+                "agent.conf": (servers / app["instance"]["openstackId"] / "agent.conf")
+                .read_text()} for app in deployed["Objects"]["applications"]}
+            return found.template, deployed, seen
         finally:
             gone = run_task({"id": ENV_ID, "model": deployed, "action": None}, loader,
                             services=services)
@@ -69,9 +76,9 @@ def _deploy(tmp_path: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, l
         close_services(services)
 
 
-def _received_plans(cloud: Path, server_id: str) -> list[dict[str, Any]]:
+def _received_plans(server: Path) -> list[dict[str, Any]]:
     """The plans a server's agent received, in order (from its journal)."""
-    journal = cloud / "servers" / server_id / "agent" / "journal"
+    journal = server / "agent" / "journal"
     plans = []
     for line in journal.read_text().splitlines():
         record = json.loads(line)
@@ -147,7 +154,7 @@ def _normalised_plan(plan: dict[str, Any]) -> dict[str, Any]:
 
 def test_linux_deployment_template_and_plans_equal_murano(tmp_path):
     expected = yaml.safe_load((HERE / "expected.yaml").read_text())
-    template, deployed, plans = _deploy(tmp_path)
+    template, deployed, servers = _deploy(tmp_path)
 
     apps = {app["?"]["type"].split("/")[0]: app for app in deployed["Objects"]["applications"]}
     telnet, motd = apps["parity.linux.Telnet"], apps["parity.linux.Motd"]
@@ -161,5 +168,26 @@ def test_linux_deployment_template_and_plans_equal_murano(tmp_path):
         _check_user_data(template, instance["name"], instance["?"]["id"], results_queue)
     assert _normalised_template(template) == _normalised_template(expected["template"])
 
-    for server, received in plans.items():
-        assert [_normalised_plan(p) for p in received] == expected["plans"][server], server
+    for server, seen in servers.items():
+        received = [_normalised_plan(p) for p in seen["plans"]]
+        assert received == expected["plans"][server], server
+
+
+def test_linux_agents_get_the_engines_plan_key(tmp_path):
+    """With [engine] signing_key the boot script gives each agent the public key
+    (engine_key, as Murano's), and the agents run the signed plans."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = tmp_path / "engine-key.pem"
+    pem.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                      serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
+    _, deployed, servers = _deploy(tmp_path, f"[engine]\nsigning_key = {pem}\n")
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.PKCS1).decode()
+    for seen in servers.values():
+        ini = configparser.ConfigParser(interpolation=None)
+        ini.read_string(seen["agent.conf"])
+        assert ini["DEFAULT"]["engine_key"].strip() == public.strip()
+        assert seen["plans"]
+    motd = next(a for a in deployed["Objects"]["applications"] if "Motd" in a["?"]["type"])
+    assert motd["readBack"] == "Welcome to the parity test"
