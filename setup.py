@@ -49,6 +49,7 @@ setup(
         "psycopg[binary]>=3.1",
         "Werkzeug>=3.0",
         "waitress>=3.0",
+        "python-mistralclient>=4.0",
     ],
     extras_require={
         # tree-sitter-powershell: the tests parse every PowerShell script (no pwsh needed)

@@ -1,6 +1,6 @@
 """The engine's configuration: the options of ``[engine]``, ``[rabbitmq]``, ``[heat]``,
-``[networking]`` and ``[local_cloud]`` (every one with its default and help in
-:data:`SCHEMA`; ``murano-engine.conf.sample`` lists them).
+``[networking]``, ``[local_cloud]``, ``[mistral]`` and ``[glance]`` (every one with its
+default and help in :data:`SCHEMA`; ``murano-engine.conf.sample`` lists them).
 
 An environment variable ``MURANO_<SECTION>_<OPTION>`` (upper case) overrides the
 file. With no file and no ``[heat]`` settings the engine deploys to the embedded
@@ -144,8 +144,31 @@ LOCAL_CLOUD = Section(
     Option("poll_interval", float, 0.05, "Seconds between polls of a stack in progress."),
 )
 
+MISTRAL = Section(
+    "mistral", "OpenStack Mistral, for packages that run workflows "
+               "(io.murano.system.MistralClient).",
+    Option("url", str, "",
+           "Mistral endpoint (e.g. http://host:8989/v2); empty: found in the keystone "
+           "catalog when [heat] auth_url is set. Requests carry the [heat] keystone token "
+           "when there is one."),
+    Option("service_type", str, "workflowv2", "Mistral's service type in the catalog."),
+    Option("endpoint_type", str, "public", "Catalog interface: public, internal or admin."),
+    Option("insecure", bool, False, "Do not verify Mistral's TLS certificate."),
+    Option("cafile", str, "", "CA certificates file for Mistral."),
+    Option("poll_interval", float, 2.0,
+           "Seconds between reads of a running workflow execution."),
+)
+
+GLANCE = Section(
+    "glance", "OpenStack Glance's metadata definitions (io.murano.system.MetadefBrowser).",
+    Option("url", str, "",
+           "Glance endpoint (e.g. http://host:9292); empty: found in the keystone catalog "
+           "when [heat] auth_url is set, else there are no metadata definitions."),
+    Option("endpoint_type", str, "public", "Catalog interface: public, internal or admin."),
+)
+
 SCHEMA = Schema(
-    ENGINE, RABBITMQ, HEAT, NETWORKING, LOCAL_CLOUD,
+    ENGINE, RABBITMQ, HEAT, NETWORKING, LOCAL_CLOUD, MISTRAL, GLANCE,
     title="murano-engine deploy --config murano-engine.conf\n"
           "MURANO_<SECTION>_<OPTION> environment variables override this file.",
 )

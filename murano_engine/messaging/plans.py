@@ -109,15 +109,17 @@ def _build_v2(plan: dict[str, Any], read_resource: ReadResource) -> None:
             script["EntryPoint"] = table.reference(
                 script.get("EntryPoint"), f"Scripts.{name}.EntryPoint"
             )
-        script["Files"] = [
-            table.reference(ref, f"Scripts.{name}.Files[{i}]")
-            for i, ref in enumerate(script.get("Files") or [])
-        ]
+        if "Files" in script:  # as in Murano: a script without Files gets none
+            script["Files"] = [
+                table.reference(ref, f"Scripts.{name}.Files[{i}]")
+                for i, ref in enumerate(script["Files"] or [])
+            ]
 
 
 def build_plan(template: dict[str, Any], read_resource: ReadResource, stamp: int) -> dict[str, Any]:
     """A wire plan from ``template`` (left unchanged): v1 scripts inlined as base64;
-    v2 gets ``ID``, ``Action`` and ``Files`` with every script file reference inlined."""
+    v2 gets ``ID``, ``Action`` and ``Files`` with every script file reference inlined
+    (a script's own ``Files`` list only where the template has one)."""
     if not isinstance(template, dict):
         raise PlanBuildError(f"an execution plan template must be a mapping, not {template!r}")
     plan = copy.deepcopy(template)

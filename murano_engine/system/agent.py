@@ -17,6 +17,7 @@ disable_murano_agent`` is set, ``murano.common.exceptions.PolicyViolationExcepti
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from murano_engine import boundary
@@ -82,6 +83,19 @@ class AgentListener:
     @method
     def queueName(call: NativeCall) -> str:  # noqa: N802 - MuranoPL name
         return call.native.client(call).result_queue
+
+    @method
+    def caCertificate(call: NativeCall) -> str:  # noqa: N802
+        """The broker's CA certificates (PEM text of ``[rabbitmq] ca_certs``) for the
+        region's agents, or '' when the engine names none."""
+        rabbit = (call.executor.services.get("config") or {}).get("rabbitmq") or {}
+        path = rabbit.get("ca_certs")
+        if not path:
+            return ""
+        try:
+            return Path(str(path)).expanduser().read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"[rabbitmq] ca_certs {path}: cannot be read: {exc}") from None
 
     @method
     def start(call: NativeCall) -> None:
@@ -251,5 +265,7 @@ class Agent:
 
     @method
     def signingKey(call: NativeCall, linePrefix: str = "") -> str:  # noqa: N802, N803
-        """The engine's public key agents verify plans with (PKCS#1 PEM), or ''."""
-        return call.native.client(call).signing_key(str(linePrefix or ""))
+        """The engine's public key agents verify plans with (PKCS#1 PEM), or '' (also
+        where no broker is configured, as in package tests)."""
+        agents: AgentClient | None = call.executor.services.get("agents")
+        return agents.signing_key(str(linePrefix or "")) if agents is not None else ""

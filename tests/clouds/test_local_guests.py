@@ -40,6 +40,13 @@ def multipart(*parts: tuple[str, str | None]) -> str:
     return message.as_string()
 
 
+def boot_script(ini: str) -> str:
+    """A Linux boot script carrying the agent config as LinuxMuranoInstance's does."""
+    encoded = base64.b64encode(ini.encode()).decode()
+    return (f"#!/bin/sh\necho install\n#!/bin/sh\nAgentConfigBase64='{encoded}'\n"
+            "echo \"$AgentConfigBase64\" | base64 -d > /etc/murano/agent.conf\n")
+
+
 @pytest.mark.parametrize(
     "user_data",
     [
@@ -49,8 +56,10 @@ def multipart(*parts: tuple[str, str | None]) -> str:
         multipart(("#!/bin/sh\necho hi\n", "boot.sh"), (INI, "agent.conf")),
         multipart(("#!/bin/sh\n", None), (cloud_config(INI), "cloud.cfg")),
         multipart((multipart((INI, "murano-agent.conf")), None)),
+        multipart(("#cloud-config\nhostname: vm\n", None), (boot_script(INI), None)),
     ],
-    ids=["plain", "b64", "gzip+b64", "mime-part", "mime-cloud-config", "nested-mime"],
+    ids=["plain", "b64", "gzip+b64", "mime-part", "mime-cloud-config", "nested-mime",
+         "boot-script"],
 )
 def test_agent_config_is_found_in_user_data(user_data):
     assert find_agent_config(user_data) == INI
@@ -58,7 +67,11 @@ def test_agent_config_is_found_in_user_data(user_data):
 
 @pytest.mark.parametrize(
     "user_data",
-    [None, "", "#!/bin/sh\necho no agent\n", "#ps1\nWrite-Host hi\n", cloud_config(INI, path="/a")],
+    [None, "", "#!/bin/sh\necho no agent\n", "#ps1\nWrite-Host hi\n", cloud_config(INI, path="/a"),
+     "#!/bin/sh\nAgentConfigBase64='%AGENT_CONFIG_BASE64%'\n", "#!/bin/sh\nAgentConfigBase64=''\n",
+     "#!/bin/sh\necho AgentConfigBase64='SU5J'\n"],
+    ids=["none", "empty", "script", "ps1", "other-path", "unreplaced", "empty-value",
+         "not-an-assignment"],
 )
 def test_user_data_without_agent_config(user_data):
     assert find_agent_config(user_data) is None
@@ -67,6 +80,8 @@ def test_user_data_without_agent_config(user_data):
 def test_undecodable_agent_config_is_an_error():
     with pytest.raises(UserDataError, match="write_files /etc/murano/agent.conf: cannot decode"):
         find_agent_config(cloud_config("not base64 at all!", "gzip"))
+    with pytest.raises(UserDataError, match="AgentConfigBase64 in the boot script is not"):
+        find_agent_config("#!/bin/sh\nAgentConfigBase64='SU5'\n")
 
 
 @pytest.mark.parametrize(

@@ -180,6 +180,7 @@ def test_implicit_ports_volumes_and_server_groups(cloud, agents):
             "ip": {"get_attr": ["vm", "first_address"]},
             "networks": {"get_attr": ["vm", "networks"]},
             "disk": {"get_attr": ["disk", "status"]},
+            "attachments": {"get_attr": ["disk", "attachments_list"]},
             "vm": {"get_resource": "vm"},
             "volume": {"get_resource": "disk"},
         },
@@ -189,6 +190,8 @@ def test_implicit_ports_volumes_and_server_groups(cloud, agents):
 
     assert out["ip"] == "192.168.7.5" and out["networks"]["blue"] == ["192.168.7.5"]
     assert out["disk"] == "in-use"
+    assert [(a["server_id"], a["volume_id"], a["device"]) for a in out["attachments"]] == [
+        (out["vm"], out["volume"], "/dev/vdb")]
     link = cloud.state_dir / "servers" / out["vm"] / "volumes" / "vdb"
     assert link.resolve() == (cloud.state_dir / "volumes" / out["volume"]).resolve()
     assert agents == []  # no user data: the server runs no agent
@@ -196,6 +199,7 @@ def test_implicit_ports_volumes_and_server_groups(cloud, agents):
     del template["resources"]["attach"]
     out = push_stack(cloud, "vols", template)
     assert out["disk"] == "available" and not link.exists()
+    assert out["attachments"] == []
     push_stack(cloud, "vols", {"heat_template_version": "2015-10-15", "resources": {}})
     assert list((cloud.state_dir / "volumes").iterdir()) == []
 

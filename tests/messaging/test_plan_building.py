@@ -69,6 +69,18 @@ def test_v2_template_gets_ids_stamp_action_and_inlined_files():
     }
     assert repo == {"Name": "repo", "URL": "git://example.org/repo.git", "Type": "Downloadable"}
     assert plan["Scripts"]["cook"]["EntryPoint"] == "book::recipe"
+    assert plan["Scripts"]["cook"]["Files"] == []
+
+
+def test_a_script_without_files_gets_none():
+    """As Murano: only a script that lists Files has the list (of file ids)."""
+    template = {"FormatVersion": "2.0.0", "Body": "return run()",
+                "Files": {"scriptFile": {"Name": "scriptFile.sh", "BodyType": "Text",
+                                         "Body": "echo hi"}},
+                "Scripts": {"run": {"Type": "Application", "EntryPoint": "scriptFile.sh"}}}
+    plan = AgentClient("memory://").build_plan(template, read)
+    assert plan["Scripts"]["run"] == {"Type": "Application", "EntryPoint": "scriptFile"}
+    assert list(plan["Files"]) == ["scriptFile"]
 
 
 def test_v1_template_inlines_scripts_and_has_no_id():

@@ -1,33 +1,20 @@
 #!/bin/sh
-# Boot script of a LinuxMuranoInstance: cloud-config has written
-# /etc/murano/agent.conf; install the agent if the image lacks it and
-# (re)start it as a service.
-set -e
-mkdir -p /etc/murano /var/murano/plans /var/log
-if ! command -v muranoagent >/dev/null 2>&1 && ! command -v murano-agent >/dev/null 2>&1; then
-    if command -v pip3 >/dev/null 2>&1; then
-        pip3 install '%AGENT_SOURCE%'
-    else
-        pip install '%AGENT_SOURCE%'
-    fi
+# Second half of a LinuxMuranoInstance's boot script: write the agent's
+# configuration (and the broker's CA certificate, when the engine has one),
+# then (re)start the agent.
+AgentConfigBase64='%AGENT_CONFIG_BASE64%'
+CaCertificateBase64='%CA_ROOT_CERT_BASE64%'
+mkdir -p /etc/murano/certs
+echo "$AgentConfigBase64" | base64 -d > /etc/murano/agent.conf
+chmod 600 /etc/murano/agent.conf
+if [ -n "$CaCertificateBase64" ]; then
+    echo "$CaCertificateBase64" | base64 -d > /etc/murano/certs/ca_certs
+    chmod 644 /etc/murano/certs/ca_certs
 fi
-AGENT=$(command -v muranoagent || command -v murano-agent)
 if command -v systemctl >/dev/null 2>&1; then
-    cat > /etc/systemd/system/murano-agent.service <<UNIT
-[Unit]
-Description=Murano guest agent
-After=network-online.target
-
-[Service]
-ExecStart=$AGENT --config-file /etc/murano/agent.conf
-Restart=on-failure
-
-[Install]
-WantedBy=multi-user.target
-UNIT
-    systemctl daemon-reload
-    systemctl enable murano-agent
     systemctl restart murano-agent
 else
-    nohup "$AGENT" --config-file /etc/murano/agent.conf >>/var/log/murano-agent.log 2>&1 &
+    MURANO_AGENT_BIN=$(command -v muranoagent || command -v murano-agent)
+    nohup "$MURANO_AGENT_BIN" --config-file /etc/murano/agent.conf \
+        >>/var/log/murano-agent.log 2>&1 &
 fi

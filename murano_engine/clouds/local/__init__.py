@@ -7,7 +7,8 @@ its own namespaces, its ports' addresses on its networks' bridges) running the
 real guest agent as a process of its own, configured from the agent config
 found in its user data (the rule is in
 :mod:`murano_engine.clouds.local.userdata`: a MIME part named ``*agent.conf``,
-or a cloud-config ``write_files`` entry whose path ends with ``agent.conf``).
+a cloud-config ``write_files`` entry whose path ends with ``agent.conf``, or a
+boot script's ``AgentConfigBase64='...'``, as Linux instances have).
 A Linux image runs shell plans for real; a Windows image (name containing
 "win", or ``os_type: windows`` metadata) needs a PowerShell executable on the
 host and fails clearly without one.

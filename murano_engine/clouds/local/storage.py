@@ -43,7 +43,8 @@ class Volume(ResourceType):
     )
     required = (("size",),)
     attributes = frozenset(
-        {"size", "status", "name", "display_name", "attachments", "bootable", "metadata"}
+        {"size", "status", "name", "display_name", "attachments", "attachments_list",
+         "bootable", "metadata"}
     )
     updatable = frozenset({"size", "name", "description", "metadata", "read_only"})
 
@@ -85,6 +86,12 @@ class Volume(ResourceType):
         if name == "attachments":
             return [
                 {"server_id": a.data["server_id"], "device": a.data["mountpoint"]} for a in attached
+            ]
+        if name == "attachments_list":
+            return [
+                {"id": record.id, "attachment_id": a.id, "volume_id": record.id,
+                 "server_id": a.data["server_id"], "device": a.data["mountpoint"]}
+                for a in attached
             ]
         if name == "display_name":
             return record.data["name"]

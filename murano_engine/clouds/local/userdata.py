@@ -9,7 +9,10 @@ The rule, applied depth first, the first match winning:
    ``write_files`` entry whose ``path`` ends with ``agent.conf``; its
    ``content`` is decoded per ``encoding`` (``b64``/``base64``,
    ``gz``/``gzip``, ``gz+b64``/``gzip+base64``, plain when absent).
-3. Anything else (shell scripts, ``#ps1`` scripts, plain text) holds no agent
+3. A shell script (first line ``#!``) assigning the base64 of the config to
+   ``AgentConfigBase64='...'`` on a line of its own, as the boot script of
+   Murano's (and this engine's) Linux instances does.
+4. Anything else (other scripts, ``#ps1`` scripts, plain text) holds no agent
    config; such a server boots without an agent.
 """
 
@@ -19,6 +22,7 @@ import base64
 import binascii
 import email
 import gzip
+import re
 import zlib
 from email.message import Message
 
@@ -27,6 +31,7 @@ from murano_engine.dsl.errors import LoadError
 from murano_engine.dsl.yaml_loader import load_plain
 
 AGENT_CONF_SUFFIX = "agent.conf"
+_SHELL_ASSIGNMENT = re.compile(r"^AgentConfigBase64='([A-Za-z0-9+/=\s]*)'\s*$", re.MULTILINE)
 
 
 class UserDataError(CloudError):
@@ -41,6 +46,8 @@ def find_agent_config(user_data: str | None) -> str | None:
         return _from_message(email.message_from_string(user_data))
     if user_data.lstrip().startswith("#cloud-config"):
         return _from_cloud_config(user_data)
+    if user_data.startswith("#!"):
+        return _from_shell_script(user_data)
     return None
 
 
@@ -80,6 +87,17 @@ def _from_cloud_config(text: str) -> str | None:
         if isinstance(entry, dict) and str(entry.get("path", "")).endswith(AGENT_CONF_SUFFIX):
             return _decode(entry.get("content", ""), entry.get("encoding"), entry["path"])
     return None
+
+
+def _from_shell_script(text: str) -> str | None:
+    found = _SHELL_ASSIGNMENT.search(text)
+    if found is None or not found.group(1).strip():
+        return None
+    try:
+        return base64.b64decode("".join(found.group(1).split())).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError) as exc:
+        raise UserDataError(f"AgentConfigBase64 in the boot script is not base64 of "
+                            f"UTF-8 text: {exc}") from None
 
 
 def _decode(content: object, encoding: object, path: str) -> str:

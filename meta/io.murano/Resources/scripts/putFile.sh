@@ -1,7 +1,7 @@
 #!/bin/sh
-# Moves the file delivered with the plan (content.b64, already decoded by the
-# agent) to the path given as the first argument.
+# Puts the plan's file (destinationFile, decoded by the agent) at the path
+# given as the first argument, making its folder when missing.
 set -e
 target="$1"
 mkdir -p "$(dirname "$target")"
-cp -f "$(readlink -f content.b64 2>/dev/null || echo content.b64)" "$target"
+cp -f "$(readlink -f destinationFile 2>/dev/null || echo destinationFile)" "$target"

@@ -1,0 +1,2 @@
+# Sourced by deployTelnet.sh.
+LOG_PREFIX=parity

@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "telnet for $1 installed"
