@@ -16,7 +16,7 @@ from yaql.language.utils import FrozenDict
 
 from murano_engine.dsl import errors
 from murano_engine.dsl.contexts import DslContext
-from murano_engine.dsl.errors import LoadError, Position
+from murano_engine.dsl.errors import Position
 from murano_engine.dsl.expressions import Expression
 from murano_engine.dsl.objects import MuranoObject, ObjectView
 
@@ -66,7 +66,7 @@ def _compile(spec: Any, position: Position | None) -> Any:
         return _dict_contract(spec, position)
     if isinstance(spec, _SCALARS):
         return _constant_contract(spec)
-    raise LoadError(f"invalid contract {spec!r}", position)
+    raise errors.DslContractSyntaxError(f"invalid contract {spec!r}", position)
 
 
 def _expression_contract(expr: Expression) -> Any:
@@ -153,7 +153,8 @@ def _list_contract(spec: list, position: Position | None) -> Any:
     while items and type(items[-1]) is int and len(bounds) < 2:
         bounds.insert(0, items.pop())
     if not items and bounds:
-        raise LoadError("a list contract needs an item contract before its bounds", position)
+        raise errors.DslContractSyntaxError(
+            "a list contract needs an item contract before its bounds", position)
     minimum = bounds[0] if bounds else 0
     maximum = bounds[1] if len(bounds) > 1 else None
     item_contracts = [_compile(i, position) for i in items]
@@ -188,7 +189,8 @@ def _dict_contract(spec: dict, position: Position | None) -> Any:
     for key, item in spec.items():
         if isinstance(key, Expression):
             if key_contract is not None:
-                raise LoadError("a dict contract may have only one expression key", position)
+                raise errors.DslContractSyntaxError(
+                    "a dict contract may have only one expression key", position)
             key_contract = _expression_contract(key)
             value_contract = _compile(item, position)
         else:

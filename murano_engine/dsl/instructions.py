@@ -8,7 +8,7 @@ values, not exceptions, which keeps loops cheap.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from yaql.language import expressions as ast
@@ -87,7 +87,10 @@ def _statement(item: Any, position: Position | None) -> Statement:
         evaluate = item.evaluate
 
         def expression_statement(ctx: Any) -> None:
-            evaluate(ctx)
+            result = evaluate(ctx)
+            if isinstance(result, Iterator):
+                # A lazy query as a statement still runs: ``- $list.select(f($))``
+                values.freeze(result)
 
         return expression_statement
     if isinstance(item, Mapping) and item:

@@ -31,14 +31,21 @@ _MACRO = re.compile(r"\{(\w+)\}")
 
 
 def bind(ctx: Any, template: Any, mappings: Any) -> Any:
+    """Replace ``$name`` strings (keys too) by ``mappings[name]``; ``$a-{b}`` formats
+    ``{b}`` in place. A name may hold any character but ``{``; a null value keeps the
+    string as it was."""
+    def substitute(text: str) -> Any:
+        macro = text[1:]
+        if _MACRO.search(macro):
+            return _MACRO.sub(lambda m: str(mappings.get(m.group(1))), macro)
+        if macro not in mappings:
+            raise KeyError(macro)
+        value = mappings[macro]
+        return text if value is None else value
+
     def walk(value: Any) -> Any:
         if isinstance(value, str) and value.startswith("$"):
-            key = value[1:]
-            if re.fullmatch(r"\w+", key):
-                if key not in mappings:
-                    raise KeyError(key)
-                return mappings[key]
-            return _MACRO.sub(lambda m: str(mappings[m.group(1)]), key)
+            return substitute(value)
         if isinstance(value, Mapping):
             return FrozenDict({walk(k): walk(v) for k, v in value.items()})
         if isinstance(value, (list, tuple)):
