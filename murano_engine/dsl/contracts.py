@@ -26,18 +26,21 @@ _SCALARS = (str, int, float, bool, type(None))
 class ContractScope:
     """Where a contract is applied: who owns the value and how to name it."""
 
-    __slots__ = ("frame", "this", "owner", "path", "dry_run")
+    __slots__ = ("frame", "this", "owner", "path", "dry_run", "checking")
 
     def __init__(self, frame: Any, this: Any, owner: MuranoObject | None, path: str,
-                 dry_run: bool = False) -> None:
+                 dry_run: bool = False, checking: bool = False) -> None:
         self.frame = frame
         self.this = this
         self.owner = owner
         self.path = path
         self.dry_run = dry_run
+        #: checking a value another declaration already made (overridden property)
+        self.checking = checking
 
     def at(self, suffix: str) -> ContractScope:
-        return ContractScope(self.frame, self.this, self.owner, self.path + suffix, self.dry_run)
+        return ContractScope(self.frame, self.this, self.owner, self.path + suffix, self.dry_run,
+                             self.checking)
 
     def violation(self, message: str) -> errors.DslError:
         return errors.ContractViolationException(f"[{self.path}] {message}")

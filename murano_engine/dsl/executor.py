@@ -328,18 +328,16 @@ class Executor:
 
     def _check_property(self, obj: MuranoObject, specs: list[PropertySpec], value: Any,
                         frame: Frame | None, dry_run: bool = False) -> Any:
-        """The value as the most derived declaration makes it; the others check the
-        given value too, in a dry run (objects a class() contract builds from a
-        dict are made once)."""
-        value = values.freeze(value)
-        result = value
-        for index, spec in enumerate(specs):
-            cls_frame = self.class_frame(spec.declaring_class)
-            scope = ContractScope(cls_frame, obj, obj, f"{spec.declaring_class.name}.{spec.name}",
-                                  dry_run or index > 0)
-            checked = spec.compiled_contract().apply(value, scope)
-            if index == 0:
-                result = checked
+        """The value as the most derived declaration makes it; the others then check
+        that result without making anything (a template() stays the dict it is)."""
+        spec = specs[0]
+        scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj,
+                              f"{spec.declaring_class.name}.{spec.name}", dry_run)
+        result = spec.compiled_contract().apply(values.freeze(value), scope)
+        for spec in specs[1:]:
+            scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj,
+                                  f"{spec.declaring_class.name}.{spec.name}", True, True)
+            spec.compiled_contract().apply(result, scope)
         return result
 
     def get_static(self, cls: MuranoClass, name: str, frame: Frame | None) -> Any:
@@ -388,18 +386,22 @@ class Executor:
         every ``.init`` (children first) runs once all of them exist.
         """
         obj = self.shell(cls, owner, object_id, name, register=not dry_run)
-        obj.designer = dict(designer or {})
+        if designer:
+            obj.designer = dict(designer)
         if dry_run or self._load is not None:
             self.initialize(obj, props, caller, native_args, dry_run)
             return obj
-        from murano_engine.dsl.model import index_objects
         index: dict[str, Mapping] = {}
-        index_objects(props, index)
-        saved = self.loading_begin(index, keep_ids=False)
+        for value in (props or {}).values():
+            if type(value) not in _SCALARS:
+                from murano_engine.dsl.model import index_objects
+                index_objects(value, index)
+        load = _Load(index, False)
+        saved, self._load = self._load, load
         try:
             self.initialize(obj, props, caller, native_args)
         finally:
-            load = self.loading_end(saved)
+            self._load = saved
         self.finish_load(load)
         return obj
 
@@ -430,8 +432,9 @@ class Executor:
 
     def finish_load(self, load: _Load) -> None:
         """Destruction subscriptions written in the model, then the ``.init`` calls."""
-        from murano_engine.dsl.model import restore_subscriptions
-        restore_subscriptions(self, load)
+        if load.index:
+            from murano_engine.dsl.model import restore_subscriptions
+            restore_subscriptions(self, load)
         for obj, props, caller, native_args in load.pending:
             self.finish_init(obj, props, caller, native_args)
 
@@ -594,6 +597,9 @@ class Executor:
         if obj is not None and isinstance(obj.native, MuranoPlException):
             return obj.native
         return None
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 class _Load:

@@ -179,9 +179,14 @@ def restore_subscriptions(executor: Executor, load: Any) -> None:
                 obj.dependencies.append((subscriber, handler))
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def index_objects(value: Any, index: dict[str, Mapping]) -> None:
     """Add every object dict with an id under ``value`` to ``index``: a ``?`` header
     with id and type, or the inline form ``{ns:Type: {...}, id: ..}``."""
+    if type(value) in _SCALARS:
+        return
     if isinstance(value, Mapping):
         header = value.get("?")
         if isinstance(header, Mapping) and header.get("id") and "type" in header:
