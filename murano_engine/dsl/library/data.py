@@ -31,17 +31,16 @@ _MACRO = re.compile(r"\{(\w+)\}")
 
 
 def bind(ctx: Any, template: Any, mappings: Any) -> Any:
-    """Replace ``$name`` strings (keys too) by ``mappings[name]``; ``$a-{b}`` formats
-    ``{b}`` in place. A name may hold any character but ``{``; a null value keeps the
-    string as it was."""
+    """Replace ``$name`` strings (keys too) by ``mappings[name]``, where the name is the
+    whole rest of the string (``$value of d``); in ``$a-{b}`` only ``{b}`` is replaced,
+    in place."""
     def substitute(text: str) -> Any:
         macro = text[1:]
         if _MACRO.search(macro):
             return _MACRO.sub(lambda m: str(mappings.get(m.group(1))), macro)
         if macro not in mappings:
             raise KeyError(macro)
-        value = mappings[macro]
-        return text if value is None else value
+        return mappings[macro]
 
     def walk(value: Any) -> Any:
         if isinstance(value, str) and value.startswith("$"):
