@@ -16,7 +16,7 @@ from yaql.language.utils import FrozenDict
 
 from murano_engine.dsl import errors
 from murano_engine.dsl.contexts import DslContext
-from murano_engine.dsl.errors import LoadError, Position
+from murano_engine.dsl.errors import Position
 from murano_engine.dsl.expressions import Expression
 from murano_engine.dsl.objects import MuranoObject, ObjectView
 
@@ -26,18 +26,21 @@ _SCALARS = (str, int, float, bool, type(None))
 class ContractScope:
     """Where a contract is applied: who owns the value and how to name it."""
 
-    __slots__ = ("frame", "this", "owner", "path", "dry_run")
+    __slots__ = ("frame", "this", "owner", "path", "dry_run", "checking")
 
     def __init__(self, frame: Any, this: Any, owner: MuranoObject | None, path: str,
-                 dry_run: bool = False) -> None:
+                 dry_run: bool = False, checking: bool = False) -> None:
         self.frame = frame
         self.this = this
         self.owner = owner
         self.path = path
         self.dry_run = dry_run
+        #: checking a value another declaration already made (overridden property)
+        self.checking = checking
 
     def at(self, suffix: str) -> ContractScope:
-        return ContractScope(self.frame, self.this, self.owner, self.path + suffix, self.dry_run)
+        return ContractScope(self.frame, self.this, self.owner, self.path + suffix, self.dry_run,
+                             self.checking)
 
     def violation(self, message: str) -> errors.DslError:
         return errors.ContractViolationException(f"[{self.path}] {message}")
@@ -66,7 +69,7 @@ def _compile(spec: Any, position: Position | None) -> Any:
         return _dict_contract(spec, position)
     if isinstance(spec, _SCALARS):
         return _constant_contract(spec)
-    raise LoadError(f"invalid contract {spec!r}", position)
+    raise errors.DslContractSyntaxError(f"invalid contract {spec!r}", position)
 
 
 def _expression_contract(expr: Expression) -> Any:
@@ -153,7 +156,8 @@ def _list_contract(spec: list, position: Position | None) -> Any:
     while items and type(items[-1]) is int and len(bounds) < 2:
         bounds.insert(0, items.pop())
     if not items and bounds:
-        raise LoadError("a list contract needs an item contract before its bounds", position)
+        raise errors.DslContractSyntaxError(
+            "a list contract needs an item contract before its bounds", position)
     minimum = bounds[0] if bounds else 0
     maximum = bounds[1] if len(bounds) > 1 else None
     item_contracts = [_compile(i, position) for i in items]
@@ -188,7 +192,8 @@ def _dict_contract(spec: dict, position: Position | None) -> Any:
     for key, item in spec.items():
         if isinstance(key, Expression):
             if key_contract is not None:
-                raise LoadError("a dict contract may have only one expression key", position)
+                raise errors.DslContractSyntaxError(
+                    "a dict contract may have only one expression key", position)
             key_contract = _expression_contract(key)
             value_contract = _compile(item, position)
         else:

@@ -117,10 +117,13 @@ NoMatchingMethodException = _dsl_error("NoMatchingMethodException")
 NoMatchingMethodException.murano_name = "yaql.language.exceptions.NoMatchingMethodException"
 AmbiguousMethodName = _dsl_error("AmbiguousMethodName")
 NoPropertyFound = _dsl_error("NoPropertyFound")
-PropertyReadError = _dsl_error("PropertyReadError")
-PropertyWriteError = _dsl_error("PropertyWriteError")
+# Reading or writing a property that cannot be: the base of the four below.
+PropertyAccessError = _dsl_error("PropertyAccessError")
+PropertyReadError = _dsl_error("PropertyReadError", PropertyAccessError)
+PropertyWriteError = _dsl_error("PropertyWriteError", PropertyAccessError)
 NoWriteAccessError = _dsl_error("NoWriteAccessError", PropertyWriteError)
-UninitializedPropertyAccessError = _dsl_error("UninitializedPropertyAccessError")
+UninitializedPropertyAccessError = _dsl_error("UninitializedPropertyAccessError",
+                                              PropertyAccessError)
 ObjectDestroyedError = _dsl_error("ObjectDestroyedError")
 NoObjectFoundError = _dsl_error("NoObjectFoundError")
 CircularExpressionDependenciesError = _dsl_error("CircularExpressionDependenciesError")
@@ -139,6 +142,17 @@ MemoryBudgetExceededError = _dsl_error("MemoryBudgetExceededError", BudgetExceed
 ValueLimitExceededError = _dsl_error("ValueLimitExceededError")
 RegexTimeoutError = _dsl_error("RegexTimeoutError")
 PolicyViolationException = _dsl_error("PolicyViolationException")
+
+
+class DslContractSyntaxError(LoadError, DslError):
+    """A malformed contract, found when it is first applied; MuranoPL catches it as
+    ``murano.dsl.exceptions.DslContractSyntaxError``."""
+
+    murano_name = "murano.dsl.exceptions.DslContractSyntaxError"
+
+    def __init__(self, message: str, position: Position | None = None) -> None:
+        LoadError.__init__(self, message, position)
+        self.message = message
 
 
 class MuranoPlException(Exception):

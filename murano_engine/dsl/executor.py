@@ -88,13 +88,11 @@ class Executor:
         self.active_frames: set[Frame] = set()
         self._locks: dict[Any, _Lock] = {}
         self._class_frames: dict[MuranoClass, Frame] = {}
-        self._pending_init: list[tuple[MuranoObject, Mapping | None]] | None = None
+        self._load: _Load | None = None
         self.mocks: dict[tuple[str, str], Any] = {}
         self.doomed: set[int] = set()
         self.meta_cache: dict[Any, list[MuranoObject]] = {}
         self._class_configs: dict[MuranoClass, Mapping[str, Any]] = {}
-        self.loading_index: dict[str, Mapping] | None = None
-        self._adoptable: set[str] = set()
 
     @property
     def outside(self) -> boundary.Outside:
@@ -242,7 +240,9 @@ class Executor:
             return (method, this if on_this else None, tuple(picked))
         if not on_this:
             return None
-        return (this, method.name)
+        # One lock per object and declaration: overrides of one name (psuper) run
+        # side by side.
+        return (this, method)
 
     def _acquire(self, key: Any) -> None:
         me = concurrency.current()
@@ -284,6 +284,10 @@ class Executor:
                 return obj.private[key]
             if lenient:
                 return None
+            if caller_cls is not None and obj.murano_class.is_compatible(caller_cls):
+                raise errors.UninitializedPropertyAccessError(
+                    f"access to uninitialized property {name!r} of {obj.murano_class.name} "
+                    f"is forbidden")
             raise errors.PropertyReadError(
                 f"property {name!r} of {obj.murano_class.name} cannot be read")
         spec = specs[0]
@@ -324,15 +328,16 @@ class Executor:
 
     def _check_property(self, obj: MuranoObject, specs: list[PropertySpec], value: Any,
                         frame: Frame | None, dry_run: bool = False) -> Any:
-        value = values.freeze(value)
-        result = value
-        for index, spec in enumerate(specs):
-            cls_frame = self.class_frame(spec.declaring_class)
-            scope = ContractScope(cls_frame, obj, obj, f"{spec.declaring_class.name}.{spec.name}",
-                                  dry_run)
-            checked = spec.compiled_contract().apply(result if index else value, scope)
-            if index == 0:
-                result = checked
+        """The value as the most derived declaration makes it; the others then check
+        that result without making anything (a template() stays the dict it is)."""
+        spec = specs[0]
+        scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj,
+                              f"{spec.declaring_class.name}.{spec.name}", dry_run)
+        result = spec.compiled_contract().apply(values.freeze(value), scope)
+        for spec in specs[1:]:
+            scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj,
+                                  f"{spec.declaring_class.name}.{spec.name}", True, True)
+            spec.compiled_contract().apply(result, scope)
         return result
 
     def get_static(self, cls: MuranoClass, name: str, frame: Frame | None) -> Any:
@@ -372,10 +377,32 @@ class Executor:
                    props: Mapping[str, Any] | None = None, object_id: str | None = None,
                    name: str | None = None, caller: Frame | None = None,
                    native_args: Mapping[str, Any] | None = None,
-                   dry_run: bool = False) -> MuranoObject:
-        """Create and initialize an object (``new()``, ``class()`` contracts)."""
+                   dry_run: bool = False, designer: Mapping[str, Any] | None = None
+                   ) -> MuranoObject:
+        """Create and initialize an object (``new()``, natives).
+
+        As in Murano, this is a load of its own: objects its properties' dicts
+        make get fresh ids and may refer to each other by their ids there, and
+        every ``.init`` (children first) runs once all of them exist.
+        """
         obj = self.shell(cls, owner, object_id, name, register=not dry_run)
-        self.initialize(obj, props, caller, native_args, dry_run)
+        if designer:
+            obj.designer = dict(designer)
+        if dry_run or self._load is not None:
+            self.initialize(obj, props, caller, native_args, dry_run)
+            return obj
+        index: dict[str, Mapping] = {}
+        for value in (props or {}).values():
+            if type(value) not in _SCALARS:
+                from murano_engine.dsl.model import index_objects
+                index_objects(value, index)
+        load = _Load(index, False)
+        saved, self._load = self._load, load
+        try:
+            self.initialize(obj, props, caller, native_args)
+        finally:
+            self._load = saved
+        self.finish_load(load)
         return obj
 
     def shell(self, cls: MuranoClass, owner: MuranoObject | None, object_id: str | None,
@@ -388,13 +415,28 @@ class Executor:
     def new_id(self) -> str:
         return self.outside.new_id()
 
-    def pending_init_begin(self) -> None:
-        """Defer ``.init`` calls until a whole model is loaded."""
-        self._pending_init = []
+    def loading_begin(self, index: dict[str, Mapping], keep_ids: bool = True) -> Any:
+        """Start loading a model whose object dicts ``index`` holds by id: references
+        to objects defined further on resolve, and ``.init`` calls wait until
+        :meth:`loading_end`. Without ``keep_ids`` the objects get fresh ids (the
+        model's ids still name them inside it). Returns the enclosing load, for
+        :meth:`loading_end`."""
+        saved, self._load = self._load, _Load(index, keep_ids)
+        return saved
 
-    def pending_init_end(self) -> list[tuple[MuranoObject, Mapping | None]]:
-        pending, self._pending_init = self._pending_init or [], None
-        return pending
+    def loading_end(self, saved: Any) -> _Load:
+        """End the current load; :meth:`finish_load` then runs what it left to do."""
+        load, self._load = self._load, saved
+        assert load is not None
+        return load
+
+    def finish_load(self, load: _Load) -> None:
+        """Destruction subscriptions written in the model, then the ``.init`` calls."""
+        if load.index:
+            from murano_engine.dsl.model import restore_subscriptions
+            restore_subscriptions(self, load)
+        for obj, props, caller, native_args in load.pending:
+            self.finish_init(obj, props, caller, native_args)
 
     def initialize(self, obj: MuranoObject, props: Mapping[str, Any] | None,
                    caller: Frame | None, native_args: Mapping[str, Any] | None = None,
@@ -404,8 +446,8 @@ class Executor:
         self._init_properties(obj, props, caller, dry_run, skip)
         if dry_run:
             return
-        if self._pending_init is not None:
-            self._pending_init.append((obj, props))
+        if self._load is not None:
+            self._load.pending.append((obj, props, caller, native_args))
             return
         self.finish_init(obj, props, caller, native_args)
 
@@ -445,9 +487,7 @@ class Executor:
                 spec = specs[0]
                 frame = Frame(self, None, obj, spec.declaring_class, caller, init_writes=True)
                 try:
-                    if spec.usage == "Config":
-                        value = configured.get(name)
-                    elif spec.usage != "Runtime" and name in props:
+                    if spec.usage not in ("Runtime", "Config") and name in props:
                         value = props[name]
                     elif name in configured:
                         value = configured[name]
@@ -482,26 +522,39 @@ class Executor:
 
     def object_by_id(self, object_id: str) -> MuranoObject | None:
         """An object by id; while a model loads, one defined later in it is made now."""
-        found = self.objects.get(object_id)
-        if found is None and self.loading_index and object_id in self.loading_index:
-            found = self.object_from_contract(self.loading_index[object_id], None, None)
-            self._adoptable.add(found.id)
+        load = self._load
+        if load is None or object_id not in load.index:
+            return self.objects.get(object_id)
+        found = self.objects.get(load.loaded_id(object_id, self))
+        if found is None:
+            found = self.object_from_contract(load.index[object_id], None, None)
+            load.adoptable.add(found.id)
         return found
 
-    def object_from_contract(self, value: Mapping, default_cls: MuranoClass,
+    def object_from_contract(self, value: Mapping, default_cls: MuranoClass | None,
                              owner: MuranoObject | None, dry_run: bool = False) -> MuranoObject:
-        """The object a ``class()`` contract makes of a dict."""
+        """The object a ``class()`` contract makes of a dict.
+
+        Outside a model load the dict is loaded as a model of its own: its
+        objects get fresh ids and may refer to each other by their ids in it.
+        """
         from murano_engine.dsl import model
+        load = self._load
+        if load is None and not dry_run:
+            return model.load_objects(self, value, owner, default_cls)
         spec = model.parse_object(value, self, default_cls)
-        if spec.object_id and spec.object_id in self.objects:
-            existing = self.objects[spec.object_id]
-            if spec.object_id in self._adoptable and owner is not None:
+        object_id = spec.object_id
+        if object_id and load is not None:
+            object_id = load.loaded_id(object_id, self)
+        if object_id and object_id in self.objects:
+            existing = self.objects[object_id]
+            if load is not None and object_id in load.adoptable and owner is not None:
                 # Referenced by id before its definition was reached: the
                 # definition's holder owns it.
-                self._adoptable.discard(spec.object_id)
+                load.adoptable.discard(object_id)
                 existing.owner = owner
             return existing
-        obj = self.shell(spec.cls, owner, spec.object_id, spec.name, register=not dry_run)
+        obj = self.shell(spec.cls, owner, object_id, spec.name, register=not dry_run)
         model.apply_header(obj, spec)
         self.initialize(obj, spec.props, None, dry_run=dry_run)
         return obj
@@ -513,10 +566,8 @@ class Executor:
 
     def dump_template(self, obj: MuranoObject, excluded: Any) -> Any:
         from murano_engine.dsl import serializer
-        dumped = serializer.dump_object(obj, mixed=True)
-        for path in excluded or ():
-            dumped.pop(path, None)
-        return values.freeze(dumped)
+        return values.freeze(serializer.without(serializer.dump(obj, serializer.MIXED),
+                                                 excluded))
 
     # -- exceptions ------------------------------------------------------------
     def to_murano_exception(self, exc: BaseException, frame: Frame) -> MuranoPlException:
@@ -546,6 +597,32 @@ class Executor:
         if obj is not None and isinstance(obj.native, MuranoPlException):
             return obj.native
         return None
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+class _Load:
+    """A model being loaded: its object dicts by id, the ids its objects got, the
+    ``.init`` calls due at its end, and objects made early by a reference."""
+
+    __slots__ = ("index", "renames", "pending", "adoptable")
+
+    def __init__(self, index: dict[str, Mapping], keep_ids: bool) -> None:
+        self.index = index
+        self.renames: dict[str, str] | None = None if keep_ids else {}
+        self.pending: list[tuple[MuranoObject, Mapping | None, Frame | None,
+                                 Mapping[str, Any] | None]] = []
+        self.adoptable: set[str] = set()
+
+    def loaded_id(self, model_id: str, executor: Executor) -> str:
+        """The id of the object the model calls ``model_id``."""
+        if self.renames is None or model_id not in self.index:
+            return model_id
+        new_id = self.renames.get(model_id)
+        if new_id is None:
+            new_id = self.renames[model_id] = executor.new_id()
+        return new_id
 
 
 def _default_of(spec: Any) -> Any:

@@ -25,6 +25,9 @@ from murano_engine.dsl.yaml_loader import position_of
 
 Statement = Callable[[Any], Any]
 
+# Results a statement need not look into (a lazy query result is none of these).
+_VALUES = frozenset({str, int, float, bool, tuple, FrozenDict, MuranoObject})
+
 BREAK = object()
 CONTINUE = object()
 LOOP_LIMIT = 1_000_000
@@ -89,7 +92,7 @@ def _statement(item: Any, position: Position | None) -> Statement:
 
         def expression_statement(ctx: Any) -> None:
             result = evaluate(ctx)
-            if isinstance(result, Iterator):
+            if result is not None and type(result) not in _VALUES and isinstance(result, Iterator):
                 # A lazy query as a statement still runs: ``- $list.select(f($))``
                 values.freeze(result)
 

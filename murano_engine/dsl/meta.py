@@ -8,7 +8,7 @@ read through reflection.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from murano_engine.dsl import errors
@@ -71,23 +71,65 @@ def build(executor: Executor, raw: Any, scope: MuranoClass, target: str) -> list
 
 
 def type_meta(executor: Executor, cls: MuranoClass) -> list[MuranoObject]:
-    """A type's own metas plus the inherited ones of its ancestors."""
-    own = build(executor, cls.meta, cls, "Type")
-    names = {m.murano_class.name for m in own}
-    inherited: list[MuranoObject] = []
-    from_parents: dict[str, MuranoClass] = {}
-    for parent in cls.parents:
-        for meta_obj in type_meta(executor, parent):
-            options = meta_obj.murano_class.meta_options
-            if not options.get("Inherited"):
-                continue
-            name = meta_obj.murano_class.name
-            if options.get("Cardinality", "One") == "One":
-                if name in names:
+    """A type's own metas plus those its ancestors pass down."""
+    return merged(cls, lambda c: build(executor, c.meta, c, "Type"))
+
+
+def method_meta(executor: Executor, cls: MuranoClass, name: str) -> list[MuranoObject]:
+    """The metas of method ``name`` declared in ``cls`` plus those its overridden
+    declarations in the ancestors pass down."""
+    def own(c: MuranoClass) -> list[MuranoObject] | None:
+        method = c.methods.get(name)
+        return build(executor, method.meta, c, "Method") if method is not None else None
+    return merged(cls, own)
+
+
+def property_meta(executor: Executor, cls: MuranoClass, name: str) -> list[MuranoObject]:
+    """The metas of property ``name`` as :func:`method_meta` gathers a method's."""
+    def own(c: MuranoClass) -> list[MuranoObject] | None:
+        spec = c.properties.get(name)
+        return build(executor, spec.meta, c, "Property") if spec is not None else None
+    return merged(cls, own)
+
+
+def merged(initial: MuranoClass,
+           own: Callable[[MuranoClass], list[MuranoObject] | None]) -> list[MuranoObject]:
+    """``initial``'s own metas, then what each ancestor passes down.
+
+    An ancestor passes a meta down when its class is ``Inherited`` and, for a
+    ``Cardinality: One`` class, no class between it and ``initial`` on that
+    path already has one of the same meta class. A ``One`` meta class reached
+    from two different classes is an error; an ancestor reached along two
+    paths counts once.
+    """
+    found: list[tuple[MuranoClass, MuranoObject]] = []
+
+    def walk(classes: list[MuranoClass], above: frozenset[MuranoClass]) -> None:
+        for cls in classes:
+            singles = set(above)
+            for item in own(cls) or ():
+                meta_cls = item.murano_class
+                options = meta_cls.meta_options
+                if cls is not initial and (not options.get("Inherited") or meta_cls in above):
                     continue
-                if name in from_parents and from_parents[name] is not parent:
-                    raise errors.DslInvalidOperationError(
-                        f"meta {name} reaches {cls.name} from two parents")
-                from_parents[name] = parent
-            inherited.append(meta_obj)
-    return own + inherited
+                if options.get("Cardinality", "One") == "One":
+                    singles.add(meta_cls)
+                found.append((cls, item))
+            walk(cls.parents, frozenset(singles))
+
+    walk([initial], frozenset())
+    result: list[MuranoObject] = []
+    seen: set[tuple[int, int]] = set()
+    single_from: dict[MuranoClass, MuranoClass] = {}
+    for cls, item in found:
+        meta_cls = item.murano_class
+        if meta_cls.meta_options.get("Cardinality", "One") == "One":
+            holder = single_from.setdefault(meta_cls, cls)
+            if holder is not cls:
+                raise errors.DslInvalidOperationError(
+                    f"meta {meta_cls.name} (Cardinality One) reaches {initial.name} from both "
+                    f"{holder.name} and {cls.name}")
+        if (id(cls), id(item)) not in seen:
+            seen.add((id(cls), id(item)))
+            result.append(item)
+    return result

@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from yaql.language.utils import FrozenDict
-
 from murano_engine.dsl import errors, values
 from murano_engine.dsl.classes import MuranoClass
 from murano_engine.dsl.objects import MuranoObject, TypeRef
@@ -126,15 +124,13 @@ def load_model(executor: Executor, model: Mapping) -> MuranoObject | None:
     index_objects(objects, index)
     live_ids = set(index)
     index_objects(copy, index)
-    executor.loading_index = index
-    executor.pending_init_begin()
+    saved = executor.loading_begin(index)
     try:
         root = executor.object_from_contract(objects, None, None) if objects else None
         if copy:
             _load_removed(executor, copy, None, live_ids)
     finally:
-        executor.loading_index = None
-        pending = executor.pending_init_end()
+        load = executor.loading_end(saved)
     for object_id, owner_class, name, value in attributes:
         if not all(isinstance(part, str) for part in (object_id, owner_class, name)):
             raise errors.ContractViolationException(
@@ -143,19 +139,60 @@ def load_model(executor: Executor, model: Mapping) -> MuranoObject | None:
         obj = executor.objects.get(object_id)
         if obj is not None:
             obj.attributes[(owner_class, name)] = values.freeze(value)
-    for obj, props in pending:
-        executor.finish_init(obj, props)
+    executor.finish_load(load)
     if root is not None:
         executor.roots = [root]
     return root
 
 
+def load_objects(executor: Executor, value: Mapping, owner: MuranoObject | None,
+                 default_cls: MuranoClass | None = None) -> MuranoObject:
+    """``new(model)`` and dicts given to ``class()`` contracts: the objects of an object
+    dict, with fresh ids. They may refer to each other by their ids in the dict, in
+    any order; ``.init`` runs once all of them are made."""
+    index: dict[str, Mapping] = {}
+    index_objects(value, index)
+    saved = executor.loading_begin(index, keep_ids=False)
+    try:
+        root = executor.object_from_contract(value, default_cls, owner)
+    finally:
+        load = executor.loading_end(saved)
+    executor.finish_load(load)
+    return root
+
+
+def restore_subscriptions(executor: Executor, load: Any) -> None:
+    """Destruction subscriptions written in headers (``dependencies.onDestruction``)."""
+    for model_id, data in load.index.items():
+        header = data.get("?")
+        dependencies = header.get("dependencies") if isinstance(header, Mapping) else None
+        obj = executor.objects.get(load.loaded_id(model_id, executor))
+        if obj is None or not isinstance(dependencies, Mapping):
+            continue
+        for entry in dependencies.get("onDestruction") or ():
+            if not isinstance(entry, Mapping):
+                continue
+            subscriber = executor.objects.get(load.loaded_id(str(entry.get("subscriber")),
+                                                             executor))
+            handler = entry.get("handler")
+            if subscriber is not None and (subscriber, handler) not in obj.dependencies:
+                obj.dependencies.append((subscriber, handler))
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def index_objects(value: Any, index: dict[str, Mapping]) -> None:
-    """Add every object dict (``?`` header with id and type) under ``value`` to ``index``."""
+    """Add every object dict with an id under ``value`` to ``index``: a ``?`` header
+    with id and type, or the inline form ``{ns:Type: {...}, id: ..}``."""
+    if type(value) in _SCALARS:
+        return
     if isinstance(value, Mapping):
         header = value.get("?")
         if isinstance(header, Mapping) and header.get("id") and "type" in header:
             index.setdefault(str(header["id"]), value)
+        elif value.get("id") and any(isinstance(k, TypeRef) for k in value):
+            index.setdefault(str(value["id"]), value)
         for item in value.values():
             index_objects(item, index)
     elif isinstance(value, (list, tuple)):
@@ -182,49 +219,21 @@ def _load_removed(executor: Executor, value: Any, owner: MuranoObject | None,
             _load_removed(executor, item, owner, live_ids)
 
 
-def copy_with_new_ids(executor: Executor, value: Mapping) -> Any:
-    """A model dict with fresh ids, references inside it kept consistent."""
-    mapping: dict[str, str] = {}
-
-    def collect(item: Any) -> None:
-        if isinstance(item, Mapping):
-            header = item.get("?")
-            if isinstance(header, Mapping) and header.get("id"):
-                mapping[str(header["id"])] = executor.new_id()
-            elif any(isinstance(k, TypeRef) for k in item) and item.get("id"):
-                mapping[str(item["id"])] = executor.new_id()
-            for v in item.values():
-                collect(v)
-        elif isinstance(item, (list, tuple)):
-            for v in item:
-                collect(v)
-
-    def rewrite(item: Any) -> Any:
-        if isinstance(item, str):
-            return mapping.get(item, item)
-        if isinstance(item, Mapping):
-            return FrozenDict({k: rewrite(v) for k, v in item.items()})
-        if isinstance(item, (list, tuple)):
-            return tuple(rewrite(v) for v in item)
-        return item
-
-    collect(value)
-    return rewrite(value)
-
-
 def check_template(executor: Executor, value: Mapping, default_cls: MuranoClass,
                    cls: MuranoClass, excluded: Any, scope: ContractScope) -> Any:
-    """Validate a ``template()`` dict by a dry-run build; return it in Mixed form."""
+    """A ``template()`` dict, checked by building its object in a dry run.
+
+    The result is that object written in Mixed form, so the class's contracts
+    have transformed the values (and Defaults filled the gaps); excluded
+    properties are neither checked nor written. ``new()`` takes the result.
+    """
+    from murano_engine.dsl import serializer
     spec = parse_object(value, executor, default_cls)
     if not spec.cls.is_compatible(cls):
         raise scope.violation(f"template of {spec.cls.name} is not a {cls.name}")
     skip = {str(p) for p in (excluded or ())}
     props = {k: v for k, v in spec.props.items() if k not in skip}
-    obj = executor.shell(spec.cls, scope.owner, None, spec.name, register=False)
+    obj = executor.shell(spec.cls, scope.owner, spec.object_id, spec.name, register=False)
+    apply_header(obj, spec)
     executor.initialize(obj, props, None, dry_run=True, skip=skip)
-    header: dict[str, Any] = {"type": spec.cls.ref}
-    if spec.object_id:
-        header["id"] = spec.object_id
-    if spec.name:
-        header["name"] = spec.name
-    return FrozenDict({"?": FrozenDict(header), **props})
+    return values.freeze(serializer.without(serializer.dump(obj, serializer.MIXED), skip))

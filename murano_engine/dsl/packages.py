@@ -232,7 +232,8 @@ class Package:
         if name in self.class_files:
             return self.load_class(name)
         seen = searched if searched is not None else []
-        seen.append(f"{self.name}/{self.version}")
+        if f"{self.name}/{self.version}" not in seen:
+            seen.append(f"{self.name}/{self.version}")
         for requirement, spec in self.requirements.items():
             package = self.loader.find_package(requirement, spec, required_by=self)
             if name in package.class_files:

@@ -57,7 +57,10 @@ class TypeInfo(_Reflected):
 
     @property
     def properties(self) -> tuple:
-        return tuple(PropertyInfo(spec, self.executor) for spec in self.cls.properties.values())
+        """Every property of the type, inherited ones too (the most derived declaration)."""
+        return tuple(PropertyInfo(specs[0], self.executor)
+                     for name, specs in self.cls.all_properties().items()
+                     if not name.startswith((".", "__")))
 
     @property
     def methods(self) -> tuple:
@@ -103,8 +106,7 @@ class PropertyInfo(_Reflected):
 
     @property
     def meta(self) -> tuple:
-        return tuple(meta.build(self.executor, self.spec.meta, self.spec.declaring_class,
-                                "Property"))
+        return tuple(meta.property_meta(self.executor, self.spec.declaring_class, self.name))
 
     @property
     def declaringType(self) -> TypeInfo:  # noqa: N802 - MuranoPL name
@@ -135,8 +137,7 @@ class MethodInfo(_Reflected):
 
     @property
     def meta(self) -> tuple:
-        return tuple(meta.build(self.executor, self.method.meta, self.method.declaring_class,
-                                "Method"))
+        return tuple(meta.method_meta(self.executor, self.method.declaring_class, self.name))
 
     @property
     def arguments(self) -> tuple:

@@ -10,7 +10,7 @@ place (``murano_engine.interpreter``) and nothing here is global.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ import yaql.legacy
 from yaql.language import expressions as ast
 from yaql.language import utils as yaql_utils
 
-from murano_engine.dsl import errors
+from murano_engine.dsl import errors, values
 from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.expressions import engine
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef
@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from murano_engine.dsl.natives import NativeRegistry
 
 NO_VALUE = yaql_utils.NO_VALUE
+#: yaql string and list methods that formats 1.0 and 1.1 also call as plain
+#: functions (``toUpper($name)``)
+LEGACY_FUNCTION_FORMS = ("to_lower", "to_upper", "trim", "join", "split", "starts_with",
+                         "ends_with", "matches", "replace", "flatten")
 ContractFunction = Callable[[Any, Any, list, dict], Any]
 
 
@@ -60,6 +64,11 @@ class Runtime:
         root = self._roots.get(legacy)
         if root is None:
             base = yaql.legacy.create_context() if legacy else yaql.create_context()
+            if legacy:
+                base = base.create_child_context()
+                for name in LEGACY_FUNCTION_FORMS:
+                    for spec in yaql_utils.to_extension_method(name, base):
+                        base.register_function(spec)
             root = self._roots[legacy] = DslContext(base)
         return root
 
@@ -76,6 +85,9 @@ class Runtime:
         reflected = getattr(receiver, "murano_member", None)
         if reflected is not None:
             return reflected(name)
+        if isinstance(receiver, Iterable) and not isinstance(receiver, (str, bytes)):
+            # ``$list.name``: the member of every item (objects and reflection values too)
+            return tuple(self.get_member(item, name, ctx) for item in values.freeze(receiver))
         return ctx("#operator_.", self.engine, NO_VALUE, ctx)(
             receiver, ast.KeywordConstant(name))
 
@@ -87,7 +99,7 @@ class Runtime:
             method = receiver.murano_class.find_method(name)
             if method is not None:
                 if isinstance(receiver, TypeRef) and not method.is_static:
-                    raise errors.NoMethodFound(
+                    raise errors.NoMatchingMethodException(
                         f"method {name} of {receiver.murano_class.name} is not static")
                 return frame.executor.invoke(
                     method, receiver, [a(ctx) for a in args],
@@ -106,7 +118,11 @@ class Runtime:
         reflected = getattr(receiver, "murano_call", None)
         if reflected is not None:
             return reflected(name, [a(ctx) for a in args], {k: v(ctx) for k, v in kwargs.items()})
-        if isinstance(receiver, (MuranoObject, ObjectView, TypeRef)):
+        if isinstance(receiver, TypeRef):
+            # as in Murano, whose type references reach methods through yaql's overloads
+            raise errors.NoMatchingMethodException(
+                f"static method {name!r} is not found in {receiver.murano_class.name}")
+        if isinstance(receiver, (MuranoObject, ObjectView)):
             raise errors.NoMethodFound(
                 f"method {name!r} is not found in {receiver.murano_class.name}")
         return ctx(name, self.engine, receiver, ctx)(*yaql_args)

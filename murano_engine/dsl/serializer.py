@@ -1,4 +1,14 @@
-"""Writing objects back as an object model (``Objects``, ``ObjectsCopy``, ``Attributes``)."""
+"""Writing objects as data: the object model after a run, ``dump()``, results.
+
+An object is written in full - a header plus its In/Out/InOut/Const
+properties - at most once per output: where its owner holds it, or, for an
+object nothing in the output owns, at the first place that refers to it.
+Every other occurrence is its id. Three forms, as in Murano:
+
+* ``Serializable``: the header's type is ``name/version@package`` (JSON-safe);
+* ``Mixed``: the header's type is a type reference (data that stays in MuranoPL);
+* ``Inline``: ``{Type: properties, id: .., name: .., metadata: ..}``.
+"""
 
 from __future__ import annotations
 
@@ -7,108 +17,213 @@ from collections.abc import Mapping
 from typing import Any
 
 from murano_engine.dsl.classes import MODEL_USAGES, MuranoClass
-from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef, real_object
+from murano_engine.dsl.objects import MuranoObject, TypeRef, real_object
+
+SERIALIZABLE = "Serializable"
+MIXED = "Mixed"
+INLINE = "Inline"
+FORMS = (SERIALIZABLE, MIXED, INLINE)
+SERIALIZE_META = "io.murano.metadata.engine.Serialize"
+_TITLES = {"io.murano.metadata.Title": "title", "io.murano.metadata.Description": "description",
+           "io.murano.metadata.HelpText": "helpText"}
+_SCALARS = (str, int, float, bool, type(None), bytes)
 
 
 def type_string(cls: MuranoClass) -> str:
     return f"{cls.name}/{cls.package.version}@{cls.package.name}"
 
 
+class _Ref:
+    """An object not written in full at this place (yet)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: MuranoObject) -> None:
+        self.obj = obj
+
+
+class _Writer:
+    """One output: which objects it holds in full, and how it writes values.
+
+    The first pass writes each object where its owner holds it and leaves a
+    :class:`_Ref` elsewhere. Later passes write in full, at its first
+    reference, each object that is still missing (with ``refs``, only objects
+    without an owner: the others stay ids). Finally references become ids;
+    without ``refs`` those to objects not in the output are left out.
+    """
+
+    def __init__(self, form: str = SERIALIZABLE, refs: bool = True, *, actions: bool = False,
+                 dependencies: bool = False) -> None:
+        self.form = form
+        self.refs = refs
+        self.actions = actions
+        self.dependencies = dependencies
+        self.written: dict[int, MuranoObject] = {}
+
+    def write(self, value: Any) -> Any:
+        root = real_object(value)
+        parent = root.owner if root is not None else None
+        tree, pending = self._value(value, parent)
+        while pending:
+            tree, pending = self._value(tree, parent)
+        return self._settle(tree)
+
+    def _value(self, value: Any, parent: MuranoObject | None) -> tuple[Any, bool]:
+        if isinstance(value, _SCALARS):
+            return value, False
+        if isinstance(value, _Ref):
+            if not self._movable(value.obj, parent):
+                return value, False
+            return self._object(value.obj, value.obj.murano_class)
+        obj = real_object(value)
+        if obj is not None:
+            if obj.owner is not parent or id(obj) in self.written:
+                return _Ref(obj), True
+            return self._object(obj, value.murano_class)
+        if isinstance(value, TypeRef):
+            return type_string(value.murano_class), False
+        if isinstance(value, Mapping):
+            out: dict[Any, Any] = {}
+            pending = False
+            for key, item in value.items():
+                if isinstance(key, TypeRef) and self.form == SERIALIZABLE:
+                    key = type_string(key.murano_class)
+                if key == "type" and isinstance(item, TypeRef) and self.form == MIXED:
+                    out[key] = item
+                    continue
+                out[key], more = self._value(item, parent)
+                pending = pending or more
+            return out, pending
+        if isinstance(value, (tuple, list, set, frozenset)):
+            items = []
+            pending = False
+            for item in value:
+                written, more = self._value(item, parent)
+                items.append(written)
+                pending = pending or more
+            return items, pending
+        return value, False
+
+    def _movable(self, obj: MuranoObject, parent: MuranoObject | None) -> bool:
+        if id(obj) in self.written:
+            return False
+        if self.refs and obj.owner is not None:
+            return _within(parent, obj.owner) and id(obj.owner) in self.written
+        return True
+
+    def _object(self, obj: MuranoObject, cls: MuranoClass) -> tuple[Any, bool]:
+        self.written[id(obj)] = obj
+        return self._value(self._fields(obj, cls), obj)
+
+    def _fields(self, obj: MuranoObject, cls: MuranoClass) -> dict[Any, Any]:
+        """The object as a dict whose values are still engine values."""
+        props: dict[Any, Any] = {}
+        for name, specs in cls.all_properties().items():
+            if specs[0].usage not in MODEL_USAGES or name not in obj.props:
+                continue
+            value = obj.props[name]
+            target = real_object(value)
+            if target is not None and self.refs and _by_reference(obj, specs[0]):
+                value = target.id
+            props[name] = value
+        if self.form == INLINE:
+            header: dict[Any, Any] = {"id": obj.id, "name": obj.name, "metadata": obj.metadata}
+        else:
+            header = {"type": type_string(cls) if self.form == SERIALIZABLE else cls.ref,
+                      "id": obj.id}
+            if obj.name:
+                header["name"] = obj.name
+            if obj.metadata is not None:
+                header["metadata"] = obj.metadata
+        header.update(obj.designer)
+        if self.actions:
+            header["_actions"] = _actions(obj)
+        if obj.destroyed:
+            header["destroyed"] = True
+        if self.dependencies:
+            subscribers = [{"subscriber": subscriber.id, "handler": handler}
+                           for subscriber, handler in obj.dependencies
+                           if not subscriber.destroyed
+                           and id(subscriber) not in obj.executor.doomed]
+            if subscribers:
+                header["dependencies"] = {"onDestruction": subscribers}
+        if self.form == INLINE:
+            return {cls.ref: props, **header}
+        return {"?": header, **props}
+
+    def _settle(self, value: Any) -> Any:
+        """References as ids; without ``refs``, those to objects not written dropped."""
+        if isinstance(value, dict):
+            out = {}
+            for key, item in value.items():
+                if isinstance(item, _Ref):
+                    if not self._kept(item):
+                        continue
+                    out[key] = item.obj.id
+                else:
+                    out[key] = self._settle(item)
+            return out
+        if isinstance(value, list):
+            return [item.obj.id if isinstance(item, _Ref) else self._settle(item)
+                    for item in value if not isinstance(item, _Ref) or self._kept(item)]
+        return value
+
+    def _kept(self, ref: _Ref) -> bool:
+        return self.refs or id(ref.obj) in self.written
+
+
+def _within(obj: MuranoObject | None, ancestor: MuranoObject) -> bool:
+    """Whether ``obj`` is ``ancestor`` or owned by it, directly or not."""
+    while obj is not None:
+        if obj is ancestor:
+            return True
+        obj = obj.owner
+    return False
+
+
+def _by_reference(obj: MuranoObject, spec: Any) -> bool:
+    """Whether the property's ``Serialize`` meta says ``as: reference``."""
+    if spec.meta is None:
+        return False
+    from murano_engine.dsl import meta
+    for item in meta.property_meta(obj.executor, spec.declaring_class, spec.name):
+        if item.murano_class.name == SERIALIZE_META:
+            return item.props.get("as") == "reference"
+    return False
+
+
+def dump(value: Any, form: str = SERIALIZABLE, refs: bool = True) -> Any:
+    """``dump()``: an object (or a cast: only that class's properties) and what it owns.
+
+    With ``refs`` an object owned elsewhere is written as its id; without, it is
+    written in full where it is first referred to, as in the object model.
+    """
+    return _Writer(form, refs).write(value)
+
+
 def serialize_model(root: MuranoObject | None) -> dict[str, Any]:
-    """The model after a run: every object reachable through ownership from ``root``."""
+    """The model after a run: ``root``, what it owns and what that refers to."""
     if root is None:
         return {"Objects": None, "ObjectsCopy": None, "Attributes": []}
-    included = owned_tree(root)
-    objects = dump_object(root, included=included, actions=True)
-    attributes = [[obj.id, owner, name, _plain(value, included, obj)]
-                  for obj in included
+    writer = _Writer(SERIALIZABLE, refs=False, actions=True, dependencies=True)
+    objects = writer.write(root)
+    attributes = [[obj.id, owner, name, _plain(value)]
+                  for obj in writer.written.values()
                   for (owner, name), value in sorted(obj.attributes.items())]
     return {"Objects": objects, "ObjectsCopy": copy.deepcopy(objects), "Attributes": attributes}
 
 
-def owned_tree(root: MuranoObject) -> list[MuranoObject]:
-    """``root`` and the objects written inline under it, in order."""
-    found: list[MuranoObject] = []
-    seen: set[int] = set()
-
-    def visit(obj: MuranoObject) -> None:
-        if id(obj) in seen:
-            return
-        seen.add(id(obj))
-        found.append(obj)
-        for value in obj.props.values():
-            for child in _objects_in(value):
-                if child.owner is obj:
-                    visit(child)
-
-    visit(root)
-    return found
-
-
-def _objects_in(value: Any):
+def _plain(value: Any) -> Any:
     obj = real_object(value)
     if obj is not None:
-        yield obj
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _objects_in(item)
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _objects_in(item)
-
-
-def dump_object(obj: MuranoObject, mixed: bool = False,
-                included: list[MuranoObject] | None = None, actions: bool = False
-                ) -> dict[str, Any]:
-    """One object as a model dict (``?`` header plus In/Out/InOut/Const properties)."""
-    include_set = {id(o) for o in included} if included is not None else None
-    header: dict[str, Any] = {"type": obj.murano_class.ref if mixed
-                              else type_string(obj.murano_class), "id": obj.id}
-    if obj.name:
-        header["name"] = obj.name
-    if obj.metadata is not None:
-        header["metadata"] = _plain(obj.metadata, include_set, obj)
-    header.update({k: _plain(v, include_set, obj) for k, v in obj.designer.items()})
-    if actions:
-        header["_actions"] = _actions(obj)
-    if obj.destroyed:
-        header["destroyed"] = True
-    if obj.dependencies:
-        header["dependencies"] = {"onDestruction": [
-            {"subscriber": subscriber.id, "handler": handler}
-            for subscriber, handler in obj.dependencies]}
-    result: dict[str, Any] = {"?": header}
-    for name, specs in obj.murano_class.all_properties().items():
-        if specs[0].usage in MODEL_USAGES and name in obj.props:
-            result[name] = _dump_value(obj.props[name], obj, mixed, include_set, included)
-    return result
-
-
-def _dump_value(value: Any, holder: MuranoObject, mixed: bool, include_set: set[int] | None,
-                included: list[MuranoObject] | None) -> Any:
-    obj = real_object(value)
-    if obj is not None:
-        if obj.owner is holder:
-            return dump_object(obj, mixed, included, actions=included is not None)
         return obj.id
-    if isinstance(value, Mapping):
-        out = {}
-        for key, item in value.items():
-            if _dropped(item, include_set):
-                continue
-            out[_key(key)] = _dump_value(item, holder, mixed, include_set, included)
-        return out
-    if isinstance(value, (tuple, list, set, frozenset)):
-        return [_dump_value(item, holder, mixed, include_set, included)
-                for item in value if not _dropped(item, include_set)]
     if isinstance(value, TypeRef):
-        return value if mixed else type_string(value.murano_class)
+        return type_string(value.murano_class)
+    if isinstance(value, Mapping):
+        return {_key(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list, set, frozenset)):
+        return [_plain(v) for v in value]
     return value
-
-
-def _dropped(item: Any, include_set: set[int] | None) -> bool:
-    obj = real_object(item)
-    return obj is not None and include_set is not None and id(obj) not in include_set
 
 
 def _key(key: Any) -> Any:
@@ -117,32 +232,42 @@ def _key(key: Any) -> Any:
     return key
 
 
-def _plain(value: Any, include_set: Any, holder: MuranoObject) -> Any:
-    if isinstance(value, (MuranoObject, ObjectView)):
-        return real_object(value).id
-    if isinstance(value, TypeRef):
-        return type_string(value.murano_class)
-    if isinstance(value, Mapping):
-        return {_key(k): _plain(v, include_set, holder) for k, v in value.items()}
-    if isinstance(value, (tuple, list, set, frozenset)):
-        return [_plain(v, include_set, holder) for v in value]
-    return value
-
-
 def _actions(obj: MuranoObject) -> dict[str, Any]:
+    """The object's actions (public methods), with titles from their metadata."""
+    from murano_engine.dsl import meta
     previous = obj.designer.get("_actions") or {}
     out = {}
-    for name in obj.murano_class.public_methods():
+    for name, method in obj.murano_class.public_methods().items():
         key = f"{obj.id}_{name}"
-        out[key] = {"name": name, "enabled": (previous.get(key) or {}).get("enabled", True)}
+        entry = dict(previous.get(key) or {})
+        entry.setdefault("enabled", True)
+        entry["name"] = name
+        entry["title"] = name
+        for item in meta.method_meta(obj.executor, method.declaring_class, name):
+            field = _TITLES.get(item.murano_class.name)
+            if field is not None:
+                entry[field] = item.props.get("text")
+        out[key] = entry
     return out
+
+
+def without(dumped: dict[str, Any], paths: Any) -> dict[str, Any]:
+    """``dumped`` less the (dotted) property paths given, as templates exclude them."""
+    for path in paths or ():
+        *parents, last = str(path).split(".")
+        node: Any = dumped
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(last, None)
+    return dumped
 
 
 def serialize_value(value: Any) -> Any:
     """An action result or a ``run`` result as plain JSON data."""
     obj = real_object(value)
     if obj is not None:
-        return dump_object(obj)
+        return dump(obj)
     if isinstance(value, TypeRef):
         return type_string(value.murano_class)
     if isinstance(value, Mapping):

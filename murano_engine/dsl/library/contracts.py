@@ -119,6 +119,8 @@ def contract_template(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
         return executor.dump_template(obj, excluded)
     if not isinstance(value, Mapping):
         raise scope.violation(f"value {value!r} cannot be a template of {cls.name}")
+    if scope.checking:
+        return value
     default_cls = _to_class(ctx, default_ref) or cls
     return executor.check_template(value, default_cls, cls, excluded, scope)
 

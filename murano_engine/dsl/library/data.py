@@ -31,14 +31,20 @@ _MACRO = re.compile(r"\{(\w+)\}")
 
 
 def bind(ctx: Any, template: Any, mappings: Any) -> Any:
+    """Replace ``$name`` strings (keys too) by ``mappings[name]``, where the name is the
+    whole rest of the string (``$value of d``); in ``$a-{b}`` only ``{b}`` is replaced,
+    in place."""
+    def substitute(text: str) -> Any:
+        macro = text[1:]
+        if _MACRO.search(macro):
+            return _MACRO.sub(lambda m: str(mappings.get(m.group(1))), macro)
+        if macro not in mappings:
+            raise KeyError(macro)
+        return mappings[macro]
+
     def walk(value: Any) -> Any:
         if isinstance(value, str) and value.startswith("$"):
-            key = value[1:]
-            if re.fullmatch(r"\w+", key):
-                if key not in mappings:
-                    raise KeyError(key)
-                return mappings[key]
-            return _MACRO.sub(lambda m: str(mappings[m.group(1)]), key)
+            return substitute(value)
         if isinstance(value, Mapping):
             return FrozenDict({walk(k): walk(v) for k, v in value.items()})
         if isinstance(value, (list, tuple)):

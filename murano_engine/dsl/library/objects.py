@@ -30,8 +30,7 @@ def new(ctx: Any, *args: Any, **kwargs: Any) -> MuranoObject:
     first, rest = args[0], list(args[1:])
     if isinstance(first, Mapping):
         owner = rest[0] if rest else kwargs.get("owner")
-        spec_dict = model.copy_with_new_ids(executor, first)
-        return executor.object_from_contract(spec_dict, None, real_object(owner))
+        return model.load_objects(executor, first, real_object(owner))
     cls = resolve_class(ctx, first)
     props: dict[str, Any] = {}
     if rest and isinstance(rest[0], Mapping):
@@ -42,12 +41,11 @@ def new(ctx: Any, *args: Any, **kwargs: Any) -> MuranoObject:
         if key in kwargs:
             positional[key] = kwargs.pop(key)
     props.update(kwargs)
-    owner = real_object(positional.get("owner"))
-    obj = executor.shell(cls, owner, None, positional.get("objectName"))
     extra = positional.get("extra") or {}
-    obj.designer = {k: v for k, v in extra.items() if isinstance(k, str) and k.startswith("_")}
-    executor.initialize(obj, props, frame, native_args=props)
-    return obj
+    return executor.new_object(
+        cls, real_object(positional.get("owner")), props, name=positional.get("objectName"),
+        caller=frame, native_args=props,
+        designer={k: v for k, v in extra.items() if isinstance(k, str) and k.startswith("_")})
 
 
 def id_(ctx: Any, obj: Any) -> str | None:
@@ -65,7 +63,7 @@ def cast(ctx: Any, obj: Any, type_: Any, version_spec: Any = None) -> Any:
 
 def _super(ctx: Any, receiver: Any, args: list, kwargs: dict, parallel: bool) -> Any:
     frame = frame_of(ctx)
-    real = _real(receiver, "super")
+    real = _real(frame.this if receiver is None else receiver, "super")
     expression = args[0] if args else kwargs.get("expr")
     views = [ObjectView(real, parent) for parent in frame.murano_class.parents]
     if expression is None:
@@ -118,9 +116,8 @@ def type_(ctx: Any, value: Any) -> Any:
 
 
 def typeinfo(ctx: Any, value: Any) -> Any:
+    """The type of an object (of a cast: the class it is cast to), a type or a name."""
     from murano_engine.dsl.reflection import TypeInfo
-    if isinstance(value, ObjectView):
-        value = value.real
     return TypeInfo(resolve_class(ctx, value), frame_of(ctx).executor)
 
 
@@ -138,15 +135,16 @@ def is_object(ctx: Any, value: Any) -> bool:
 
 def dump(ctx: Any, obj: Any, serialization_type: str = "Serializable",
          ignore_upcasts: bool = True, **kwargs: Any) -> Any:
+    """``dump(obj, serializationType, ignoreUpcasts)``: the object as data; a cast is
+    dumped as its class when ``ignoreUpcasts`` is false."""
     from murano_engine.dsl import serializer
     serialization_type = kwargs.get("serializationType", serialization_type)
+    ignore_upcasts = kwargs.get("ignoreUpcasts", ignore_upcasts)
+    if serialization_type not in serializer.FORMS:
+        raise ValueError(f"dump(): serialization type {serialization_type!r} is not one of "
+                         f"{', '.join(serializer.FORMS)}")
     real = _real(obj, "dump")
-    if serialization_type == "Inline":
-        dumped = serializer.dump_object(real)
-        header = dumped.pop("?")
-        return values.freeze({serializer.type_string(real.murano_class): dumped,
-                              "id": header["id"], "name": header.get("name")})
-    return values.freeze(serializer.dump_object(real, mixed=serialization_type == "Mixed"))
+    return values.freeze(serializer.dump(real if ignore_upcasts else obj, serialization_type))
 
 
 def call(ctx: Any, name_: Any, args: Any = (), kwargs: Any = None, receiver: Any = None) -> Any:
