@@ -39,7 +39,7 @@ lint: $(VENV)/.installed
 
 # The sample configuration files, rendered from the option declarations
 # (tests/common/test_options.py checks they are up to date).
-samples:
+samples: $(VENV)/.installed
 	$(PYTHON) -m murano_common.options murano_agent.config > murano_agent/packaging/agent.conf.sample
 	$(PYTHON) -m murano_common.options murano_engine.config > murano_engine/murano-engine.conf.sample
 	$(PYTHON) -m murano_common.options murano_engine.api.config > murano_engine/api/murano-api.conf.sample

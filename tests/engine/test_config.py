@@ -84,7 +84,8 @@ def test_api_file_holds_api_and_engine_sections(tmp_path):
     path.write_text("[DEFAULT]\nbind_port = 9000\n[engine]\ntask_queue = t\nagent_timeout = 9\n"
                     "[murano]\npackage_size_limit = 2\n[auth]\ntoken_file = tokens.yaml\n"
                     "[keystone_authtoken]\nauth_type = password\n"
-                    "[local_cloud]\nstate_dir = cloud\n")
+                    "[local_cloud]\nstate_dir = cloud\n"
+                    "[database]\nconnection = sqlite:///murano-api.sqlite\n")
     settings = load_settings(path, {"MURANO_MURANO_API_LIMIT_MAX": "50"})
     assert (settings.bind_port, settings.task_queue, settings.api_limit_max) == (9000, "t", 50)
     assert settings.package_size_limit == 2 * 1024 * 1024

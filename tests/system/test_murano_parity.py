@@ -114,6 +114,12 @@ def _check_user_data(template: dict[str, Any], server: str, instance_id: str,
 def _normalised_template(template: dict[str, Any]) -> dict[str, Any]:
     """The template with the region id, the CIDR and the router as placeholders and the
     security group's rules in a fixed order (Heat does not care for their order)."""
+    # The region's network is built from the environment's template: an object of its
+    # own with a fresh id (as in Murano), named in the expectation by the model's id.
+    (network,) = [name for name, res in template["resources"].items()
+                  if res["type"] == "OS::Neutron::Net"]
+    template = json.loads(json.dumps(template).replace(
+        network.removeprefix("network-"), "e0000000000000000000000000000002"))
     (region,) = [name for name, res in template["resources"].items()
                  if res["type"] == "OS::Neutron::SecurityGroup"]
     props = template["resources"]["subnet-e0000000000000000000000000000002"]["properties"]
