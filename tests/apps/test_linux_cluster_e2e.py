@@ -172,3 +172,25 @@ def test_deploy_scale_destroy(tmp_path: Path, isolation: str):
             os.kill(pid, signal.SIGKILL)
         if sandboxed:
             kv_nodes.force_cleanup(server_ids, networks)
+
+
+def test_a_taken_port_is_named_before_the_service_claims_it(tmp_path: Path):
+    """With isolation = none the nodes share the host's loopback: a port someone else
+    listens on is refused at once, with the script's words, not answered by a stranger."""
+    (tmp_path / "engine.ini").write_text(
+        f"[local_cloud]\nstate_dir = {tmp_path / 'cloud'}\nisolation = none\n")
+    base = _free_base_port(1)
+    model = json.loads(EXAMPLE.read_text())
+    model["applications"][0].update(name="kv", nodeCount=1, basePort=base)
+    (tmp_path / "one.json").write_text(json.dumps(model))
+    try:
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", base))
+            taken.listen()
+            done = _engine(tmp_path, "deploy", str(tmp_path / "one.json"))
+        assert done.returncode == 1
+        assert f"port {base} on 127.0.0.1 is taken by another program" in done.stderr
+        assert "exit code 1" in done.stderr
+        assert "stage 6/6" not in done.stdout
+    finally:
+        assert _engine(tmp_path, "destroy").returncode == 0

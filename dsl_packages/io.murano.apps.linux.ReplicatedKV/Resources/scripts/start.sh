@@ -28,6 +28,15 @@ set -- --host "$HOST" --port "$PORT" --data "$KV_DATA" --pidfile "$KV_PID"
 if [ "$ROLE" = replica ]; then
     set -- "$@" --master "$MASTER"
 fi
+# The port must be free: a service of someone else's there would answer the checks.
+python3 -c 'import socket, sys
+host, port = sys.argv[1].rsplit(":", 1)
+probe = socket.socket()
+probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+probe.bind((host, int(port)))' "$ADDRESS" 2>/dev/null || {
+    echo "port $PORT on ${ADDRESS%:*} is taken by another program; choose another basePort" >&2
+    exit 1
+}
 # A new session, no terminal, output to the log: the agent does not wait for it.
 setsid python3 "$KV_PY" serve "$@" </dev/null >>"$KV_LOG" 2>&1 &
 echo "$WANT" > "$KV_DATA/kv.role"
