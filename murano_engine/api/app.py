@@ -23,7 +23,8 @@ from murano_engine.api import catalog, environments, schemas, templates
 from murano_engine.api.auth import Context
 from murano_engine.api.config import Settings
 from murano_engine.api.db import Store
-from murano_engine.api.errors import ApiError, BadRequest, TooLarge, render
+from murano_engine.api.errors import ApiError, BadRequest, NotFound, TooLarge, render
+from murano_engine.dsl import errors as dsl_errors
 from murano_engine.interpreter import build_interpreter
 
 LOG = logging.getLogger("murano_engine.api.requests")
@@ -86,6 +87,11 @@ ROUTES: list[Route] = [
           "Result of an action's task"),
     Route("/v1/actions", ("POST",), "static_action", "Call a public static method",
           "StaticAction"),
+    Route("/v1/schemas/<class_name>", ("GET",), "class_schema",
+          "JSON schema of a class's input properties (?classVersion=, ?packageName=)"),
+    Route("/v1/schemas/<class_name>/<method_names>", ("GET",), "class_schema",
+          "JSON schemas of a class's input properties and of the methods' arguments "
+          "(comma separated)"),
     Route("/v1/catalog/packages", ("GET",), "list_packages", "Search the catalog"),
     Route("/v1/catalog/packages", ("POST",), "upload_package",
           "Upload a package (multipart: the zip and __metadata__ JSON)", "PackageUpload",
@@ -142,7 +148,10 @@ def openapi_document() -> dict[str, Any]:
             params.append(name[start + 1:end])
             name = name[:start] + "{" + name[start + 1:end] + "}" + name[end + 1:]
         params += ["path"] if "{path}" in name else []
-        operation_id = route.endpoint + ("_path" if "{path}" in name else "")
+        # One endpoint may serve several paths: the longer ones name their last parameter.
+        operation_id = route.endpoint + (f"_{params[-1]}" if params and any(
+            r.endpoint == route.endpoint and len(r.path) < len(route.path)
+            for r in ROUTES) else "")
         for method in route.methods:
             operation: dict[str, Any] = {
                 "operationId": f"{operation_id}_{method.lower()}", "summary": route.summary,
@@ -374,6 +383,27 @@ class Api:
 
     def on_static_action(self, request: ApiRequest, ctx: Context) -> Response:
         return json_response(self.dispatcher.call_static(ctx, self.body(request)))
+
+    def on_class_schema(self, request: ApiRequest, ctx: Context, class_name: str,
+                        method_names: str = "") -> Response:
+        from murano_engine.api.catalog import CatalogLoader
+        from murano_engine.api.class_schema import class_schema
+        params = request.args
+        loader = CatalogLoader(self.store, self.settings.packages_cache, ctx.project_id,
+                               self.interpreter)
+        try:
+            if params.get("packageName"):
+                package = loader.find_package(str(params["packageName"]),
+                                              str(params.get("classVersion") or "=0"))
+                cls = package.find_class(class_name)
+            else:
+                cls = loader.find_class(class_name)
+            names = [n for n in method_names.split(",") if n]
+            return json_response(class_schema(cls, names))
+        except (dsl_errors.NoClassFound, dsl_errors.NoPackageFound) as exc:
+            raise NotFound(str(exc)) from None
+        except KeyError as exc:
+            raise NotFound(str(exc.args[0])) from None
 
     # -- catalog -----------------------------------------------------------
     def on_list_packages(self, request: ApiRequest, ctx: Context) -> Response:

@@ -431,6 +431,13 @@ CASES: list[Case] = [
         f"/v1/environments/{w.deployed[0]}/actions/{w.deployed[1]}", {}), OWNED),
     # a static method runs with the packages of the caller's project
     Case("POST", "/v1/actions", lambda w: _static_add(w), {OWNER: 200, OTHER: 404, ADMIN: 404}),
+    # class schemas come from the packages of the caller's project too
+    Case("GET", "/v1/schemas/<class_name>", lambda w: (
+        w.package and "/v1/schemas/com.example.apitest.Echo", {}),
+         {OWNER: 200, OTHER: 404, ADMIN: 404}),
+    Case("GET", "/v1/schemas/<class_name>/<method_names>", lambda w: (
+        w.package and "/v1/schemas/com.example.apitest.Echo/add,nap", {}),
+         {OWNER: 200, OTHER: 404, ADMIN: 404}),
     # catalog
     Case("GET", "/v1/catalog/packages", lambda w: ("/v1/catalog/packages", {}), EVERYONE,
          listed=("packages", lambda w: w.package, (OWNER, ADMIN))),
