@@ -97,6 +97,8 @@ def _run(options: argparse.Namespace) -> int:
             raise errors.LoadError(f"cannot read the model: {exc.strerror}",
                                    file=options.model) from None
         data = load_json(text, options.model)
+        if isinstance(data, dict) and "Objects" not in data and "?" in data:
+            data = {"Objects": data}  # the bare root object, as deploy takes it
         model.load_model(executor, data)
         receiver = next((o for o in executor.objects.values()
                          if o.murano_class.is_compatible(cls)), None)

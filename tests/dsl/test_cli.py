@@ -129,12 +129,14 @@ def test_an_argument_that_is_not_json_is_a_string(packages: Path) -> None:
 
 
 def test_run_on_a_model(packages: Path, tmp_path: Path) -> None:
-    model = {"Objects": {"?": {"id": "a" * 32, "type": "t.cli.App"},
-                         "size": 7, "config": {"port": 8080, "hosts": ["h1"]}}}
-    (tmp_path / "model.json").write_text(json.dumps(model))
-    code, out, err = run(packages, "t.cli.App.describe", "--model", str(tmp_path / "model.json"))
-    assert (code, err) == (0, "")
-    assert json.loads(out) == [7, 8080, ["h1"]]
+    root = {"?": {"id": "a" * 32, "type": "t.cli.App"},
+            "size": 7, "config": {"port": 8080, "hosts": ["h1"]}}
+    for model in ({"Objects": root}, root):  # a whole model, or its root object as deploy takes
+        (tmp_path / "model.json").write_text(json.dumps(model))
+        code, out, err = run(packages, "t.cli.App.describe", "--model",
+                             str(tmp_path / "model.json"))
+        assert (code, err) == (0, "")
+        assert json.loads(out) == [7, 8080, ["h1"]]
 
 
 def test_a_model_contract_violation_names_the_property(packages: Path, tmp_path: Path) -> None:
