@@ -87,11 +87,22 @@ def check_events(text: str | bytes, filename: str) -> set[tuple[int, int]]:
     refused before it costs memory. Returns the (line, column) of every
     scalar with an explicit tag (``!!str $x`` is a string, not an expression).
     """
+    try:
+        return _check_events(yaml.parse(text, Loader=_BaseLoader), filename)
+    except yaml.MarkedYAMLError as exc:
+        # Newer libyaml refuses nesting past 1,000 levels while reading ahead, before the
+        # events reach the 201st: Python's parser, which does not read ahead, finds it.
+        if "nesting depth" in str(exc.problem) and _BaseLoader is not yaml.SafeLoader:
+            return _check_events(yaml.parse(text, Loader=yaml.SafeLoader), filename)
+        raise
+
+
+def _check_events(events: Any, filename: str) -> set[tuple[int, int]]:
     explicit: set[tuple[int, int]] = set()
     sizes: dict[str, int] = {}
     open_collections: list[tuple[str | None, int]] = []
     total = 0
-    for event in yaml.parse(text, Loader=_BaseLoader):
+    for event in events:
         kind = type(event)
         if kind is yaml.ScalarEvent:
             total += 1
