@@ -119,7 +119,8 @@ def test_three_instances_remove_one_then_destroy(tmp_path: Path):
     finally:  # the servers outlive the engine: after a failure, destroy them
         if (tmp_path / "state.json").exists():
             _engine(tmp_path, "destroy")
-    assert threading.active_count() == threads_before
+    # nothing left running here (a thread of an earlier test may end meanwhile)
+    assert threading.active_count() <= threads_before
 
 
 def _deploy_remove_destroy(tmp_path: Path, cloud: Path) -> None:
