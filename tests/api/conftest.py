@@ -138,12 +138,14 @@ class ApiServer:
         return worker
 
     def wait_env(self, env_id: str, states: tuple[str, ...] = ("ready", "deploy failure"),
-                 timeout: float = 30) -> dict:
+                 timeout: float = 30, version: int = 0) -> dict:
+        """The environment once its status is one of ``states`` (and its version at least
+        ``version``: a deployment finished)."""
         env: dict = {}
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             env = self.ok("GET", f"/v1/environments/{env_id}")
-            if env["status"] in states:
+            if env["status"] in states and env["version"] >= version:
                 return env
             time.sleep(0.1)
         raise TimeoutError(f"environment {env_id} stayed {env['status']}")

@@ -106,7 +106,7 @@ def test_linux_app_deploy_reports_action_delete(start_api, request, tmp_path, ba
         api.murano("environment-apps-edit", "--session-id", session_id, env_id,
                    stdin=json.dumps(patch))
         api.murano("environment-deploy", "--session-id", session_id, env_id)
-        env = api.wait_env(env_id, timeout=180)
+        env = api.wait_env(env_id, timeout=180, version=1)
         task_id = api.ok("GET", f"/v1/environments/{env_id}/deployments")[
             "deployments"][0]["id"]
         texts = _reports(api, env_id, task_id)
