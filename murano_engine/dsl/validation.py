@@ -82,15 +82,10 @@ def _check_contract(spec: Any, runtime: Runtime) -> Iterator[str]:
 
     The arguments of those calls (``check``'s predicate) are ordinary expressions.
     """
-    if isinstance(spec, dict):
-        for key, item in spec.items():
-            yield from _check_contract(key, runtime)
-            yield from _check_contract(item, runtime)
-    elif isinstance(spec, list):
-        for item in spec:
-            yield from _check_contract(item, runtime)
-    elif isinstance(spec, Expression):
-        node = spec.node.expression if isinstance(spec.node, ast.Statement) else spec.node
+    for value, _ in _walk(spec, None):
+        if not isinstance(value, Expression):
+            continue
+        node = value.node.expression if isinstance(value.node, ast.Statement) else value.node
         calls = []
         while isinstance(node, ast.BinaryOperator) and node.operator in (".", "?."):
             node, call = node.args
@@ -100,7 +95,7 @@ def _check_contract(spec: Any, runtime: Runtime) -> Iterator[str]:
         for name in reversed(calls if on_value else []):
             if runtime.contract_function(name) is None:
                 known = ", ".join(f"{n}()" for n in sorted(runtime.contract_functions))
-                yield (f"{spec.position}: contract {spec.source!r}: {name}() is not a "
+                yield (f"{value.position}: contract {value.source!r}: {name}() is not a "
                        f"contract function ({known} are)")
 
 
