@@ -7,7 +7,6 @@ import http.server
 import json
 import shutil
 import subprocess
-import threading
 import time
 import uuid
 
@@ -16,6 +15,7 @@ from agent_harness import close_broker_connections, publish_raw
 from powershell_syntax import syntax_errors
 
 from murano_engine.messaging import AgentError
+from tests.loopback_http import serving
 
 
 def resources(**files: bytes):
@@ -55,10 +55,8 @@ def http_file():
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/remote.txt"
-    server.shutdown()
+    with serving(Handler) as url:
+        yield f"{url}/remote.txt"
 
 
 def test_v2_plan_with_text_binary_and_downloaded_files(client, make_agent, http_file):

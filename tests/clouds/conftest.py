@@ -10,7 +10,7 @@ import os
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -18,6 +18,7 @@ import pytest
 
 from murano_engine import boundary
 from murano_engine.clouds.local import LocalCloud
+from tests.loopback_http import serving
 
 TOKEN = "stub-token"
 TENANT = "tenant-1"
@@ -302,16 +303,8 @@ def _handler(fake: FakeHeat) -> type[BaseHTTPRequestHandler]:
 @pytest.fixture
 def fake_heat():
     fake = FakeHeat()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with serving(_handler(fake)) as fake.url:
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 class FakeAgent:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -17,6 +17,7 @@ from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.objects import MuranoObject
 from murano_engine.dsl.packages import PackageLoader
 from murano_engine.interpreter import build_interpreter
+from tests.loopback_http import serving
 
 
 @pytest.fixture(scope="session")
@@ -182,13 +183,5 @@ def openstack() -> Iterator[FakeOpenStack]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as fake.url:
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
