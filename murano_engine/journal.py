@@ -32,7 +32,6 @@ import json
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,6 +42,9 @@ from murano_engine.boundary import Outside
 LOG = logging.getLogger(__name__)
 
 _datasync = getattr(os, "fdatasync", os.fsync)
+
+#: Seconds between two looks at whether a sleeping run was asked to stop.
+STOP_POLL = 0.1
 
 #: Exceptions the journal re-raises on replay come from these modules only
 #: (a journal is data: it never names arbitrary code to import).
@@ -204,10 +206,12 @@ class Journal(Outside):
         self.value("sleep", "", lambda: self._sleep(seconds))
 
     def _sleep(self, seconds: float) -> None:
+        """Sleep in short slices, ending with :class:`Cancelled` soon after :meth:`cancel`."""
         end = self._live.monotonic() + seconds
         while (left := end - self._live.monotonic()) > 0:
             self.check()
-            self._live.sleep(min(left, 0.25))
+            self._live.sleep(min(left, STOP_POLL))
+        self.check()
 
     def new_id(self) -> str:
         return self.value("id", "", self._live.new_id)
@@ -233,11 +237,7 @@ class _Stoppable(Outside):
         self._journal = journal
 
     def sleep(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
-            self._journal.check()
-            concurrency.sleep(min(left, 0.1))
-        self._journal.check()
+        self._journal._sleep(seconds)  # live, not recorded: the services' own waits
 
 
 def _replayable(cls: type) -> bool:
