@@ -132,7 +132,7 @@ def _worker(options: argparse.Namespace) -> int:
 
 
 def _validate(options: argparse.Namespace) -> int:
-    from murano_engine.dsl.validation import validate_package
+    from murano_engine.dsl.validation import package_warnings, validate_package
     from murano_engine.interpreter import build_interpreter
     options.path, = take_positionals(options, "validate", ["path"],
                                      [options.path] if options.path else [])
@@ -143,6 +143,8 @@ def _validate(options: argparse.Namespace) -> int:
                                 + [path.resolve().parent])
     for problem in problems:
         print(problem)
+    for warning in package_warnings(path):
+        print(f"warning: {warning}", file=sys.stderr)
     if problems:
         print(f"{len(problems)} problem(s) found", file=sys.stderr)
         return 1

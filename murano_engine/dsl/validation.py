@@ -12,7 +12,13 @@ from murano_engine.dsl import compiler, errors
 from murano_engine.dsl.errors import LoadError
 from murano_engine.dsl.expressions import Expression, parse
 from murano_engine.dsl.hot import TEMPLATE
-from murano_engine.dsl.packages import HotPackage, Package, PackageLoader
+from murano_engine.dsl.packages import (
+    HotPackage,
+    Package,
+    PackageLoader,
+    open_source,
+    read_manifest,
+)
 from murano_engine.dsl.runtime import Interpreter, Runtime
 from murano_engine.dsl.yaml_loader import position_of
 
@@ -37,6 +43,21 @@ def validate_package(path: Path, interpreter: Interpreter,
             continue
         problems.extend(_check_class(package, name, where))
     return problems
+
+
+def package_warnings(path: Path) -> list[str]:
+    """What the engine accepts but Murano's client-side package check refuses, so a
+    package that passes ``validate`` can still fail in ``murano package-import``."""
+    try:
+        source = open_source(path)
+        manifest = read_manifest(source)
+    except (LoadError, errors.LoadErrors):
+        return []  # a manifest that can't be read is a problem, reported as one
+    if not str(manifest.get("Description") or "").strip():
+        return [f"{source.display('manifest.yaml')}: no Description: the murano client's "
+                "package check (murano-pkg-check E020) refuses such a package in "
+                "'murano package-import'"]
+    return []
 
 
 def _check_hot(package: HotPackage) -> list[str]:

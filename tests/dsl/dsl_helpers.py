@@ -30,7 +30,8 @@ def write_package(root: Path, full_name: str, classes: dict[str, str] | None = N
     for short, text in (classes or {}).items():
         (path / "Classes" / f"{short}.yaml").write_text(textwrap.dedent(text).lstrip())
     if manifest is None:
-        lines = [f"Format: {fmt}", "Type: Application", f"FullName: {full_name}"]
+        lines = [f"Format: {fmt}", "Type: Application", f"FullName: {full_name}",
+                 f"Description: test package {full_name}"]
         if version is not None:
             lines.append(f"Version: '{version}'")
         if require:

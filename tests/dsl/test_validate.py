@@ -165,3 +165,15 @@ def test_contracts_use_only_contract_functions(tmp_path):
     assert all("a contract function (bool(), check(), class()" in p for p in problems)
     done = cli("validate", str(path))
     assert done.returncode == 1 and done.stderr == "3 problem(s) found\n"
+
+
+def test_a_package_without_description_passes_with_a_warning_naming_the_client_check(tmp_path):
+    path = write_package(tmp_path, "t.nodesc", {"Good": BROKEN_CLASSES["Good"].replace(
+        "t.v", "t.nodesc")}, manifest="Format: 1.4\nType: Application\nFullName: t.nodesc\n"
+        "Classes:\n  t.nodesc.Good: Good.yaml\n")
+    done = cli("validate", str(path))
+    assert done.returncode == 0
+    assert done.stdout == f"{path}: OK\n"
+    assert done.stderr == (f"warning: {path / 'manifest.yaml'}: no Description: the murano "
+                           "client's package check (murano-pkg-check E020) refuses such a "
+                           "package in 'murano package-import'\n")
