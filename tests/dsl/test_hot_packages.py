@@ -26,7 +26,7 @@ from murano_engine.dsl.validation import validate_package
 from murano_engine.interpreter import build_interpreter
 
 EXAMPLE = REPO / "examples" / "hot-store"
-MANIFEST = "Format: Heat.HOT/1.0\nType: Application\nFullName: {name}\n"
+MANIFEST = "Format: Heat.HOT/1.0\nType: Application\nFullName: {name}\nDescription: a HOT package\n"
 
 
 def hot_package(root: Path, template: str, name: str = "t.hot.App",
