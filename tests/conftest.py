@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import processes
+
 # As the CLI does: MuranoPL's own call-depth limit (2,000) must be reached
 # before Python's recursion limit.
 sys.setrecursionlimit(100_000)
@@ -21,7 +23,7 @@ def _sandboxes(folder: Path) -> set[str]:
     mine = set()
     for entry in root.iterdir():
         if entry.name.startswith("ms-") and any(
-                str(folder).encode() in _cmdline(pid) for pid in _pids(entry.name)):
+                str(folder).encode() in processes.cmdline(pid) for pid in _pids(entry.name)):
             mine.add(entry.name)
     return mine
 
@@ -29,13 +31,6 @@ def _sandboxes(folder: Path) -> set[str]:
 def _pids(namespace: str) -> list[int]:
     from murano_engine.clouds.local import netns
     return netns.pids(namespace)
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
 
 
 @pytest.fixture(autouse=True)

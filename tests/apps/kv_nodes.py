@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from murano_engine.clouds.local import netns
+from tests import processes
 
 LOOPBACK = "127.0.0.1"
 
@@ -94,23 +95,12 @@ def nodes(app: dict, sandboxed: bool) -> list[Node]:
 
 def kv_processes(marker: str) -> list[int]:
     """Host processes running kv.py whose command line holds ``marker`` (isolation none)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if "kv.py" in command and marker in command:
-                found.append(int(entry.name))
-    return found
+    return [pid for pid, command in processes.command_lines()
+            if b"kv.py" in command and marker.encode() in command]
 
 
 def command_line(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
+    return processes.cmdline(pid).replace(b"\0", b" ").decode()
 
 
 def sandbox_kv_pids(node: Node) -> list[int]:

@@ -28,6 +28,7 @@ import pytest
 
 from murano_engine.clouds.local import netns
 from murano_engine.clouds.local.sandbox import missing_for_namespaces
+from tests import processes
 from tests.apps import kv_nodes
 from tests.tcp_forwarder import TcpForwarder
 
@@ -98,7 +99,7 @@ class Site:
         """The agent processes of the servers (in their sandboxes)."""
         return [pid for server in self.servers()
                 for pid in netns.pids(netns.server_namespace(server.name))
-                if _cmdline(pid).startswith(sys.executable.encode() + b"\0-m\0murano_agent")]
+                if processes.is_agent(pid)]
 
     def outputs(self) -> dict:
         app = json.loads(self.state.read_text())["Objects"]["applications"][0]
@@ -142,23 +143,8 @@ def _agent_queues(conf: Path) -> set[str]:
     return {parser.get("rabbitmq", "input_queue"), parser.get("rabbitmq", "result_routing_key")}
 
 
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
-
-
 def _processes_mentioning(text: str) -> list[int]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if text.encode() in (proc / "cmdline").read_bytes():
-                    found.append(int(proc.name))
-            except OSError:
-                pass
-    return found
+    return [pid for pid, command in processes.command_lines() if text.encode() in command]
 
 
 def _queue_exists(name: str) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -22,6 +21,7 @@ from murano_engine.clouds.local import netns
 from murano_engine.clouds.local.cloud import LocalCloud
 from murano_engine.clouds.local.sandbox import missing_for_namespaces
 from murano_engine.messaging import AgentClient
+from tests import processes
 
 AMQP = "amqp://guest:guest@127.0.0.1:5672//"
 
@@ -195,18 +195,11 @@ def _agent_pid(server_id: str) -> int:
     deadline = time.monotonic() + 10
     while True:
         found = [p for p in netns.pids(netns.server_namespace(server_id))
-                 if _cmdline(p).startswith(sys.executable.encode() + b"\0-m\0murano_agent")]
+                 if processes.is_agent(p)]
         if found or time.monotonic() > deadline:
             (pid,) = found
             return pid
         time.sleep(0.05)
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:  # ended meanwhile
-        return b""
 
 
 def _status(pid: int, field: str) -> list[str] | None:

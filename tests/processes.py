@@ -1,0 +1,29 @@
+"""The host's processes as the tests look at them: command lines read from ``/proc``."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+#: How an agent the engine started begins its command line.
+AGENT_COMMAND = sys.executable.encode() + b"\0-m\0murano_agent"
+
+
+def cmdline(pid: int) -> bytes:
+    """The process's arguments, NUL-separated; empty once it has ended."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def command_lines() -> Iterator[tuple[int, bytes]]:
+    """Every running process and its command line."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            yield int(entry.name), cmdline(int(entry.name))
+
+
+def is_agent(pid: int) -> bool:
+    return cmdline(pid).startswith(AGENT_COMMAND)
