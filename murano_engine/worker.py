@@ -192,13 +192,17 @@ class StaticActions:
         answer: Future[dict[str, Any]] = Future()
 
         def run() -> None:
+            # The slot is free before the caller has its answer: a caller that calls
+            # again at once must not find its own finished action still holding it.
             try:
-                answer.set_result(run_static_action(self.store, self.settings,
-                                                    self.services, project_id, request))
+                result = run_static_action(self.store, self.settings, self.services,
+                                           project_id, request)
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
-                answer.set_exception(exc)
-            finally:
                 self._slots.release()
+                answer.set_exception(exc)
+            else:
+                self._slots.release()
+                answer.set_result(result)
 
         threading.Thread(target=run, name=f"static {name}", daemon=True).start()
         timeout = self.settings.static_action_timeout

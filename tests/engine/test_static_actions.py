@@ -1,0 +1,42 @@
+"""StaticActions: a bounded number of static actions at a time, each waited for with a timeout."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from murano_engine import worker
+
+
+@pytest.fixture
+def actions(monkeypatch):
+    def run_static_action(store, settings, services, project_id, request):
+        time.sleep(request.get("seconds", 0))
+        if request.get("fail"):
+            raise RuntimeError("failed on purpose")
+        return {"status": 200, "result": request["value"]}
+
+    monkeypatch.setattr(worker, "run_static_action", run_static_action)
+    settings = SimpleNamespace(static_action_workers=1, static_action_timeout=0.5)
+    return worker.StaticActions(None, settings, None)
+
+
+def test_a_finished_action_frees_its_slot_before_its_caller_has_the_answer(actions):
+    # One slot: each call made right after the previous answer must find it free (a slot
+    # freed after the answer was seen taken now and then on a loaded machine).
+    for value in range(200):
+        assert actions.call("p", {"value": value}) == {"status": 200, "result": value}
+    with pytest.raises(RuntimeError, match="failed on purpose"):
+        actions.call("p", {"fail": True})
+    assert actions.call("p", {"value": 1}) == {"status": 200, "result": 1}
+
+
+def test_a_slow_action_times_out_and_keeps_its_slot_until_it_ends(actions):
+    answer = actions.call("p", {"value": 1, "seconds": 1.0})
+    assert answer["status"] == 504 and "static_action_timeout (0.5 s)" in answer["message"]
+    busy = actions.call("p", {"value": 2})
+    assert busy["status"] == 503 and "static_action_workers" in busy["message"]
+    time.sleep(0.7)
+    assert actions.call("p", {"value": 3}) == {"status": 200, "result": 3}
