@@ -46,6 +46,7 @@ samples: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PYTHON) benchmarks/dsl_bench.py
+	$(PYTHON) benchmarks/budget_bench.py
 	$(PYTHON) benchmarks/agent_bench.py
 	$(PYTHON) benchmarks/deploy_bench.py
 	$(PYTHON) benchmarks/api_bench.py
