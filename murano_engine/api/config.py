@@ -22,6 +22,8 @@ MB = 1024 * 1024
 #: The database when none is configured: a SQLite file in the user's state folder
 #: (never in the source tree).
 DEFAULT_DB_FILE = "~/.local/state/murano-engine/murano-api.sqlite"
+#: Where catalog packages are unpacked when no folder is configured.
+DEFAULT_PACKAGES_CACHE = "~/.cache/murano-engine/packages"
 
 DEFAULTS = Section(
     "DEFAULT", "The API server.",
@@ -56,7 +58,7 @@ ENGINE = Section(
            "more are answered 503. Below [murano] api_workers, so other requests always "
            "find a free thread."),
     Option("environment_class", str, "io.murano.Environment", "Class of new environments."),
-    Option("packages_cache", str, "murano-packages-cache",
+    Option("packages_cache", str, DEFAULT_PACKAGES_CACHE,
            "Folder the engine unpacks catalog packages into."),
 )
 MURANO = Section(
@@ -116,7 +118,8 @@ class Settings:
     static_action_timeout: float = _DEFAULT.engine.static_action_timeout
     static_action_workers: int = _DEFAULT.engine.static_action_workers
     environment_class: str = _DEFAULT.engine.environment_class
-    packages_cache: Path = field(default_factory=lambda: Path(_DEFAULT.engine.packages_cache))
+    packages_cache: Path = field(
+        default_factory=lambda: Path(_DEFAULT.engine.packages_cache).expanduser())
     package_size_limit: int = int(_DEFAULT.murano.package_size_limit * MB)
     package_unpacked_limit: int = int(_unpacked_mb(_DEFAULT.murano) * MB)
     package_max_files: int = _DEFAULT.murano.package_max_files
