@@ -192,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     deploy = environment_command("deploy", "deploy an environment (again) from a model",
                                  "MODEL ")
     deploy.add_argument("model", nargs="?", help="object model (JSON; required)")
+    deploy.add_argument("--report", metavar="FILE.html",
+                        help="write the deployment picture (timeline per server, topology, "
+                             "reports) to this self-contained HTML file")
     deploy.set_defaults(handler=lambda o: _environment(o, "deploy"))
     destroy = environment_command("destroy", "tear down everything a state file holds")
     destroy.set_defaults(handler=lambda o: _environment(o, "destroy"))
