@@ -222,6 +222,8 @@ class Api:
                            strict_slashes=False, merge_slashes=False)
         self.openapi = json.dumps(openapi_document()).encode()
         self.server_roots = server_roots(settings)
+        from murano_engine.web.pages import WebUi
+        self.web = WebUi(self)
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -229,6 +231,8 @@ class Api:
         request_id = f"req-{uuid.uuid4()}"
         try:
             path = re.sub("/{2,}", "/", environ.get("PATH_INFO") or "/")
+            if path == "/ui" or path.startswith("/ui/"):
+                return self.web(environ, start_response)
             route, args = self.url_map.bind_to_environ(environ).match(path)
             request.body_schema = route.body
             context = None if route.endpoint in PUBLIC else self.identify(environ)
