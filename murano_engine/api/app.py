@@ -104,6 +104,8 @@ ROUTES: list[Route] = [
     Route("/v1/catalog/packages/<package_id>/download", ("GET",), "download",
           "The package's zip"),
     Route("/v1/catalog/packages/<package_id>/ui", ("GET",), "ui", "The UI definition"),
+    Route("/v1/catalog/packages/<package_id>/ui/model", ("POST",), "ui_model",
+          "The object model the UI definition makes from answers to its forms", "UiAnswers"),
     Route("/v1/catalog/packages/<package_id>/logo", ("GET",), "logo", "The logo"),
     Route("/v1/catalog/packages/<package_id>/supplier_logo", ("GET",), "supplier_logo",
           "The supplier's logo"),
@@ -453,6 +455,18 @@ class Api:
     def on_ui(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
         return Response(catalog.package_blob(self.store, ctx, package_id, "ui_definition"),
                         mimetype="text/plain")
+
+    def on_ui_model(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
+        from murano_engine.dynamic_ui import UiError, translate
+        body = self.body(request)
+        package = catalog.show_package(self.store, ctx, package_id)
+        text = catalog.package_blob(self.store, ctx, package_id, "ui_definition")
+        try:
+            return json_response(translate(
+                text, body["answers"], f"{package['fully_qualified_name']}/UI/ui.yaml",
+                body.get("name") or package["name"], self.web.choices))
+        except UiError as exc:
+            raise BadRequest(exc.message, problems=exc.problems) from None
 
     def on_logo(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
         return Response(catalog.package_blob(self.store, ctx, package_id, "logo"),

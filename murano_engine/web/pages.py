@@ -34,21 +34,22 @@ from murano_engine.web.choices import for_cloud
 COOKIE = "murano_token"
 SESSION_COOKIE = "murano_session_"
 
-RULES = [
-    Rule("/ui/", endpoint="catalog"),
-    Rule("/ui/login", endpoint="login", methods=["GET", "POST"]),
-    Rule("/ui/logout", endpoint="logout", methods=["POST"]),
-    Rule("/ui/packages", endpoint="upload", methods=["POST"]),
-    Rule("/ui/packages/<package_id>", endpoint="package"),
-    Rule("/ui/packages/<package_id>/logo", endpoint="logo"),
-    Rule("/ui/packages/<package_id>/delete", endpoint="delete_package", methods=["POST"]),
-    Rule("/ui/environments", endpoint="environments", methods=["GET", "POST"]),
-    Rule("/ui/environments/<env_id>", endpoint="environment"),
-    Rule("/ui/environments/<env_id>/live", endpoint="live"),
-    Rule("/ui/environments/<env_id>/deploy", endpoint="deploy", methods=["POST"]),
-    Rule("/ui/environments/<env_id>/add/<package_id>", endpoint="wizard",
-         methods=["GET", "POST"]),
-    Rule("/ui/environments/<env_id>/deployments/<task_id>", endpoint="deployment"),
+#: (path, endpoint, methods) of each page
+RULES: list[tuple[str, str, tuple[str, ...]]] = [
+    ("/ui/", "catalog", ("GET",)),
+    ("/ui/login", "login", ("GET", "POST")),
+    ("/ui/logout", "logout", ("POST",)),
+    ("/ui/packages", "upload", ("POST",)),
+    ("/ui/packages/<package_id>", "package", ("GET",)),
+    ("/ui/packages/<package_id>/logo", "logo", ("GET",)),
+    ("/ui/packages/<package_id>/delete", "delete_package", ("POST",)),
+    ("/ui/environments", "environments", ("GET", "POST")),
+    ("/ui/environments/<env_id>", "environment", ("GET",)),
+    ("/ui/environments/<env_id>/live", "live", ("GET",)),
+    ("/ui/environments/<env_id>/deploy", "deploy", ("POST",)),
+    ("/ui/environments/<env_id>/add/<package_id>", "wizard",
+     ("GET", "POST")),
+    ("/ui/environments/<env_id>/deployments/<task_id>", "deployment", ("GET",)),
 ]
 
 
@@ -57,7 +58,8 @@ class WebUi:
 
     def __init__(self, api: Any) -> None:
         self.api = api
-        self.url_map = Map(RULES, strict_slashes=False)
+        self.url_map = Map([Rule(path, endpoint=endpoint, methods=methods)
+                            for path, endpoint, methods in RULES], strict_slashes=False)
         self.templates = jinja2.Environment(
             loader=jinja2.PackageLoader("murano_engine.web", "templates"),
             autoescape=True, undefined=jinja2.StrictUndefined)
@@ -109,10 +111,13 @@ class WebUi:
         if request.method == "GET":
             return self.page("login.html", None, error=None)
         token = request.form.get("token", "").strip()
-        try:
-            self.api.identify({**request.environ, "HTTP_X_AUTH_TOKEN": token})
-        except ApiError as exc:
-            return self.page("login.html", None, status=401, error=exc.message)
+        if not token:
+            return self.page("login.html", None, status=401, error="Enter a token.")
+        if self.api.settings.auth_strategy != "keystone":  # keystone checks the next page
+            try:
+                self.api.identify({**request.environ, "HTTP_X_AUTH_TOKEN": token})
+            except ApiError as exc:
+                return self.page("login.html", None, status=401, error=exc.message)
         response = redirect("/ui/")
         response.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
         return response
@@ -370,6 +375,22 @@ class WebUi:
         response.set_cookie(SESSION_COOKIE + env_id, session_id, httponly=True,
                             samesite="Strict")
         return response
+
+
+def token_from_cookie(protected: Callable, web: WebUi) -> Callable:
+    """In front of keystonemiddleware: the login page goes straight to the pages, other
+    pages carry their cookie's token as ``X-Auth-Token`` (no cookie: to the login)."""
+    def app(environ: dict, start_response: Callable) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO") or ""
+        if path.rstrip("/") == "/ui/login":
+            return web(environ, start_response)
+        if (path == "/ui" or path.startswith("/ui/")) and not environ.get("HTTP_X_AUTH_TOKEN"):
+            token = Request(environ).cookies.get(COOKIE)
+            if not token:
+                return redirect("/ui/login")(environ, start_response)
+            environ = {**environ, "HTTP_X_AUTH_TOKEN": token}
+        return protected(environ, start_response)
+    return app
 
 
 def _float(value: Any) -> float | None:
