@@ -346,7 +346,7 @@ class WebUi:
             except dynamic_ui.UiError as exc:
                 return f"({exc.message})"
 
-        value = given.get(spec.name) if given is not None else attr(spec.initial)
+        value = given[spec.name] if given and spec.name in given else attr(spec.initial)
         options = None
         if spec.type == "choice":
             options = attr(spec.choices) or []
