@@ -64,6 +64,8 @@ class WebUi:
             loader=jinja2.PackageLoader("murano_engine.web", "templates"),
             autoescape=True, undefined=jinja2.StrictUndefined)
         self.templates.filters["clock"] = picture._clock
+        self.templates.filters["service_name"] = _service_name
+        self.templates.filters["classname"] = lambda t: str(t or "").split("/", 1)[0]
         self._choices: Callable | None = None
 
     @property
@@ -299,6 +301,7 @@ class WebUi:
             raise ApiError(exc.message, status=400, problems=exc.problems) from None
         step, answers = 0, {}
         errors: dict[str, str] = {}
+        choices = self._choices_in(ctx, env_id, self._session_id(request, ctx, env_id))
         if request.method == "POST":
             answers = json.loads(request.form.get("_answers") or "{}")
             step = int(request.form.get("_step") or 0)
@@ -309,35 +312,52 @@ class WebUi:
                 if spec.type in ("boolean", "floatingip") and spec.name not in answers[
                         form.name]:
                     answers[form.name][spec.name] = ""
-            data, errors = self._clean_until(ui, answers, step)
+            data, errors = self._clean_until(ui, answers, step, choices)
             if not errors:
                 if step == len(ui.forms) - 1:
                     return self._add(request, ctx, env_id, ui, data)
                 step += 1
-        data, _ = self._clean_until(ui, answers, step - 1) if step else ({}, {})
+        data, _ = self._clean_until(ui, answers, step - 1, choices) if step else ({}, {})
         form = ui.forms[step]
         given = answers.get(form.name)
-        fields = [self._control(ui, spec, data, given, errors) for spec in form.fields]
+        fields = [self._control(ui, spec, data, given, errors, choices)
+                  for spec in form.fields]
         return self.page("wizard.html", ctx, status=400 if errors else 200, env=env,
                          package=package, ui=ui, step=step, form=form, fields=fields,
                          form_error=errors.get(""), answers=json.dumps(
                              {k: v for k, v in answers.items()
                               if k in [f.name for f in ui.forms[:step]]}))
 
-    def _clean_until(self, ui: dynamic_ui.UiDefinition, answers: dict, last: int
-                     ) -> tuple[dict[str, Any], dict[str, str]]:
+    def _choices_in(self, ctx: Context, env_id: str, session_id: str | None
+                    ) -> dynamic_ui.Choices:
+        """Cloud fields list the cloud's choices; a field naming a class lists the
+        environment's applications of that class."""
+        services = environments.show_env(self.api.store, ctx, env_id, session_id)["services"]
+
+        def choices(spec: dynamic_ui.Field) -> list[tuple[str, str]] | None:
+            if not spec.is_application:
+                return self.choices(spec)
+            return [("", "(none)")] + [
+                (str(s["?"].get("id")), _service_name(s)) for s in services
+                if isinstance(s, dict) and str(s["?"].get("type", "")).split("/")[0]
+                == spec.type]
+        return choices
+
+    def _clean_until(self, ui: dynamic_ui.UiDefinition, answers: dict, last: int,
+                     choices: dynamic_ui.Choices) -> tuple[dict[str, Any], dict[str, str]]:
         data: dict[str, Any] = {}
         for form in ui.forms[:last + 1]:
             values, errors = dynamic_ui.clean_form(
                 ui, form, dynamic_ui.browser_answers(answers.get(form.name) or {}), data,
-                self.choices)
+                choices)
             if errors:
                 return data, errors
             data[form.name] = values
         return data, {}
 
     def _control(self, ui: dynamic_ui.UiDefinition, spec: dynamic_ui.Field, data: dict,
-                 given: dict | None, errors: dict[str, str]) -> dict[str, Any]:
+                 given: dict | None, errors: dict[str, str], choices: dynamic_ui.Choices
+                 ) -> dict[str, Any]:
         current = {**data}
 
         def attr(value: Any) -> Any:
@@ -350,10 +370,8 @@ class WebUi:
         options = None
         if spec.type == "choice":
             options = attr(spec.choices) or []
-        elif spec.type in dynamic_ui.CLOUD_TYPES:
-            options = self.choices(spec)
-        elif spec.is_application:
-            options = [("", "(none)")]
+        else:
+            options = choices(spec)
         return {"spec": spec, "value": "" if value is None else value, "options": options,
                 "label": attr(spec.label), "description": attr(spec.description),
                 "help": attr(spec.help_text), "hidden": bool(attr(spec.hidden)),
@@ -391,6 +409,13 @@ def token_from_cookie(protected: Callable, web: WebUi) -> Callable:
             environ = {**environ, "HTTP_X_AUTH_TOKEN": token}
         return protected(environ, start_response)
     return app
+
+
+def _service_name(service: dict[str, Any]) -> str:
+    """How an application is shown: its name in the UI, else its name property or class."""
+    header = service.get("?") or {}
+    return str((header.get(dynamic_ui.DASHBOARD_KEY) or {}).get("name") or
+               service.get("name") or header.get("type"))
 
 
 def _float(value: Any) -> float | None:

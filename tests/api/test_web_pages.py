@@ -29,6 +29,7 @@ Forms:
            errorMessages: {required: Say who}}
         - {name: fail, type: boolean, label: Fail on purpose}
         - {name: secret, type: password, required: false, hidden: true}
+        - {name: peer, type: com.example.apitest.Echo, required: false}
 """
 
 
@@ -90,6 +91,10 @@ def test_wizard_checks_then_adds_and_a_failure_shows_the_muranopl_stack(start_ap
     added = post(who="web", fail="on", application_name="failing echo")
     assert added.url.endswith(f"/ui/environments/{env_id}") and "failing echo" in added.text
     assert 'id="pending"' in added.text
+    # a field naming a class offers the environment's applications of that class
+    echo_id = re.search(r'value="(\w+)">failing echo</option>', browser.get(
+        wizard, timeout=30).text)
+    assert echo_id, "the first Echo is not offered"
 
     deployed = browser.post(f"{api.url}/ui/environments/{env_id}/deploy", timeout=30)
     assert deployed.status_code == 200
