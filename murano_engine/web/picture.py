@@ -123,7 +123,7 @@ def timeline_svg(steps: list[Mapping[str, Any]], now: float | None = None) -> st
                 f'width="{w:.1f}" height="{LANE - 10}" rx="3" '
                 f'fill="{COLOURS.get(bar["result"], "#888")}"><title>{_esc(tip)}</title></rect>'
                 + (f'<text x="{x0 + 3:.1f}" y="{y + LANE / 2 + 2}" fill="white" '
-                   f'pointer-events="none">{_esc(bar["name"][:int(w / 6.5)])}</text>'
+                   f'pointer-events="none">{_esc(_short(bar, w))}</text>'
                    if w > 30 else "") + "</g>")
         parts.append("</g>")
     for s in stacks:
@@ -145,6 +145,16 @@ def timeline_svg(steps: list[Mapping[str, Any]], now: float | None = None) -> st
 def lanes(steps: Iterable[Mapping[str, Any]]) -> list[str]:
     """The servers plans went to."""
     return list(dict.fromkeys(str(s.get("lane")) for s in steps if s.get("kind") == "plan"))
+
+
+def _short(bar: Mapping[str, Any], width: float) -> str:
+    """A bar's label: its name without the `` @ server`` the lane already says, cut to
+    the bar's width."""
+    name = str(bar["name"])
+    suffix = f" @ {bar['lane']}"
+    name = name[:-len(suffix)] if name.endswith(suffix) else name
+    room = int(width / 6.2)
+    return name if len(name) <= room else name[:max(room - 1, 1)] + "…"
 
 
 def _objects(value: Any) -> Iterable[Mapping[str, Any]]:
@@ -218,7 +228,9 @@ def topology_svg(objects: Mapping[str, Any] | None, servers: Iterable[str] = ())
             y = 90 + row * 30
             parts.append(f'<g class="server" data-name="{_esc(server)}"><rect x="{x + 10}" '
                          f'y="{y}" width="180" height="24" rx="4" fill="#eef6ee" '
-                         f'stroke="#6a6"/><text x="{x + 20}" y="{y + 16}">&#x1F5A5; '
+                         f'stroke="#6a6"/><rect x="{x + 18}" y="{y + 7}" width="12" '
+                         f'height="9" rx="1" fill="none" stroke="#464"/><text x="{x + 36}" '
+                         f'y="{y + 16}">'
                          f'{_esc(server)}</text></g>')
         parts.append("</g>")
     parts.append("</svg>")

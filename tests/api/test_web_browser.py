@@ -44,9 +44,11 @@ def browser():
     driver.quit()
 
 
-def shoot(driver, tmp_path: Path, name: str) -> None:
+def shoot(driver, tmp_path: Path, name: str, width: int = 1200, height: int = 1000) -> None:
     target = tmp_path / f"{name}.png"
+    driver.set_window_size(width, height)
     driver.save_screenshot(str(target))
+    driver.set_window_size(1200, 1000)
     extra = os.environ.get("MURANO_WEB_SCREENSHOTS")
     if extra:
         Path(extra).mkdir(parents=True, exist_ok=True)
@@ -54,23 +56,30 @@ def shoot(driver, tmp_path: Path, name: str) -> None:
 
 
 def wait_for(what: str, check, timeout: float = 240):
+    """``check()``'s first true value; an element missing or replaced meanwhile (the page
+    reloads) counts as not yet."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = check()
+        try:
+            found = check()
+        except (NoSuchElementException, StaleElementReferenceException):
+            found = None
         if found:
             return found
         time.sleep(0.5)
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def kv_zip(folder: Path) -> Path:
-    source = REPO / "dsl_packages" / "io.murano.apps.linux.ReplicatedKV"
+def package_zip(folder: Path, name: str) -> Path:
+    source = REPO / "dsl_packages" / f"io.murano.apps.linux.{name}"
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for path in sorted(source.rglob("*")):
             if path.is_file():
                 archive.write(path, path.relative_to(source))
-    target = folder / "ReplicatedKV.zip"
+    target = folder / f"{name}.zip"
     target.write_bytes(buffer.getvalue())
     return target
 
@@ -88,10 +97,21 @@ def test_upload_add_through_the_form_deploy_and_see_the_picture(start_api, brows
         assert browser.current_url.endswith("/ui/login")
         css(By.ID, "token").send_keys("tok-a")
         css(By.ID, "login").click()
+        css(By.ID, "packages")  # the catalog, once logged in
 
-        css(By.ID, "package-file").send_keys(str(kv_zip(tmp_path)))
-        css(By.ID, "upload").click()
-        assert "io.murano.apps.linux.replicatedKV.KvServer" in css(By.ID, "classes").text
+        for name in ("HelloWeb", "ReplicatedKV"):
+            browser.get(api.url + "/ui/")
+            css(By.ID, "package-file").send_keys(str(package_zip(tmp_path, name)))
+            css(By.ID, "upload").click()
+            classes = css(By.ID, "classes").text  # the package's page, once uploaded
+        assert "io.murano.apps.linux.replicatedKV.KvServer" in classes
+        browser.get(api.url + "/ui/")
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#packages .package")) == 2
+        shoot(browser, tmp_path, "catalog", 1100, 560)
+        css(By.ID, "search").send_keys("key-value")
+        css(By.CSS_SELECTOR, "form[action='/ui/'] button").click()
+        assert [p.get_attribute("data-fqn") for p in browser.find_elements(
+            By.CSS_SELECTOR, "#packages .package")] == ["io.murano.apps.linux.ReplicatedKV"]
 
         browser.get(api.url + "/ui/environments")
         css(By.ID, "env-name").send_keys("webdemo")
@@ -133,9 +153,7 @@ def test_upload_add_through_the_form_deploy_and_see_the_picture(start_api, brows
         shoot(browser, tmp_path, "environment")
         css(By.CSS_SELECTOR, "#deployments a").click()
         assert browser.find_elements(By.CSS_SELECTOR, "svg.timeline g.plan")
-        shoot(browser, tmp_path, "deployment-picture")
-        browser.get(api.url + "/ui/")
-        shoot(browser, tmp_path, "catalog")
+        shoot(browser, tmp_path, "deployment-picture", 1000, 760)
     finally:
         if env_id:
             api.request("DELETE", f"/v1/environments/{env_id}")
