@@ -289,12 +289,6 @@ class UiDefinition:
     parameters: dict[str, Any]
     filename: str
 
-    def form(self, name: str) -> Form:
-        for form in self.forms:
-            if form.name == name:
-                return form
-        raise UiError(f"{self.filename}: there is no form {name!r}")
-
 
 def _version(value: Any, filename: str) -> tuple[int, int]:
     if value is None:
@@ -362,12 +356,11 @@ def _field(spec: Any, form: str, filename: str, version: tuple[int, int]) -> Fie
     messages = spec.get("errorMessages") or {}
     if not isinstance(messages, Mapping):
         raise UiError(f"{where}: field {form}.{name}: errorMessages is a mapping")
-    for attr in ("regexpValidator",):
-        if attr in spec and isinstance(spec[attr], str):
-            try:
-                re.compile(spec[attr])
-            except re.error as exc:
-                raise UiError(f"{where}: field {form}.{name}: bad {attr}: {exc}") from None
+    if isinstance(spec.get("regexpValidator"), str):
+        try:
+            re.compile(spec["regexpValidator"])
+        except re.error as exc:
+            raise UiError(f"{where}: field {form}.{name}: bad regexpValidator: {exc}") from None
     label = spec.get("label")
     return Field(
         name=name, type=kind, form=form,
@@ -468,9 +461,12 @@ def clean_field(ui: UiDefinition, spec: Field, raw: Any, data: Mapping[str, Any]
         if isinstance(raw, str):
             return raw.strip().lower() in ("on", "true", "1", "yes")
         return bool(raw)
-    if spec.type == "password" or isinstance(raw, str) or raw is None:
-        text = str(raw) if spec.type == "password" and raw is not None else _text(raw)
-    else:
+    if spec.type == "password":
+        text: Any = "" if raw is None else str(raw)
+    elif raw is None or isinstance(raw, str) or spec.type in (
+            "string", "text", "clusterip", "databaselist"):
+        text = _text(raw)
+    else:  # typed JSON answers: numbers, choices' keys, a network pair
         text = raw
     empty = text in ("", None) or text == []
     if empty:

@@ -10,6 +10,7 @@ second while a deployment runs.
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import time
@@ -63,7 +64,7 @@ class WebUi:
         self.templates = jinja2.Environment(
             loader=jinja2.PackageLoader("murano_engine.web", "templates"),
             autoescape=True, undefined=jinja2.StrictUndefined)
-        self.templates.filters["clock"] = picture._clock
+        self.templates.filters["clock"] = picture.clock
         self.templates.filters["service_name"] = _service_name
         self.templates.filters["classname"] = lambda t: str(t or "").split("/", 1)[0]
         self._choices: Callable | None = None
@@ -185,9 +186,8 @@ class WebUi:
             svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64">'
                    '<rect width="64" height="64" rx="10" fill="#5b7db1"/><text x="32" y="43" '
                    'font-size="32" text-anchor="middle" fill="white" font-family="sans-serif">'
-                   f'{(name[:1] or "?").upper()}</text></svg>')
-            return Response(svg.replace("&", "&amp;").replace("<text", "<text"),
-                            mimetype="image/svg+xml")
+                   f'{html.escape((name[:1] or "?").upper())}</text></svg>')
+            return Response(svg, mimetype="image/svg+xml")
         return Response(data, mimetype="image/png")
 
     def on_delete_package(self, request: Request, ctx: Context, package_id: str) -> Response:
@@ -303,8 +303,14 @@ class WebUi:
         errors: dict[str, str] = {}
         choices = self._choices_in(ctx, env_id, self._session_id(request, ctx, env_id))
         if request.method == "POST":
-            answers = json.loads(request.form.get("_answers") or "{}")
-            step = int(request.form.get("_step") or 0)
+            try:
+                answers = json.loads(request.form.get("_answers") or "{}")
+                step = int(request.form.get("_step") or 0)
+            except ValueError:
+                raise ApiError("the wizard's state is damaged; start again", status=400) \
+                    from None
+            if not isinstance(answers, dict) or not 0 <= step < len(ui.forms):
+                raise ApiError("the wizard's state is damaged; start again", status=400)
             form = ui.forms[step]
             answers[form.name] = {k: v for k, v in request.form.items()
                                   if not k.startswith("_")}

@@ -262,7 +262,7 @@ def reports_table(reports: Iterable[Mapping[str, Any]], start: float | None = No
     for report in reports:
         stamp = report.get("timestamp")
         try:
-            when = f"+{float(stamp) - start:.1f}s" if start is not None else _clock(stamp)
+            when = f"+{float(stamp) - start:.1f}s" if start is not None else clock(stamp)
         except (TypeError, ValueError):
             when = ""
         rows.append(f'<tr class="{_esc(report.get("level"))}"><td>{when}</td><td>'
@@ -270,7 +270,8 @@ def reports_table(reports: Iterable[Mapping[str, Any]], start: float | None = No
     return f'<table class="reports">{"".join(rows)}</table>'
 
 
-def _clock(stamp: Any) -> str:
+def clock(stamp: Any) -> str:
+    """A report's time stamp (seconds since the epoch) as the local time of day."""
     try:
         return time.strftime("%H:%M:%S", time.localtime(float(stamp)))
     except (TypeError, ValueError):

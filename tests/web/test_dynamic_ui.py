@@ -351,3 +351,24 @@ def test_replicated_kv_answers_make_the_readme_model():
     assert {k: model[k] for k in ("name", "nodeCount", "basePort", "image", "flavor")} == {
         "name": "kv", "nodeCount": 2, "basePort": 18700, "image": "debian",
         "flavor": "m1.small"}
+
+
+def test_json_answers_may_be_typed():
+    assert clean("- {name: x, type: string}", 12) == "12"
+    assert clean("- {name: x, type: integer}", 5) == 5
+    assert clean("- {name: x, type: choice, choices: [['1', one]]}", 1) == "1"
+    assert clean("- {name: x, type: boolean}", True) is True
+
+
+def test_attributes_may_be_expressions_over_earlier_answers_from_2_4():
+    later = ("  - g:\n      fields:\n        - {name: y, type: string, label: $.f.x + ' label',"
+             " helpText: $.f.x, required: $.f.x = 'strict'}\n")
+    definition = one_field("- {name: x, type: string}", "2.4", later)
+    spec = definition.forms[1].fields[0]
+    data = {"f": {"x": "strict"}}
+    assert ui.attribute(definition, spec.label, data) == "strict label"
+    assert ui.attribute(definition, spec.help_text, data) == "strict"
+    _, errors = ui.clean_form(definition, definition.forms[1], {"y": ""}, data)
+    assert errors == {"y": ui.REQUIRED}
+    _, errors = ui.clean_form(definition, definition.forms[1], {"y": ""}, {"f": {"x": "lax"}})
+    assert errors == {}
