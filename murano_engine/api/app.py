@@ -225,7 +225,7 @@ class Api:
         self.openapi = json.dumps(openapi_document()).encode()
         self.server_roots = server_roots(settings)
         from murano_engine.web.pages import WebUi
-        self.web = WebUi(self)
+        self.web = WebUi(self)  # the pages under /ui/
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -234,11 +234,12 @@ class Api:
         try:
             path = re.sub("/{2,}", "/", environ.get("PATH_INFO") or "/")
             if path == "/ui" or path.startswith("/ui/"):
-                return self.web(environ, start_response)
-            route, args = self.url_map.bind_to_environ(environ).match(path)
-            request.body_schema = route.body
-            context = None if route.endpoint in PUBLIC else self.identify(environ)
-            response = getattr(self, "on_" + route.endpoint)(request, context, **args)
+                response = self.web.respond(request)
+            else:
+                route, args = self.url_map.bind_to_environ(environ).match(path)
+                request.body_schema = route.body
+                context = None if route.endpoint in PUBLIC else self.identify(environ)
+                response = getattr(self, "on_" + route.endpoint)(request, context, **args)
         except ApiError as exc:
             response = self.error(request, exc, request_id)
         except RequestEntityTooLarge:

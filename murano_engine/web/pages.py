@@ -79,9 +79,12 @@ class WebUi:
         return self._choices
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
-        request = Request(environ)
+        return self.respond(Request(environ))(environ, start_response)
+
+    def respond(self, request: Request) -> Response:
+        """The page for ``request`` (errors of the API become an error page)."""
         try:
-            endpoint, args = self.url_map.bind_to_environ(environ).match()
+            endpoint, args = self.url_map.bind_to_environ(request.environ).match()
             if endpoint == "login":
                 response = self.on_login(request)
             else:
@@ -89,11 +92,12 @@ class WebUi:
                 response = redirect("/ui/login") if ctx is None else \
                     getattr(self, "on_" + endpoint)(request, ctx, **args)
         except ApiError as exc:
-            response = self.page("error.html", None, status=exc.status, message=exc.message,
-                                 problems=exc.problems or [])
+            response = self.page("error.html", None, status=exc.status, code=exc.status,
+                                 message=self.api.hide_paths(exc.message),
+                                 problems=[self.api.hide_paths(p) for p in exc.problems or []])
         except HTTPException as exc:
             response = exc.get_response()
-        return response(environ, start_response)
+        return response
 
     def identify(self, request: Request) -> Context | None:
         token = request.cookies.get(COOKIE)
@@ -150,8 +154,9 @@ class WebUi:
             created = catalog.create_package(self.api.store, self.api.settings,
                                              self.api.interpreter, ctx, data, {})
         except ApiError as exc:
-            return self.on_catalog(request, ctx, f"The upload failed: {exc.message}",
-                                   exc.problems, status=exc.status)
+            hide = self.api.hide_paths
+            return self.on_catalog(request, ctx, f"The upload failed: {hide(exc.message)}",
+                                   [hide(p) for p in exc.problems or []], status=exc.status)
         return redirect(f"/ui/packages/{created['id']}")
 
     def on_package(self, request: Request, ctx: Context, package_id: str) -> Response:

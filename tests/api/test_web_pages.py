@@ -67,6 +67,10 @@ def test_wizard_checks_then_adds_and_a_failure_shows_the_muranopl_stack(start_ap
     uploaded = browser.post(api.url + "/ui/packages", timeout=30,
                             files={"package": ("apitest.zip", echo_package(tmp_path))})
     package_id = uploaded.url.rsplit("/", 1)[1]
+    broken = browser.post(api.url + "/ui/packages", timeout=30,
+                          files={"package": ("broken.zip", b"not a zip")})
+    assert broken.status_code == 400 and 'id="upload-error"' in broken.text
+    assert "The upload failed" in broken.text
     assert "com.example.apitest.Echo" in uploaded.text
     assert "API test application" in browser.get(api.url + "/ui/?q=echo", timeout=30).text
     assert "No package matches" in browser.get(api.url + "/ui/?q=nothing", timeout=30).text
