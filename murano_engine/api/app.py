@@ -465,7 +465,7 @@ class Api:
         try:
             return json_response(translate(
                 text, body["answers"], f"{package['fully_qualified_name']}/UI/ui.yaml",
-                body.get("name") or package["name"], self.web.choices))
+                body.get("name") or package["name"], self.web.cloud_choices()))
         except UiError as exc:
             raise BadRequest(exc.message, problems=exc.problems) from None
 

@@ -67,16 +67,16 @@ class WebUi:
         self.templates.filters["clock"] = picture.clock
         self.templates.filters["service_name"] = _service_name
         self.templates.filters["classname"] = lambda t: str(t or "").split("/", 1)[0]
-        self._choices: Callable | None = None
+        self._cloud: Callable[[], dynamic_ui.Choices] | None = None
 
-    @property
-    def choices(self) -> Callable:
-        if self._choices is None:
+    def cloud_choices(self) -> dynamic_ui.Choices:
+        """A fresh choices function of the configured cloud (for one request)."""
+        if self._cloud is None:
             from murano_engine.api.config import SCHEMA
             from murano_engine.config import load_config
             config = load_config(self.api.settings.config_file, schema=SCHEMA)
-            self._choices = for_cloud({"heat": dict(config["heat"])})
-        return self._choices
+            self._cloud = for_cloud({"heat": dict(config["heat"])})
+        return self._cloud()
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         return self.respond(Request(environ))(environ, start_response)
@@ -344,10 +344,11 @@ class WebUi:
         """Cloud fields list the cloud's choices; a field naming a class lists the
         environment's applications of that class."""
         services = environments.show_env(self.api.store, ctx, env_id, session_id)["services"]
+        cloud = self.cloud_choices()
 
         def choices(spec: dynamic_ui.Field) -> list[tuple[str, str]] | None:
             if not spec.is_application:
-                return self.choices(spec)
+                return cloud(spec)
             return [("", "(none)")] + [
                 (str(s["?"].get("id")), _service_name(s)) for s in services
                 if isinstance(s, dict) and str(s["?"].get("type", "")).split("/")[0]
