@@ -288,6 +288,9 @@ class UiDefinition:
     templates: dict[str, Any]
     parameters: dict[str, Any]
     filename: str
+    #: (class, method) of ``ParametersSource`` (2.4): a public static method whose
+    #: returned mapping joins ``parameters`` (see :func:`add_parameters`)
+    parameters_source: tuple[str, str] | None = None
 
 
 def _version(value: Any, filename: str) -> tuple[int, int]:
@@ -426,9 +429,35 @@ def parse(text: str | bytes, filename: str = "ui.yaml", app_name: str = "") -> U
             max_length=255))
     ui = UiDefinition(version, forms, root["Application"], dict(root.get("Templates") or {}),
                       {}, filename)
-    ui.parameters = {k: evaluate_with(v, {}) for k, v in
-                     dict(root.get("Parameters") or {}).items()} if version >= (2, 4) else {}
+    if version >= (2, 4):
+        ui.parameters = {k: evaluate_with(v, {}) for k, v in
+                         dict(root.get("Parameters") or {}).items()}
+        ui.parameters_source = _source(root.get("ParametersSource"), header, filename)
     return ui
+
+
+def _source(value: Any, header: Any, filename: str) -> tuple[str, str] | None:
+    """``ParametersSource``'s class and method; without a class, the Application's."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    class_name, _, method = text.rpartition(".")
+    if not class_name:
+        if not isinstance(header, Mapping) or not isinstance(header.get("type"), str):
+            raise UiError(f"{filename}: ParametersSource {text!r} names no class and the "
+                          f"Application has no literal type")
+        class_name = header["type"]
+    if not method or not re.fullmatch(r"\w+", method):
+        raise UiError(f"{filename}: ParametersSource is Class.method or method, not {text!r}")
+    return class_name, method
+
+
+def add_parameters(ui: UiDefinition, values: Any) -> None:
+    """Merge what ``ParametersSource``'s method returned into the parameters."""
+    if not isinstance(values, Mapping):
+        raise UiError(f"{ui.filename}: ParametersSource {'.'.join(ui.parameters_source or ())}"
+                      f" returned {type(values).__name__}, not a mapping")
+    ui.parameters.update(values)
 
 
 # -- answers -----------------------------------------------------------------------------
@@ -661,8 +690,14 @@ def evaluate_application(ui: UiDefinition, data: Mapping[str, Mapping[str, Any]]
 
 def translate(text: str | bytes, answers: Mapping[str, Mapping[str, Any]],
               filename: str = "ui.yaml", app_name: str = "",
-              choices: Choices | None = None) -> dict:
+              choices: Choices | None = None,
+              source: Callable[[str, str], Any] | None = None) -> dict:
     """The object model a UI definition and a user's answers make (what the wizard adds
-    to the environment)."""
+    to the environment). ``source(class, method)`` calls a ``ParametersSource``."""
     ui = parse(text, filename, app_name)
+    if ui.parameters_source is not None:
+        if source is None:
+            raise UiError(f"{filename}: ParametersSource {'.'.join(ui.parameters_source)} "
+                          f"runs MuranoPL: ask murano-api (POST .../ui/model)")
+        add_parameters(ui, source(*ui.parameters_source))
     return evaluate_application(ui, clean_all(ui, answers, choices))

@@ -465,7 +465,8 @@ class Api:
         try:
             return json_response(translate(
                 text, body["answers"], f"{package['fully_qualified_name']}/UI/ui.yaml",
-                body.get("name") or package["name"], self.web.cloud_choices()))
+                body.get("name") or package["name"], self.web.cloud_choices(),
+                self.web.parameters_source(ctx, package)))
         except UiError as exc:
             raise BadRequest(exc.message, problems=exc.problems) from None
 

@@ -69,6 +69,16 @@ class WebUi:
         self.templates.filters["classname"] = lambda t: str(t or "").split("/", 1)[0]
         self._cloud: Callable[[], dynamic_ui.Choices] | None = None
 
+    def parameters_source(self, ctx: Context, package: dict[str, Any]
+                          ) -> Callable[[str, str], Any]:
+        """Calls a UI's ``ParametersSource``: a public static method of the package, run
+        by the engine as ``POST /v1/actions`` runs it."""
+        def call(class_name: str, method: str) -> Any:
+            return self.api.dispatcher.call_static(ctx, {
+                "className": class_name, "methodName": method, "parameters": {},
+                "packageName": package["fully_qualified_name"]})
+        return call
+
     def cloud_choices(self) -> dynamic_ui.Choices:
         """A fresh choices function of the configured cloud (for one request)."""
         if self._cloud is None:
@@ -302,6 +312,9 @@ class WebUi:
         try:
             ui = dynamic_ui.parse(text, f"{package['fully_qualified_name']}/UI/ui.yaml",
                                   package["name"])
+            if ui.parameters_source is not None:
+                dynamic_ui.add_parameters(ui, self.parameters_source(ctx, package)(
+                    *ui.parameters_source))
         except dynamic_ui.UiError as exc:
             raise ApiError(exc.message, status=400, problems=exc.problems) from None
         step, answers = 0, {}

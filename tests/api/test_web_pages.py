@@ -153,3 +153,51 @@ def test_steps_are_kept_apart_from_the_reports(tmp_path):
     assert environments.steps(store, ctx, env.id, task["task_id"]) == [
         {**step, "timestamp": 12.5}]
     store.engine.dispose()
+
+
+PARAMS_CLASS = """
+Namespaces:
+  =: com.example.apitest
+Name: Params
+Methods:
+  uiParameters:
+    Scope: Public
+    Usage: Static
+    Body:
+      - Return:
+          prefix: 'from-muranopl'
+"""
+PARAMS_UI = """
+Version: 2.4
+ParametersSource: com.example.apitest.Params.uiParameters
+Parameters:
+  separator: '-'
+Application:
+  ?: {type: com.example.apitest.Echo}
+  name: $prefix + $separator + $.f.who
+Forms:
+  - f:
+      fields:
+        - {name: who, type: string, initial: $prefix}
+"""
+
+
+def test_parameters_source_runs_the_packages_static_method(start_api, tmp_path):
+    api = start_api()
+    folder = tmp_path / "apitest"
+    shutil.copytree(PACKAGES / "apitest", folder)
+    (folder / "UI").mkdir()
+    (folder / "UI" / "ui.yaml").write_text(PARAMS_UI)
+    (folder / "Classes" / "Params.yaml").write_text(PARAMS_CLASS)
+    manifest = folder / "manifest.yaml"
+    manifest.write_text(manifest.read_text() + "  com.example.apitest.Params: Params.yaml\n")
+    package = api.ok("POST", "/v1/catalog/packages",
+                     files={"file": ("apitest.zip", pack_folder(folder))})
+    model = api.ok("POST", f"/v1/catalog/packages/{package['id']}/ui/model",
+                   json={"answers": {"f": {"who": "x"}}})
+    assert model["name"] == "from-muranopl-x"
+    browser = login(api)
+    env = api.ok("POST", "/v1/environments", json={"name": "params"})
+    page = browser.get(f"{api.url}/ui/environments/{env['id']}/add/{package['id']}",
+                       timeout=30)
+    assert 'value="from-muranopl"' in page.text  # the initial value, from the parameters

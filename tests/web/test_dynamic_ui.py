@@ -372,3 +372,37 @@ def test_attributes_may_be_expressions_over_earlier_answers_from_2_4():
     assert errors == {"y": ui.REQUIRED}
     _, errors = ui.clean_form(definition, definition.forms[1], {"y": ""}, {"f": {"x": "lax"}})
     assert errors == {}
+
+
+SOURCED = """
+Version: 2.4
+ParametersSource: {source}
+Application:
+  ?: {{type: com.example.App}}
+  size: $size
+Forms:
+  - f:
+      fields: []
+"""
+
+
+def test_parameters_source_names_a_static_method_of_the_application_by_default():
+    definition = ui.parse(SOURCED.format(source="uiParams"), "t.yaml")
+    assert definition.parameters_source == ("com.example.App", "uiParams")
+    definition = ui.parse(SOURCED.format(source="com.example.Other.params"), "t.yaml")
+    assert definition.parameters_source == ("com.example.Other", "params")
+
+
+def test_parameters_source_results_join_the_parameters():
+    calls = []
+
+    def source(class_name: str, method: str) -> dict:
+        calls.append((class_name, method))
+        return {"size": 3}
+
+    model = ui.translate(SOURCED.format(source="uiParams"), {}, source=source)
+    assert model["size"] == 3 and calls == [("com.example.App", "uiParams")]
+    with pytest.raises(ui.UiError, match="runs MuranoPL"):
+        ui.translate(SOURCED.format(source="uiParams"), {})
+    with pytest.raises(ui.UiError, match="returned list, not a mapping"):
+        ui.translate(SOURCED.format(source="uiParams"), {}, source=lambda c, m: [1])
