@@ -210,7 +210,7 @@ class Agent:
                                interrupted=lambda: outside.cancelled)
 
         step = _stepper(call, plan)
-        step("sent", inputs=reports.digests(plan.get("Parameters") or plan.get("Scripts")))
+        step("sent", inputs=reports.digests(plan.get("Parameters") or plan.get("Commands")))
         try:
             result = outside.effect("agent.call", agent.queue,
                                     lambda: _intent(plan, client), send_and_wait)
