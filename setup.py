@@ -30,6 +30,7 @@ setup(
                          "schemas/*.json"],
         "murano_engine.api": ["*.sample"],
         "murano_engine.api.schemas": ["*.json"],
+        "murano_engine.web": ["templates/*.html"],
         "murano_engine.clouds.local": ["sandbox-init.sh", "sandbox-init.py"],
     },
     install_requires=[
@@ -50,11 +51,13 @@ setup(
         "Werkzeug>=3.0",
         "waitress>=3.0",
         "python-mistralclient>=4.0",
+        "Jinja2>=3.1",
     ],
     extras_require={
         # tree-sitter-powershell: the tests parse every PowerShell script (no pwsh needed)
         "test": ["pytest>=8", "ruff>=0.5", "python-muranoclient>=2.0", "tree-sitter>=0.24",
-                 "tree-sitter-powershell>=0.26"],
+                 "tree-sitter-powershell>=0.26",
+                 "selenium>=4.20"],
         "keystone": ["keystonemiddleware>=10"],
     },
     entry_points={

@@ -152,6 +152,34 @@ def _validate(options: argparse.Namespace) -> int:
     return 0
 
 
+def _ui_model(options: argparse.Namespace) -> int:
+    import json
+
+    from murano_engine.dsl.errors import LoadError
+    from murano_engine.dsl.json_loader import load_json
+    from murano_engine.dynamic_ui import UiError, translate
+    if not options.ui or not options.answers:
+        raise SystemExit("error: ui-model takes UI_YAML ANSWERS_JSON")
+    try:
+        text = Path(options.ui).read_bytes()
+        raw = sys.stdin.buffer.read() if options.answers == "-" else \
+            Path(options.answers).read_bytes()
+        answers = load_json(raw, "stdin" if options.answers == "-" else options.answers)
+    except OSError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    except LoadError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    if not isinstance(answers, dict) or not all(isinstance(v, dict) for v in answers.values()):
+        raise SystemExit(f'error: {options.answers}: answers are {{"form": {{"field": '
+                         f'value}}}}')
+    try:
+        model = translate(text, answers, options.ui, options.name)
+    except UiError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    print(json.dumps(model, indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="murano-engine",
                                      description="Run MuranoPL packages.")
@@ -194,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     deploy = environment_command("deploy", "deploy an environment (again) from a model",
                                  "MODEL ")
     deploy.add_argument("model", nargs="?", help="object model (JSON; required)")
+    deploy.add_argument("--report", metavar="FILE.html",
+                        help="write the deployment picture (timeline per server, topology, "
+                             "reports) to this self-contained HTML file")
     deploy.set_defaults(handler=lambda o: _environment(o, "deploy"))
     destroy = environment_command("destroy", "tear down everything a state file holds")
     destroy.set_defaults(handler=lambda o: _environment(o, "destroy"))
@@ -212,6 +243,16 @@ def build_parser() -> argparse.ArgumentParser:
                           metavar="DIR", help="folders holding the packages it requires "
                           "(the package's own folder is searched too)")
     validate.set_defaults(handler=_validate)
+
+    ui_model = commands.add_parser(
+        "ui-model", help="the object model a UI definition (ui.yaml) makes from answers",
+        usage="%(prog)s UI_YAML ANSWERS_JSON [--name NAME]")
+    ui_model.add_argument("ui", nargs="?", help="the UI definition (a package's UI/ui.yaml)")
+    ui_model.add_argument("answers", nargs="?",
+                          help='answers to its forms (JSON: {"form": {"field": value}}; '
+                               '"-" reads them from stdin)')
+    ui_model.add_argument("--name", default="", help="the application's name (UI 2.2+)")
+    ui_model.set_defaults(handler=_ui_model)
 
     worker = commands.add_parser("worker", help="run engine tasks that murano-api queues")
     worker.add_argument("--config-file", required=True, help="murano-api configuration file")

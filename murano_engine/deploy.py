@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from murano_engine.dsl.errors import LoadError
 from murano_engine.dsl.json_loader import load_json
 from murano_engine.journal import Cancelled, FileJournal, Journal, JournalError
+from murano_engine.reports import is_step
 
 if TYPE_CHECKING:
     from murano_common.options import Values
@@ -54,8 +55,14 @@ class ProgressPrinter:
         self.applications = applications
         self.deployed: set[str] = set()
         self.last_error: str | None = None
+        self.steps: list[dict[str, Any]] = []  # for the picture (--report)
+        self.reports: list[dict[str, Any]] = []
 
     def __call__(self, report: Mapping[str, Any]) -> None:
+        if is_step(report):
+            self.steps.append({**report["step"], "timestamp": report.get("timestamp")})
+            return
+        self.reports.append(dict(report))
         self.count += 1
         if report.get("event") == "application-deployed":
             self.deployed.add(str(report.get("id")))
@@ -461,6 +468,9 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
         raise
     resources.add(journal.touched())
     outcome = result["action"]
+    if getattr(options, "report", None):
+        write_picture(Path(options.report), f"{action} of environment {environment_id}",
+                      printer, result)
     elapsed = time.monotonic() - printer.started
     if action == "destroy" and not outcome["isException"]:
         problems = resources.remove_all(services, config)
@@ -503,6 +513,19 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
     done = f"state saved to {state_path}" if state_path.exists() else "state removed"
     print(f"{action} finished in {elapsed:.1f} s with {printer.count} report(s); {done}")
     return 0
+
+
+def write_picture(path: Path, title: str, printer: ProgressPrinter,
+                  result: Mapping[str, Any]) -> None:
+    """The deployment picture of this run as one HTML file."""
+    from murano_engine.web.picture import document
+
+    outcome = result.get("action") or {}
+    failure = outcome.get("result") if outcome.get("isException") else None
+    objects = (result.get("model") or {}).get("Objects")
+    path.write_text(document(title, printer.steps, printer.reports, objects, failure),
+                    encoding="utf-8")
+    print(f"deployment picture written to {path}", flush=True)
 
 
 def _destroy_after_interrupt(options: Any, interrupted: FileJournal,

@@ -104,6 +104,8 @@ ROUTES: list[Route] = [
     Route("/v1/catalog/packages/<package_id>/download", ("GET",), "download",
           "The package's zip"),
     Route("/v1/catalog/packages/<package_id>/ui", ("GET",), "ui", "The UI definition"),
+    Route("/v1/catalog/packages/<package_id>/ui/model", ("POST",), "ui_model",
+          "The object model the UI definition makes from answers to its forms", "UiAnswers"),
     Route("/v1/catalog/packages/<package_id>/logo", ("GET",), "logo", "The logo"),
     Route("/v1/catalog/packages/<package_id>/supplier_logo", ("GET",), "supplier_logo",
           "The supplier's logo"),
@@ -222,6 +224,8 @@ class Api:
                            strict_slashes=False, merge_slashes=False)
         self.openapi = json.dumps(openapi_document()).encode()
         self.server_roots = server_roots(settings)
+        from murano_engine.web.pages import WebUi
+        self.web = WebUi(self)  # the pages under /ui/
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -229,10 +233,13 @@ class Api:
         request_id = f"req-{uuid.uuid4()}"
         try:
             path = re.sub("/{2,}", "/", environ.get("PATH_INFO") or "/")
-            route, args = self.url_map.bind_to_environ(environ).match(path)
-            request.body_schema = route.body
-            context = None if route.endpoint in PUBLIC else self.identify(environ)
-            response = getattr(self, "on_" + route.endpoint)(request, context, **args)
+            if path == "/ui" or path.startswith("/ui/"):
+                response = self.web.respond(request)
+            else:
+                route, args = self.url_map.bind_to_environ(environ).match(path)
+                request.body_schema = route.body
+                context = None if route.endpoint in PUBLIC else self.identify(environ)
+                response = getattr(self, "on_" + route.endpoint)(request, context, **args)
         except ApiError as exc:
             response = self.error(request, exc, request_id)
         except RequestEntityTooLarge:
@@ -449,6 +456,19 @@ class Api:
     def on_ui(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
         return Response(catalog.package_blob(self.store, ctx, package_id, "ui_definition"),
                         mimetype="text/plain")
+
+    def on_ui_model(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
+        from murano_engine.dynamic_ui import UiError, translate
+        body = self.body(request)
+        package = catalog.show_package(self.store, ctx, package_id)
+        text = catalog.package_blob(self.store, ctx, package_id, "ui_definition")
+        try:
+            return json_response(translate(
+                text, body["answers"], f"{package['fully_qualified_name']}/UI/ui.yaml",
+                body.get("name") or package["name"], self.web.cloud_choices(),
+                self.web.parameters_source(ctx, package)))
+        except UiError as exc:
+            raise BadRequest(exc.message, problems=exc.problems) from None
 
     def on_logo(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
         return Response(catalog.package_blob(self.store, ctx, package_id, "logo"),

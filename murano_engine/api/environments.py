@@ -10,6 +10,7 @@ or a second deployment is refused and nothing is lost.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,8 +21,11 @@ from murano_engine.api import db, journal_store
 from murano_engine.api.auth import Context
 from murano_engine.api.errors import BadRequest, Conflict, Forbidden, NotFound
 from murano_engine.api.paths import insert_at, remove_at, replace_at, resolve
+from murano_engine.reports import is_step
 
 BUSY = ("deploying", "deleting")
+#: the ``entity`` (and level) of status rows that hold a deployment's steps, not reports
+STEP = "step"
 MODEL_PATCH_DENIED = ("?", "services")
 
 
@@ -409,7 +413,8 @@ def _deployments(session: db.DbSession, env_ids: list[str]) -> list[dict[str, An
     levels: dict[str, set[str]] = {}
     for task_id, level in session.execute(
             select(db.Status.task_id, db.Status.level).distinct()
-            .where(db.Status.task_id.in_([t.id for t in tasks]))).all():
+            .where(db.Status.task_id.in_([t.id for t in tasks]),
+                   db.Status.entity.is_distinct_from(STEP))).all():
         levels.setdefault(task_id, set()).add(level)
     out = []
     for task in tasks:
@@ -441,11 +446,28 @@ def reports(store: db.Store, context: Context, env_id: str, task_id: str,
         task = session.get(db.Task, task_id)
         if task is None or task.environment_id != env_id:
             raise NotFound(f"deployment {task_id} is not found in environment {env_id}")
-        query = select(db.Status).where(db.Status.task_id == task_id)
+        query = select(db.Status).where(db.Status.task_id == task_id,
+                                        db.Status.entity.is_distinct_from(STEP))
         if service_ids:
             query = query.where(db.Status.entity_id.in_(service_ids))
         rows = session.scalars(query.order_by(db.Status.created)).all()
     return {"reports": [status_json(r) for r in rows]}
+
+
+def steps(store: db.Store, context: Context, env_id: str, task_id: str) -> list[dict]:
+    """The steps of a deployment (plans sent and answered, stacks pushed), oldest first,
+    each with its ``timestamp`` (see :func:`murano_engine.reports.step`)."""
+    with store.read() as session:
+        get_env(session, context, env_id)
+        rows = session.scalars(select(db.Status).where(
+            db.Status.task_id == task_id, db.Status.entity == STEP)
+            .order_by(db.Status.created)).all()
+    out = []
+    for row in rows:
+        step = json.loads(row.details or "{}")
+        step["timestamp"] = float(row.timestamp) if row.timestamp else None
+        out.append(step)
+    return out
 
 
 def add_status(session: db.DbSession, task_id: str, text: str, level: str = "info",
@@ -580,6 +602,11 @@ def store_report(store: db.Store, task_id: str, report: Mapping[str, Any]) -> No
         if task is None:
             return
         entity_id = report.get("id")
+        if is_step(report):
+            add_status(session, task_id, str(report["step"].get("name") or ""), STEP,
+                       entity_id=entity_id, details=json.dumps(report["step"]),
+                       timestamp=str(report.get("timestamp") or ""), entity=STEP)
+            return
         add_status(session, task_id, str(report.get("text") or ""),
                    str(report.get("level") or "info"), entity_id=entity_id,
                    details=report.get("details"), timestamp=str(report.get("timestamp") or ""),

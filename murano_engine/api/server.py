@@ -13,6 +13,7 @@ from murano_engine import worker
 from murano_engine.api import auth, db, workers
 from murano_engine.api.app import Api
 from murano_engine.api.config import ConfigError, Settings, load_settings
+from murano_engine.web.pages import token_from_cookie
 
 LOG = logging.getLogger(__name__)
 
@@ -24,8 +25,8 @@ def build(settings: Settings) -> tuple[Any, Any]:
     dispatcher: Any = workers.AmqpDispatcher(store, settings) if settings.uses_broker \
         else workers.LocalDispatcher(store, settings)
     if settings.auth_strategy == "keystone":
-        app: Any = auth.wrap_keystone(Api(settings, store, dispatcher, auth.keystone_identity),
-                                      settings.keystone)
+        api = Api(settings, store, dispatcher, auth.keystone_identity)
+        app: Any = token_from_cookie(auth.wrap_keystone(api, settings.keystone), api.web)
     elif settings.auth_strategy == "tokens":
         if settings.token_file is None:
             LOG.warning("NO AUTHENTICATION IS CONFIGURED: every request will be refused "

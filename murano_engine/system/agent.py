@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from murano_engine import boundary
+from murano_engine import boundary, reports
 from murano_engine.dsl import values
 from murano_engine.dsl.errors import MuranoPlException
 from murano_engine.dsl.natives import NativeCall, method, native_class
@@ -68,6 +68,25 @@ def _owner_of_class(obj: MuranoObject, class_name: str) -> MuranoObject | None:
             return current
         current = current.owner
     return None
+
+
+def _stepper(call: NativeCall, plan: dict[str, Any]) -> Any:
+    """Sends the steps of one plan on its server's lane (the host's name)."""
+    agent: Agent = call.native
+    services = call.executor.services
+    reporter = services.get("reporter")
+    if reporter is None:
+        return lambda phase, **extra: None
+    lane = str(agent.host.props.get("name") or agent.host.id)
+    environment = str(services.get("environment_id") or agent.environment.id)
+    agent.plans += 1
+    key = f"{agent.queue}#{agent.plans}"
+    name = str(plan.get("Name") or "execution plan")
+
+    def step(phase: str, **extra: Any) -> None:
+        reports.step(reporter, environment, kind="plan", phase=phase, lane=lane,
+                     host=agent.host.id, name=name, key=key, **extra)
+    return step
 
 
 @native_class("io.murano.system.AgentListener")
@@ -121,6 +140,7 @@ class Agent:
         self.queue = AgentClient.queue_name(environment.id, target.id)
         self._client: AgentClient | None = None
         self._attached = False
+        self.plans = 0  # plans sent so far (numbers their steps)
 
     def client(self, call: NativeCall) -> AgentClient:
         """The client of the host's region (found on first use: regions come after hosts).
@@ -189,13 +209,18 @@ class Agent:
             return client.call(agent.queue, dict(plan, ID=intent["id"]), seconds,
                                interrupted=lambda: outside.cancelled)
 
+        step = _stepper(call, plan)
+        step("sent", inputs=reports.digests(plan.get("Parameters") or plan.get("Commands")))
         try:
             result = outside.effect("agent.call", agent.queue,
                                     lambda: _intent(plan, client), send_and_wait)
         except AgentTimeout as exc:
+            step("answered", result="timeout")
             raise _exception(call, [TIMEOUT_EXCEPTION, COMMON_TIMEOUT], exc, exc.info) from exc
         except AgentError as exc:
+            step("answered", result="error", error=str(exc)[:300])
             raise _exception(call, [AGENT_EXCEPTION], exc, exc.info) from exc
+        step("answered", result="success", outputs=reports.digests(result))
         return values.freeze(result)
 
     @method

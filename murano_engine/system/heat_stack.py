@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from murano_engine import boundary, reports
 from murano_engine.clouds import StackService, push_stack, remove_stack
 from murano_engine.dsl import values
 from murano_engine.dsl.natives import NativeCall, method, native_class
@@ -185,11 +186,16 @@ class HeatStack:
         template.setdefault("heat_template_version", HOT_VERSION)
         template.setdefault("description", state.description or f"Stack {state.name}")
         service = _require_cloud(call)
+        reporter = call.executor.services.get("reporter")
+        started = boundary.outside().now() if reporter is not None else None
         call.executor.outside.effect(
             "stack.push", state.name, dict,
             lambda _: push_stack(service, state.name, template, state.parameters, state.files,
                                  state.environment))
         state.applied = state.template == pushed
+        reports.step(reporter, call.executor.services.get("environment_id"), kind="stack",
+                     phase="pushed", lane="stack", name=state.name, started=started,
+                     resources=sorted(template.get("resources") or {})[:40])
 
     @method
     def delete(call: NativeCall) -> None:

@@ -44,6 +44,10 @@ def _files(folder: Path) -> dict[str, bytes | str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+UI = ("Version: 2\nApplication:\n  ?: {type: com.example.apitest.Echo}\n  name: $.f.n\n"
+      "Forms:\n  - f:\n      fields:\n        - {name: n, type: string}\n")
+
+
 def apitest_zip(version: str | None = None) -> bytes:
     """The API test package (a new version each time), with a logo, supplier logo and UI."""
     files = _files(PACKAGES / "apitest")
@@ -51,7 +55,7 @@ def apitest_zip(version: str | None = None) -> bytes:
     manifest += f"Version: {version or f'1.0.{next(VERSIONS)}'}\n"
     manifest += "Supplier:\n  Name: Tests\n  Logo: supplier.png\n"
     files.update({"manifest.yaml": manifest, "logo.png": b"\x89PNG logo",
-                  "supplier.png": b"\x89PNG supplier", "UI/ui.yaml": "Version: 2\n"})
+                  "supplier.png": b"\x89PNG supplier", "UI/ui.yaml": UI})
     return _zip(files)
 
 
@@ -471,6 +475,9 @@ CASES: list[Case] = [
     *(Case("GET", f"{P}/{part}", lambda w, part=part: (
         f"/v1/catalog/packages/{w.package}/{part}", {}), OWNED)
       for part in ("download", "ui", "logo", "supplier_logo")),
+    Case("POST", f"{P}/ui/model", lambda w: (
+        f"/v1/catalog/packages/{w.package}/ui/model", {"json": {"answers": {"f": {"n": "x"}}}}),
+         OWNED),
     Case("GET", f"{P}/download", lambda w: (
         f"/v1/catalog/packages/{w.public_package}/download", {}), EVERYONE, label="public"),
     Case("GET", "/v1/catalog/categories", lambda w: ("/v1/catalog/categories", {}),

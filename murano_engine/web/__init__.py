@@ -1,0 +1,1 @@
+"""The web pages of murano-api: catalog, wizard, environments, deployment picture."""

@@ -1,0 +1,458 @@
+"""The pages murano-api serves under ``/ui/``: catalog, package, environments, the
+add-application wizard (from the package's ``UI/ui.yaml``), deploy and watch.
+
+The pages call the same functions as the v1 API, as the caller a token names:
+the login form keeps the token in a same-site cookie, and each request is
+identified with it as if it came in ``X-Auth-Token``. The environment page asks
+``/ui/environments/<id>/live`` for the status, the reports and the picture every
+second while a deployment runs.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import time
+import zipfile
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import jinja2
+import yaml
+from werkzeug.exceptions import HTTPException, NotFound
+from werkzeug.routing import Map, Rule
+from werkzeug.utils import redirect
+from werkzeug.wrappers import Request, Response
+
+from murano_engine import dynamic_ui
+from murano_engine.api import catalog, environments
+from murano_engine.api.auth import Context
+from murano_engine.api.errors import ApiError
+from murano_engine.web import picture
+from murano_engine.web.choices import for_cloud
+
+COOKIE = "murano_token"
+SESSION_COOKIE = "murano_session_"
+
+#: (path, endpoint, methods) of each page
+RULES: list[tuple[str, str, tuple[str, ...]]] = [
+    ("/ui/", "catalog", ("GET",)),
+    ("/ui/login", "login", ("GET", "POST")),
+    ("/ui/logout", "logout", ("POST",)),
+    ("/ui/packages", "upload", ("POST",)),
+    ("/ui/packages/<package_id>", "package", ("GET",)),
+    ("/ui/packages/<package_id>/logo", "logo", ("GET",)),
+    ("/ui/packages/<package_id>/delete", "delete_package", ("POST",)),
+    ("/ui/environments", "environments", ("GET", "POST")),
+    ("/ui/environments/<env_id>", "environment", ("GET",)),
+    ("/ui/environments/<env_id>/live", "live", ("GET",)),
+    ("/ui/environments/<env_id>/deploy", "deploy", ("POST",)),
+    ("/ui/environments/<env_id>/add/<package_id>", "wizard",
+     ("GET", "POST")),
+    ("/ui/environments/<env_id>/deployments/<task_id>", "deployment", ("GET",)),
+]
+
+
+class WebUi:
+    """The pages; ``api`` is the :class:`murano_engine.api.app.Api` they belong to."""
+
+    def __init__(self, api: Any) -> None:
+        self.api = api
+        self.url_map = Map([Rule(path, endpoint=endpoint, methods=methods)
+                            for path, endpoint, methods in RULES], strict_slashes=False)
+        self.templates = jinja2.Environment(
+            loader=jinja2.PackageLoader("murano_engine.web", "templates"),
+            autoescape=True, undefined=jinja2.StrictUndefined)
+        self.templates.filters["clock"] = picture.clock
+        self.templates.filters["service_name"] = _service_name
+        self.templates.filters["classname"] = lambda t: str(t or "").split("/", 1)[0]
+        self._cloud: Callable[[], dynamic_ui.Choices] | None = None
+
+    def parameters_source(self, ctx: Context, package: dict[str, Any]
+                          ) -> Callable[[str, str], Any]:
+        """Calls a UI's ``ParametersSource``: a public static method of the package, run
+        by the engine as ``POST /v1/actions`` runs it."""
+        def call(class_name: str, method: str) -> Any:
+            return self.api.dispatcher.call_static(ctx, {
+                "className": class_name, "methodName": method, "parameters": {},
+                "packageName": package["fully_qualified_name"]})
+        return call
+
+    def cloud_choices(self) -> dynamic_ui.Choices:
+        """A fresh choices function of the configured cloud (for one request)."""
+        if self._cloud is None:
+            from murano_engine.api.config import SCHEMA
+            from murano_engine.config import load_config
+            config = load_config(self.api.settings.config_file, schema=SCHEMA)
+            self._cloud = for_cloud({"heat": dict(config["heat"])})
+        return self._cloud()
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        return self.respond(Request(environ))(environ, start_response)
+
+    def respond(self, request: Request) -> Response:
+        """The page for ``request`` (errors of the API become an error page)."""
+        try:
+            endpoint, args = self.url_map.bind_to_environ(request.environ).match()
+            if endpoint == "login":
+                response = self.on_login(request)
+            else:
+                ctx = self.identify(request)
+                response = redirect("/ui/login") if ctx is None else \
+                    getattr(self, "on_" + endpoint)(request, ctx, **args)
+        except ApiError as exc:
+            response = self.page("error.html", None, status=exc.status, code=exc.status,
+                                 message=self.api.hide_paths(exc.message),
+                                 problems=[self.api.hide_paths(p) for p in exc.problems or []])
+        except HTTPException as exc:
+            response = exc.get_response()
+        return response
+
+    def identify(self, request: Request) -> Context | None:
+        token = request.cookies.get(COOKIE)
+        if not token:
+            return None
+        try:
+            return self.api.identify({**request.environ, "HTTP_X_AUTH_TOKEN": token})
+        except ApiError:
+            return None
+
+    def page(self, name: str, ctx: Context | None, status: int = 200, **values: Any
+             ) -> Response:
+        body = self.templates.get_template(name).render(user=ctx, **values)
+        return Response(body, status=status, mimetype="text/html")
+
+    # -- login -------------------------------------------------------------------------
+    def on_login(self, request: Request) -> Response:
+        if request.method == "GET":
+            return self.page("login.html", None, error=None)
+        token = request.form.get("token", "").strip()
+        if not token:
+            return self.page("login.html", None, status=401, error="Enter a token.")
+        if self.api.settings.auth_strategy != "keystone":  # keystone checks the next page
+            try:
+                self.api.identify({**request.environ, "HTTP_X_AUTH_TOKEN": token})
+            except ApiError as exc:
+                return self.page("login.html", None, status=401, error=exc.message)
+        response = redirect("/ui/")
+        response.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
+        return response
+
+    def on_logout(self, request: Request, ctx: Context) -> Response:
+        response = redirect("/ui/login")
+        response.delete_cookie(COOKIE)
+        return response
+
+    # -- catalog -------------------------------------------------------------------------
+    def on_catalog(self, request: Request, ctx: Context, message: str | None = None,
+                   problems: list[str] | None = None, status: int = 200) -> Response:
+        query = request.args.get("q", "").strip()
+        params = {"search": [query]} if query else {}
+        packages = catalog.list_packages(self.api.store, self.api.settings, ctx,
+                                         params)["packages"]
+        return self.page("catalog.html", ctx, status=status, packages=packages, query=query,
+                         message=message, problems=problems or [])
+
+    def on_upload(self, request: Request, ctx: Context) -> Response:
+        upload = request.files.get("package")
+        if upload is None or not upload.filename:
+            return self.on_catalog(request, ctx, "Choose a package file (.zip) first.",
+                                   status=400)
+        data = upload.read(self.api.settings.package_size_limit + 1)
+        try:
+            created = catalog.create_package(self.api.store, self.api.settings,
+                                             self.api.interpreter, ctx, data, {})
+        except ApiError as exc:
+            hide = self.api.hide_paths
+            return self.on_catalog(request, ctx, f"The upload failed: {hide(exc.message)}",
+                                   [hide(p) for p in exc.problems or []], status=exc.status)
+        return redirect(f"/ui/packages/{created['id']}")
+
+    def on_package(self, request: Request, ctx: Context, package_id: str) -> Response:
+        package = catalog.show_package(self.api.store, ctx, package_id)
+        manifest = self._manifest(ctx, package_id)
+        versions = [p for p in catalog.list_packages(
+            self.api.store, self.api.settings, ctx,
+            {"fqn": [package["fully_qualified_name"]]})["packages"]]
+        envs = environments.list_envs(self.api.store, ctx, {})["environments"]
+        requires = manifest.get("Require") or {}
+        return self.page("package.html", ctx, package=package, versions=versions,
+                         requires=requires if isinstance(requires, dict) else {},
+                         environments=envs, can_delete=ctx.is_admin
+                         or package["owner_id"] == ctx.project_id)
+
+    def _manifest(self, ctx: Context, package_id: str) -> dict:
+        archive = catalog.package_blob(self.api.store, ctx, package_id, "archive")
+        try:
+            with zipfile.ZipFile(io.BytesIO(archive)) as source:
+                loaded = yaml.safe_load(source.read("manifest.yaml"))
+        except (KeyError, zipfile.BadZipFile, yaml.YAMLError):
+            return {}
+        return loaded if isinstance(loaded, dict) else {}
+
+    def on_logo(self, request: Request, ctx: Context, package_id: str) -> Response:
+        try:
+            data = catalog.package_blob(self.api.store, ctx, package_id, "logo")
+        except ApiError:
+            data = b""
+        if not data:  # a letter on a tile instead
+            name = catalog.show_package(self.api.store, ctx, package_id)["name"]
+            svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64">'
+                   '<rect width="64" height="64" rx="10" fill="#5b7db1"/><text x="32" y="43" '
+                   'font-size="32" text-anchor="middle" fill="white" font-family="sans-serif">'
+                   f'{html.escape((name[:1] or "?").upper())}</text></svg>')
+            return Response(svg, mimetype="image/svg+xml")
+        return Response(data, mimetype="image/png")
+
+    def on_delete_package(self, request: Request, ctx: Context, package_id: str) -> Response:
+        catalog.delete_package(self.api.store, ctx, package_id)
+        return redirect("/ui/")
+
+    # -- environments --------------------------------------------------------------------
+    def on_environments(self, request: Request, ctx: Context) -> Response:
+        error = None
+        if request.method == "POST":
+            name = request.form.get("name", "").strip()
+            if not name:
+                error = "Give the environment a name."
+            else:
+                try:
+                    env = environments.create_env(self.api.store, ctx, {"name": name},
+                                                  self.api.settings.environment_class)
+                    return redirect(f"/ui/environments/{env.id}")
+                except ApiError as exc:
+                    error = exc.message
+        envs = environments.list_envs(self.api.store, ctx, {})["environments"]
+        return self.page("environments.html", ctx, environments=envs, error=error,
+                         status=400 if error else 200)
+
+    def _session_id(self, request: Request, ctx: Context, env_id: str) -> str | None:
+        """The user's open configuration session of ``env_id`` (from its cookie)."""
+        session_id = request.cookies.get(SESSION_COOKIE + env_id)
+        if not session_id:
+            return None
+        try:
+            found = environments.show_session(self.api.store, ctx, env_id, session_id)
+        except ApiError:
+            return None
+        return session_id if found.get("state") == "opened" else None
+
+    def _state(self, ctx: Context, env_id: str, session_id: str | None) -> dict[str, Any]:
+        env = environments.show_env(self.api.store, ctx, env_id, None)
+        pending = environments.show_env(self.api.store, ctx, env_id, session_id)["services"] \
+            if session_id else None
+        deployments = environments.list_deployments(self.api.store, ctx, env_id)["deployments"]
+        latest = deployments[-1] if deployments else None
+        reports, steps = [], []
+        if latest:
+            reports = environments.reports(self.api.store, ctx, env_id, latest["id"],
+                                           [])["reports"]
+            steps = environments.steps(self.api.store, ctx, env_id, latest["id"])
+        return {"env": env, "pending": pending, "deployments": deployments,
+                "latest": latest, "reports": reports, "steps": steps}
+
+    def _picture(self, ctx: Context, env_id: str, state: dict[str, Any]) -> str:
+        objects = environments.get_model(self.api.store, ctx, env_id, "", None)
+        return (picture.timeline_svg(state["steps"], time.time()) + picture.topology_svg(
+            objects, picture.lanes(state["steps"])))
+
+    def on_environment(self, request: Request, ctx: Context, env_id: str) -> Response:
+        session_id = self._session_id(request, ctx, env_id)
+        state = self._state(ctx, env_id, session_id)
+        packages = catalog.list_packages(self.api.store, self.api.settings, ctx,
+                                         {"type": ["Application"]})["packages"]
+        return self.page("environment.html", ctx, packages=packages,
+                         picture=self._picture(ctx, env_id, state),
+                         legend=picture.legend(), failure=_failure(state["latest"]),
+                         **state)
+
+    def on_live(self, request: Request, ctx: Context, env_id: str) -> Response:
+        state = self._state(ctx, env_id, None)
+        latest = state["latest"]
+        body = {"status": state["env"]["status"],
+                "deployment": latest and {"id": latest["id"], "state": latest["state"],
+                                          "finished": latest["finished"]},
+                "reports": self.templates.get_template("reports.html").render(
+                    reports=state["reports"]),
+                "failure": _failure(latest),
+                "picture": self._picture(ctx, env_id, state)}
+        return Response(json.dumps(body), mimetype="application/json")
+
+    def on_deploy(self, request: Request, ctx: Context, env_id: str) -> Response:
+        session_id = self._session_id(request, ctx, env_id)
+        if session_id is None:
+            session_id = environments.configure(self.api.store, ctx, env_id)["id"]
+        self.api.submit(environments.deploy(self.api.store, ctx, env_id, session_id))
+        response = redirect(f"/ui/environments/{env_id}")
+        response.delete_cookie(SESSION_COOKIE + env_id)
+        return response
+
+    def on_deployment(self, request: Request, ctx: Context, env_id: str,
+                      task_id: str) -> Response:
+        env = environments.show_env(self.api.store, ctx, env_id, None)
+        reports = environments.reports(self.api.store, ctx, env_id, task_id, [])["reports"]
+        steps = environments.steps(self.api.store, ctx, env_id, task_id)
+        objects = environments.get_model(self.api.store, ctx, env_id, "", None)
+        deployment = next((d for d in environments.list_deployments(
+            self.api.store, ctx, env_id)["deployments"] if d["id"] == task_id), None)
+        if deployment is None:
+            raise NotFound()
+        body = picture.document(f"Deployment of {env['name']}", steps, [
+            {**r, "timestamp": _float(r["timestamp"])} for r in reports], objects,
+            _failure(deployment))
+        return Response(body, mimetype="text/html")
+
+    # -- the wizard ----------------------------------------------------------------------
+    def on_wizard(self, request: Request, ctx: Context, env_id: str,
+                  package_id: str) -> Response:
+        env = environments.show_env(self.api.store, ctx, env_id, None)
+        package = catalog.show_package(self.api.store, ctx, package_id)
+        text = catalog.package_blob(self.api.store, ctx, package_id, "ui_definition")
+        try:
+            ui = dynamic_ui.parse(text, f"{package['fully_qualified_name']}/UI/ui.yaml",
+                                  package["name"])
+            if ui.parameters_source is not None:
+                dynamic_ui.add_parameters(ui, self.parameters_source(ctx, package)(
+                    *ui.parameters_source))
+        except dynamic_ui.UiError as exc:
+            raise ApiError(exc.message, status=400, problems=exc.problems) from None
+        step, answers = 0, {}
+        errors: dict[str, str] = {}
+        choices = self._choices_in(ctx, env_id, self._session_id(request, ctx, env_id))
+        if request.method == "POST":
+            try:
+                answers = json.loads(request.form.get("_answers") or "{}")
+                step = int(request.form.get("_step") or 0)
+            except ValueError:
+                raise ApiError("the wizard's state is damaged; start again", status=400) \
+                    from None
+            if not isinstance(answers, dict) or not 0 <= step < len(ui.forms):
+                raise ApiError("the wizard's state is damaged; start again", status=400)
+            form = ui.forms[step]
+            answers[form.name] = {k: v for k, v in request.form.items()
+                                  if not k.startswith("_")}
+            for spec in form.fields:  # an unchecked box posts nothing
+                if spec.type in ("boolean", "floatingip") and spec.name not in answers[
+                        form.name]:
+                    answers[form.name][spec.name] = ""
+            data, errors = self._clean_until(ui, answers, step, choices)
+            if not errors:
+                if step == len(ui.forms) - 1:
+                    return self._add(request, ctx, env_id, ui, data)
+                step += 1
+        data, _ = self._clean_until(ui, answers, step - 1, choices) if step else ({}, {})
+        form = ui.forms[step]
+        given = answers.get(form.name)
+        fields = [self._control(ui, spec, data, given, errors, choices)
+                  for spec in form.fields]
+        return self.page("wizard.html", ctx, status=400 if errors else 200, env=env,
+                         package=package, ui=ui, step=step, form=form, fields=fields,
+                         form_error=errors.get(""), answers=json.dumps(
+                             {k: v for k, v in answers.items()
+                              if k in [f.name for f in ui.forms[:step]]}))
+
+    def _choices_in(self, ctx: Context, env_id: str, session_id: str | None
+                    ) -> dynamic_ui.Choices:
+        """Cloud fields list the cloud's choices; a field naming a class lists the
+        environment's applications of that class."""
+        services = environments.show_env(self.api.store, ctx, env_id, session_id)["services"]
+        cloud = self.cloud_choices()
+
+        def choices(spec: dynamic_ui.Field) -> list[tuple[str, str]] | None:
+            if not spec.is_application:
+                return cloud(spec)
+            return [("", "(none)")] + [
+                (str(s["?"].get("id")), _service_name(s)) for s in services
+                if isinstance(s, dict) and str(s["?"].get("type", "")).split("/")[0]
+                == spec.type]
+        return choices
+
+    def _clean_until(self, ui: dynamic_ui.UiDefinition, answers: dict, last: int,
+                     choices: dynamic_ui.Choices) -> tuple[dict[str, Any], dict[str, str]]:
+        data: dict[str, Any] = {}
+        for form in ui.forms[:last + 1]:
+            values, errors = dynamic_ui.clean_form(
+                ui, form, dynamic_ui.browser_answers(answers.get(form.name) or {}), data,
+                choices)
+            if errors:
+                return data, errors
+            data[form.name] = values
+        return data, {}
+
+    def _control(self, ui: dynamic_ui.UiDefinition, spec: dynamic_ui.Field, data: dict,
+                 given: dict | None, errors: dict[str, str], choices: dynamic_ui.Choices
+                 ) -> dict[str, Any]:
+        current = {**data}
+
+        def attr(value: Any) -> Any:
+            try:
+                return dynamic_ui.attribute(ui, value, current)
+            except dynamic_ui.UiError as exc:
+                return f"({exc.message})"
+
+        value = given[spec.name] if given and spec.name in given else attr(spec.initial)
+        options = None
+        if spec.type == "choice":
+            options = attr(spec.choices) or []
+        else:
+            options = choices(spec)
+        return {"spec": spec, "value": "" if value is None else value, "options": options,
+                "label": attr(spec.label), "description": attr(spec.description),
+                "help": attr(spec.help_text), "hidden": bool(attr(spec.hidden)),
+                "required": bool(attr(spec.required)), "error": errors.get(spec.name),
+                "confirm": given.get(dynamic_ui.confirmation_name(spec), "")
+                if given else value}
+
+    def _add(self, request: Request, ctx: Context, env_id: str,
+             ui: dynamic_ui.UiDefinition, data: dict) -> Response:
+        try:
+            model = dynamic_ui.evaluate_application(ui, data)
+        except dynamic_ui.UiError as exc:
+            raise ApiError(exc.message, status=400, problems=exc.problems) from None
+        session_id = self._session_id(request, ctx, env_id) or environments.configure(
+            self.api.store, ctx, env_id)["id"]
+        environments.edit_services(self.api.store, ctx, env_id, session_id, "POST", "",
+                                   model)
+        response = redirect(f"/ui/environments/{env_id}")
+        response.set_cookie(SESSION_COOKIE + env_id, session_id, httponly=True,
+                            samesite="Strict")
+        return response
+
+
+def token_from_cookie(protected: Callable, web: WebUi) -> Callable:
+    """In front of keystonemiddleware: the login page goes straight to the pages, other
+    pages carry their cookie's token as ``X-Auth-Token`` (no cookie: to the login)."""
+    def app(environ: dict, start_response: Callable) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO") or ""
+        if path.rstrip("/") == "/ui/login":
+            return web(environ, start_response)
+        if (path == "/ui" or path.startswith("/ui/")) and not environ.get("HTTP_X_AUTH_TOKEN"):
+            token = Request(environ).cookies.get(COOKIE)
+            if not token:
+                return redirect("/ui/login")(environ, start_response)
+            environ = {**environ, "HTTP_X_AUTH_TOKEN": token}
+        return protected(environ, start_response)
+    return app
+
+
+def _service_name(service: dict[str, Any]) -> str:
+    """How an application is shown: its name in the UI, else its name property or class."""
+    header = service.get("?") or {}
+    return str((header.get(dynamic_ui.DASHBOARD_KEY) or {}).get("name") or
+               service.get("name") or header.get("type"))
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _failure(deployment: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The MuranoPL error of a failed deployment: message and stack."""
+    result = (deployment or {}).get("result") or {}
+    if not result.get("isException"):
+        return None
+    return result.get("result") or {"message": "the deployment failed"}
