@@ -31,6 +31,7 @@ setup(
         "murano_engine.api": ["*.sample"],
         "murano_engine.api.schemas": ["*.json"],
         "murano_engine.clouds.local": ["sandbox-init.sh", "sandbox-init.py"],
+        "murano_engine.clouds.heat_providers": ["*.yaml"],
     },
     install_requires=[
         "yaql>=3.0",

@@ -4,8 +4,8 @@ The virtualenv lives in ``~/.cache/murano-engine/openstack/<key>`` (or
 ``$MURANO_OPENSTACK_CACHE/<key>``), where the key names the Python version and
 the pinned packages: another pin builds another one. It is built in its
 place and marked complete last, so a half-built one is never used (the next
-build starts it again); a lock keeps two builders from racing. ``python -m tests.openstack.venv`` builds it (``.ci/run``
-does, before the tests).
+build starts it again); a lock keeps two builders from racing.
+``python -m tests.openstack.venv`` builds it (``.ci/run`` does, before the tests).
 """
 
 from __future__ import annotations
