@@ -54,8 +54,9 @@ setup(
     ],
     extras_require={
         # tree-sitter-powershell: the tests parse every PowerShell script (no pwsh needed)
+        # keystonemiddleware: tests/openstack runs murano-api's keystone strategy
         "test": ["pytest>=8", "ruff>=0.5", "python-muranoclient>=2.0", "tree-sitter>=0.24",
-                 "tree-sitter-powershell>=0.26"],
+                 "tree-sitter-powershell>=0.26", "keystonemiddleware>=10"],
         "keystone": ["keystonemiddleware>=10"],
     },
     entry_points={

@@ -28,7 +28,6 @@ from murano_engine.clouds.local.userdata import find_agent_config
 
 REPO = Path(__file__).resolve().parents[2]
 UUID = re.compile(r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}")
-READY = ("CREATE_COMPLETE", "UPDATE_COMPLETE", "RESUME_COMPLETE", "CHECK_COMPLETE")
 
 
 class StandInAgents:
@@ -69,19 +68,23 @@ class StandInAgents:
                 self.errors.append(repr(error))
 
     def sync(self) -> None:
-        """Start the agents of new complete servers, stop those of servers gone."""
+        """Start the agents of servers created since, stop those of servers gone (an
+        update in progress keeps a server's agent, as it keeps a VM)."""
         present: dict[str, str] = {}
+        booted: set[str] = set()
         for stack in self.heat.stacks.list():
             for resource in self.heat.resources.list(stack.id, nested_depth=3):
-                if resource.resource_type != "OS::Nova::Server":
+                server = resource.physical_resource_id
+                if resource.resource_type != "OS::Nova::Server" or not server \
+                        or resource.resource_status.startswith("DELETE"):
                     continue
-                if resource.physical_resource_id and resource.resource_status in READY:
-                    present[resource.physical_resource_id] = resource.resource_name
+                present[server] = resource.resource_name
+                if not resource.resource_status.startswith(("CREATE_IN", "CREATE_F", "INIT")):
+                    booted.add(server)
         for server in [s for s in self.agents if s not in present]:
             self._end(server)
-        for server, name in present.items():
-            if server not in self.agents:
-                self._start(server, name)
+        for server in booted - set(self.agents):
+            self._start(server, present[server])
 
     def _start(self, server: str, name: str) -> None:
         outputs = {item["output_key"]: item.get("output_value")
