@@ -318,6 +318,25 @@ class OpenStack:
             admin.create("endpoint", service_id=service, interface=interface,
                          region_id=REGION, url=self.heat_base + "/%(tenant_id)s")
 
+    def keystone_admin(self) -> Keystone:
+        return Keystone(self.auth_url, self.admin_token())
+
+    def service_user(self, name: str) -> Account:
+        """A new user with the ``service`` role in the ``service`` project (one that
+        validates tokens for an API, as keystonemiddleware's own user does)."""
+        admin = self.keystone_admin()
+        project_id = admin.find("project", "service")
+        password = secrets.token_hex(8)
+        user_id = admin.create("user", name=name, password=password, domain_id=DOMAIN)
+        admin.grant(project_id, user_id, "service")
+        return Account(name, password, "service", project_id, user_id)
+
+    def revoke(self, token: str) -> None:
+        """Revoke ``token`` in keystone (as its user logging out would)."""
+        admin = self.keystone_admin()
+        admin.http.headers["X-Subject-Token"] = token
+        admin.call("DELETE", "/auth/tokens")
+
     def admin_token(self) -> str:
         return password_token(self.auth_url, "admin", self.admin.password, "admin")
 
