@@ -217,11 +217,12 @@ class OpenStack:
                 cwd=self.workdir, env={**os.environ, **(env or {})}, start_new_session=True)
 
     def _end(self, name: str) -> None:
+        """Stop a service: uWSGI's master quits at SIGINT, heat-engine at SIGTERM."""
         process = self._processes.pop(name)
         if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
+            os.killpg(process.pid, signal.SIGTERM if name == "heat-engine" else signal.SIGINT)
             try:
-                process.wait(15)
+                process.wait(10)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(5)
@@ -352,7 +353,7 @@ class OpenStack:
         config.write_text(
             "[DEFAULT]\n"
             f"transport_url = rabbit://guest:guest@127.0.0.1:5672/{self.tag}\n"
-            f"host = {self.tag}\nnum_engine_workers = 1\n"
+            f"host = {self.tag}\nnum_engine_workers = 1\ngraceful_shutdown_timeout = 5\n"
             f"log_dir = {self.workdir}\n"
             f"auth_encryption_key = {secrets.token_hex(16)}\n"
             f"heat_metadata_server_url = http://127.0.0.1:{self.heat_port}\n"

@@ -5,7 +5,9 @@ The virtualenv lives in ``~/.cache/murano-engine/openstack/<key>`` (or
 the pinned packages: another pin builds another one. It is built in its
 place and marked complete last, so a half-built one is never used (the next
 build starts it again); a lock keeps two builders from racing.
-``python -m tests.openstack.venv`` builds it (``.ci/run`` does, before the tests).
+``python -m tests.openstack.venv`` builds it (``.ci/run`` does, before the tests,
+and then sets ``MURANO_OPENSTACK_BUILD=never`` so that the tests never build it
+again after a failed build: they skip with its reason, kept beside the virtualenv).
 """
 
 from __future__ import annotations
@@ -45,11 +47,21 @@ def _usable(venv: Path) -> bool:
     return (venv / ".complete").is_file()
 
 
+def _failure(venv: Path) -> Path:
+    return venv.with_name(venv.name + ".failed")
+
+
 def ensure_venv(log=print) -> Path:
-    """The virtualenv's path, built first when this machine has none."""
+    """The virtualenv's path, built first when this machine has none (unless
+    ``MURANO_OPENSTACK_BUILD=never``)."""
     venv = venv_path()
     if _usable(venv):
         return venv
+    if os.environ.get("MURANO_OPENSTACK_BUILD") == "never":
+        failed = _failure(venv)
+        why = failed.read_text().strip() if failed.is_file() else "it was not built"
+        raise Unavailable(f"{venv} is missing ({why}); build it with "
+                          "python -m tests.openstack.venv")
     venv.parent.mkdir(parents=True, exist_ok=True)
     with open(venv.parent / ".build-lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -58,10 +70,16 @@ def ensure_venv(log=print) -> Path:
         shutil.rmtree(venv, ignore_errors=True)  # a build that stopped half-way
         started = time.monotonic()
         log(f"building the OpenStack virtualenv {venv} ({', '.join(PINS)})")
-        _run([sys.executable, "-m", "venv", str(venv)], "python -m venv")
-        _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-              "--disable-pip-version-check", "--progress-bar", "off", *PINS], "pip install")
+        try:
+            _run([sys.executable, "-m", "venv", str(venv)], "python -m venv")
+            _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                  "--disable-pip-version-check", "--progress-bar", "off", *PINS],
+                 "pip install")
+        except Unavailable as error:
+            _failure(venv).write_text(f"{error}\n")
+            raise
         (venv / ".complete").write_text(" ".join(PINS) + "\n")
+        _failure(venv).unlink(missing_ok=True)
         log(f"built in {time.monotonic() - started:.0f}s")
     return venv
 
