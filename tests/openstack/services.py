@@ -176,20 +176,16 @@ class OpenStack:
         self.accounts: dict[str, Account] = {}
         self._processes: dict[str, subprocess.Popen] = {}
         self._databases = [f"{self.tag}_keystone", f"{self.tag}_heat"]
-        self.timings: dict[str, float] = {}
 
     # --- lifecycle -------------------------------------------------------------
     def start(self) -> None:
-        began = time.monotonic()
         self._clean_stale()
         _sql(*(f'CREATE DATABASE "{name}"' for name in self._databases))
         _rabbitmqctl("add_vhost", self.tag)
         _rabbitmqctl("set_permissions", "-p", self.tag, "guest", ".*", ".*", ".*")
         self._start_keystone()
-        self.timings["keystone"] = time.monotonic() - began
         self._populate_keystone()
         self._start_heat()
-        self.timings["total"] = time.monotonic() - began
 
     def stop(self) -> None:
         for name in list(self._processes):
@@ -205,10 +201,6 @@ class OpenStack:
         _drop_databases(_stale(names))
         for vhost in _stale(_rabbitmqctl("list_vhosts", "name").split()):
             _rabbitmqctl("delete_vhost", vhost)
-
-    def log(self, name: str) -> str:
-        path = self.workdir / f"{name}.log"
-        return path.read_text(errors="replace") if path.exists() else ""
 
     def _spawn(self, name: str, command: list[str], env: dict[str, str] | None = None) -> None:
         with open(self.workdir / f"{name}.out", "ab") as out:
