@@ -20,6 +20,7 @@ import socket
 import subprocess
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -323,6 +324,25 @@ class OpenStack:
         user_id = admin.create("user", name=name, password=password, domain_id=DOMAIN)
         admin.grant(project_id, user_id, "service")
         return Account(name, password, "service", project_id, user_id)
+
+    def short_lived_token(self, account: Account, seconds: int) -> tuple[str, datetime]:
+        """A token of ``account`` that expires in ``seconds`` (Keystone ends a token
+        no later than the application credential it was issued for) and its end."""
+        ends = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=seconds)
+        user = Keystone(self.auth_url, self.token(account))
+        made = user.call("POST", f"/users/{account.user_id}/application_credentials", {
+            "application_credential": {"name": secrets.token_hex(6),
+                                       "expires_at": ends.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                                       "roles": [{"name": "member"}]}})["application_credential"]
+        body = {"auth": {"identity": {"methods": ["application_credential"],
+                                      "application_credential": {"id": made["id"],
+                                                                 "secret": made["secret"]}}}}
+        response = requests.post(f"{self.auth_url}/auth/tokens", json=body, timeout=30)
+        if response.status_code != 201:
+            raise RuntimeError(f"keystone refused the application credential: "
+                               f"{response.status_code} {response.text[:300]}")
+        expires = datetime.fromisoformat(response.json()["token"]["expires_at"])
+        return response.headers["X-Subject-Token"], expires
 
     def revoke(self, token: str) -> None:
         """Revoke ``token`` in keystone (as its user logging out would)."""

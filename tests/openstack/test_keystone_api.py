@@ -2,8 +2,9 @@
 
 keystonemiddleware validates every token with Keystone (its user: a service
 user made for the test); the API scopes what it answers by the token's
-project and roles. Its engine deploys to the real Heat (``[heat] no_compute``).
-The murano CLI authenticates with Keystone and finds the API in the catalog.
+project and roles, and refuses a revoked or an expired token. Its engine
+deploys to the real Heat (``[heat] no_compute``). The murano CLI authenticates
+with Keystone and finds the API in the catalog.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +150,17 @@ def test_a_revoked_token_is_refused(openstack, api):
     assert refused.status_code == 401, refused.text
     fresh = openstack.token(openstack.accounts["demo"])
     assert api.call("GET", "/v1/environments", fresh).status_code == 200
+
+
+def test_an_expired_token_is_refused(openstack, api):
+    demo = openstack.accounts["demo"]
+    token, expires = openstack.short_lived_token(demo, 6)
+    assert expires - datetime.now(UTC) < timedelta(seconds=7)
+    listed = api.call("GET", "/v1/environments", token)
+    assert listed.status_code == 200, listed.text
+    time.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 1.5)
+    refused = api.call("GET", "/v1/environments", token)
+    assert refused.status_code == 401, refused.text
 
 
 def _ids(text: str) -> list[str]:
