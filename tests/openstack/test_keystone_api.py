@@ -65,7 +65,8 @@ class KeystoneApi:
         sections = {
             "DEFAULT": {"bind_port": str(self.port)},
             "database": {"connection": f"sqlite:///{folder}/murano.sqlite"},
-            "engine": {"environment_class": "io.murano.Environment"},
+            "engine": {"environment_class": "io.murano.Environment",
+                       "packages_cache": str(folder / "packages-cache")},
             "auth": {"strategy": "keystone"},
             "keystone_authtoken": {
                 "www_authenticate_uri": keystone, "auth_url": keystone,
