@@ -32,6 +32,7 @@ setup(
         "murano_engine.api.schemas": ["*.json"],
         "murano_engine.web": ["templates/*.html"],
         "murano_engine.clouds.local": ["sandbox-init.sh", "sandbox-init.py"],
+        "murano_engine.clouds.heat_providers": ["*.yaml"],
     },
     install_requires=[
         "yaql>=3.0",
@@ -55,8 +56,9 @@ setup(
     ],
     extras_require={
         # tree-sitter-powershell: the tests parse every PowerShell script (no pwsh needed)
+        # keystonemiddleware: tests/openstack runs murano-api's keystone strategy
         "test": ["pytest>=8", "ruff>=0.5", "python-muranoclient>=2.0", "tree-sitter>=0.24",
-                 "tree-sitter-powershell>=0.26",
+                 "tree-sitter-powershell>=0.26", "keystonemiddleware>=10",
                  "selenium>=4.20"],
         "keystone": ["keystonemiddleware>=10"],
     },

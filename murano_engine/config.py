@@ -113,6 +113,10 @@ HEAT = Section(
            "(default: [engine] stack_timeout)."),
     Option("poll_interval", float, 2.0, "Seconds between polls of a stack in progress."),
     Option("stack_tags", str, "murano", "Tags of the stacks (comma-separated)."),
+    Option("no_compute", bool, False,
+           "The cloud has Heat but no Nova, Neutron or Cinder: their resource types go to "
+           "stand-in provider templates (murano_engine/clouds/heat_providers) that boot "
+           "nothing, sent with every stack."),
 )
 
 NETWORKING = Section(

@@ -11,7 +11,9 @@ Settings come from the engine config file's ``[heat]`` section:
 * ``insecure``, ``cacert``, ``request_timeout``, ``stack_timeout`` (seconds,
   bounds every wait and is passed to Heat as the stack timeout; default
   ``[engine] stack_timeout``),
-  ``poll_interval``, ``stack_tags`` (comma list, default ``murano``).
+  ``poll_interval``, ``stack_tags`` (comma list, default ``murano``);
+* ``no_compute``: the cloud has no Nova/Neutron/Cinder; every stack goes with
+  the stand-ins of :mod:`murano_engine.clouds.heat_providers`.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from murano_engine.clouds.base import (
     StackService,
     TemplateError,
 )
+from murano_engine.clouds.heat_providers import with_stand_ins
 
 
 def heat_configured(section: Mapping[str, Any]) -> bool:
@@ -95,10 +98,12 @@ class HeatStacks(StackService):
         tags: str = "murano",
         timeout: float = DEFAULT_STACK_TIMEOUT,
         poll_interval: float = 2.0,
+        no_compute: bool = False,
     ) -> None:
         super().__init__(timeout=timeout, poll_interval=poll_interval)
         self._session = session
         self._tags = tags
+        self._no_compute = no_compute
         options: dict[str, Any] = {"session": session, "interface": endpoint_type}
         if url:
             options["endpoint_override"] = url
@@ -122,6 +127,7 @@ class HeatStacks(StackService):
             tags=tags,
             timeout=float(section.get("stack_timeout") or stack_timeout),
             poll_interval=float(section.get("poll_interval", 2.0)),
+            no_compute=_flag(section.get("no_compute", False)),
         )
 
     def get(self, name: str) -> Stack | None:
@@ -191,11 +197,14 @@ class HeatStacks(StackService):
         files: dict[str, str] | None,
         environment: dict[str, Any] | None,
     ) -> dict[str, Any]:
+        files, environment = files or {}, environment or {}
+        if self._no_compute:
+            files, environment = with_stand_ins(files, environment)
         return {
             "template": template,
             "parameters": parameters or {},
-            "files": files or {},
-            "environment": environment or {},
+            "files": files,
+            "environment": environment,
             "disable_rollback": True,
             "tags": self._tags,
             "timeout_mins": max(1, math.ceil(self.timeout / 60)),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from murano_engine.clouds import open_cloud
 from murano_engine.clouds.base import (
@@ -173,3 +174,24 @@ def test_engine_stack_timeout_bounds_heat_waits_unless_heat_sets_its_own(fake_he
         assert own.timeout == 120
     finally:
         own.close()
+
+
+def test_no_compute_sends_the_stand_ins_and_a_stacks_own_registry_wins(fake_heat, clock):
+    service = open_cloud({"heat": {"url": fake_heat.endpoint, "token": fake_heat.token,
+                                   "no_compute": "true"}})
+    own = {"resource_registry": {"OS::Neutron::Net": "mine.yaml"}, "parameters": {"a": 1}}
+    try:
+        push_stack(service, "env", template(), files={"mine.yaml": "x"}, environment=own)
+    finally:
+        service.close()
+    body = fake_heat.bodies[0]
+    registry = body["environment"]["resource_registry"]
+    assert registry["OS::Neutron::Net"] == "mine.yaml"
+    assert body["environment"]["parameters"] == {"a": 1}
+    assert registry["OS::Nova::Server"] == "murano-engine-no-compute/server.yaml"
+    assert body["files"]["mine.yaml"] == "x"
+    assert all(name in body["files"] for name in registry.values())
+    for name in set(registry.values()) - {"mine.yaml"}:  # each a HOT template with outputs
+        stand_in = yaml.safe_load(body["files"][name])
+        assert str(stand_in["heat_template_version"]) == "2021-04-16" and stand_in["outputs"], name
+    assert own == {"resource_registry": {"OS::Neutron::Net": "mine.yaml"}, "parameters": {"a": 1}}
