@@ -19,7 +19,7 @@ import yaql.legacy
 from yaql.language import expressions as ast
 from yaql.language import utils as yaql_utils
 
-from murano_engine.dsl import errors, values
+from murano_engine.dsl import errors, queries, values
 from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.expressions import engine
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef
@@ -125,6 +125,13 @@ class Runtime:
         if isinstance(receiver, (MuranoObject, ObjectView)):
             raise errors.NoMethodFound(
                 f"method {name!r} is not found in {receiver.murano_class.name}")
+        fast = queries.METHODS.get(name)
+        if fast is not None:
+            result = fast(ctx, receiver, args, kwargs)
+            if result is queries.EMPTY:
+                receiver = ()
+            elif result is not queries.NOT_HANDLED:
+                return result
         return ctx(name, self.engine, receiver, ctx)(*yaql_args)
 
     def call_function(self, name: str, args: list, kwargs: dict, ctx: Any,
@@ -135,6 +142,13 @@ class Runtime:
                 return spec.func(ctx, args[0](ctx) if args else None, args[1:], kwargs)
             return spec.func(ctx, *[a(ctx) for a in args],
                              **{k: v(ctx) for k, v in kwargs.items()})
+        if name == "len" and len(args) == 1 and not kwargs:
+            # evaluated once: yaql then gets the value, not the expression again
+            value = args[0](ctx)
+            result = queries.length(value)
+            if result is not queries.NOT_HANDLED:
+                return result
+            return ctx(name, self.engine, NO_VALUE, ctx)(value)
         return ctx(name, self.engine, NO_VALUE, ctx)(*yaql_args)
 
     def type_reference(self, prefix: str, name: str, ctx: Any) -> Any:

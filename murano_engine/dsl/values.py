@@ -40,10 +40,9 @@ def freeze(value: Any, limit: int = ITERATOR_LIMIT, depth: int = 0) -> Any:
     if kind is tuple:
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)
-        for v in value:
-            if type(v) not in _KEEP:
-                return tuple(freeze(v, limit, depth) for v in value)
-        return value
+        if _KEEP.issuperset(map(type, value)):  # the common case, checked in C
+            return value
+        return tuple(freeze(v, limit, depth) for v in value)
     if kind is FrozenDict or isinstance(value, Mapping):
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)
