@@ -154,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="murano-engine",
                                      description="Run MuranoPL packages.")
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks too")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_VersionAction, nargs=0,
+                        help="show program's version number and exit")
     # ``--debug`` is taken after the command too (set only when given there).
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
@@ -223,6 +224,15 @@ def _with_parents(*parents: argparse.ArgumentParser) -> type[argparse.ArgumentPa
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(parents=list(parents), **kwargs)
     return Command
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version, looked up only when asked for (the lookup
+    reads the installed distributions, which every other command would pay for)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        parser.exit(message=f"{parser.prog} {_version()}\n")
 
 
 def _version() -> str:
