@@ -134,7 +134,7 @@ class MethodSpec:
     """A declared method: MuranoPL body or a native Python function."""
 
     __slots__ = ("name", "declaring_class", "arguments", "usage", "scope", "meta",
-                 "position", "body", "native", "_block", "synchronize")
+                 "position", "body", "native", "_block", "synchronize", "binding")
 
     def __init__(self, name: str, declaring_class: MuranoClass, *, arguments: list[ArgumentSpec],
                  usage: str = "Runtime", scope: str = "Session", meta: Any = None,
@@ -151,6 +151,8 @@ class MethodSpec:
         self.native = native
         self._block: Any = None
         self.synchronize: Any = None
+        #: how the executor binds positional arguments (it fills this on first call)
+        self.binding: Any = None
 
     @classmethod
     def from_yaml(cls, name: str, decl: Any, declaring_class: MuranoClass) -> MethodSpec:

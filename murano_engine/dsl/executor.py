@@ -128,7 +128,7 @@ class Executor:
 
     def invoke(self, method: MethodSpec, receiver: Any, args: list, kwargs: dict,
                caller: Frame | None, mocked: bool = True) -> Any:
-        obj = real_object(receiver)
+        obj = receiver if type(receiver) is MuranoObject else real_object(receiver)
         if obj is not None and obj.destroyed:
             raise errors.ObjectDestroyedError(
                 f"cannot call {method.name} of destroyed object {obj.id}")
@@ -184,6 +184,15 @@ class Executor:
         this = frame.this
         data["$1"] = this
         data["$this"] = this
+        binding = method.binding
+        if binding is None:
+            binding = method.binding = _positional_binding(method)
+        if binding is not False and not kwargs and len(args) == len(binding):
+            # every argument Standard and given by position: the common call
+            freeze = values.freeze
+            for (key, apply, path), value in zip(binding, args, strict=True):
+                data[key] = apply(freeze(value), ContractScope(frame, this, None, path))
+            return
         where = f"{method.declaring_class.name}::{method.name}"
         position = 0
         remaining = dict(kwargs) if kwargs else {}
@@ -324,10 +333,10 @@ class Executor:
             raise errors.NoWriteAccessError(
                 f"property {name!r} of {obj.murano_class.name} ({spec.usage}) cannot be "
                 f"written from {caller_cls.name if caller_cls else 'outside'}")
-        obj.props[name] = self._check_property(obj, specs, value, frame, dry_run)
+        obj.props[name] = self._check_property(obj, specs, value, dry_run)
 
     def _check_property(self, obj: MuranoObject, specs: list[PropertySpec], value: Any,
-                        frame: Frame | None, dry_run: bool = False) -> Any:
+                        dry_run: bool = False) -> Any:
         """The value as the most derived declaration makes it; the others then check
         that result without making anything (a template() stays the dict it is)."""
         spec = specs[0]
@@ -480,12 +489,13 @@ class Executor:
                 continue
             pending.append((name, specs))
         configured = self.class_config(obj.murano_class)
+        # Defaults evaluate in a frame of the declaring class (made when one is needed).
+        frames: dict[MuranoClass, Frame] = {}
         while pending:
             deferred = []
             last_error: Exception | None = None
             for name, specs in pending:
                 spec = specs[0]
-                frame = Frame(self, None, obj, spec.declaring_class, caller, init_writes=True)
                 try:
                     if spec.usage not in ("Runtime", "Config") and name in props:
                         value = props[name]
@@ -493,9 +503,15 @@ class Executor:
                         value = configured[name]
                     else:
                         default_spec = next((s for s in specs if s.has_default), None)
-                        value = (_default_of(default_spec)(self._object_context(obj, frame))
-                                 if default_spec is not None else None)
-                    obj.props[name] = self._check_property(obj, specs, value, frame, dry_run)
+                        value = None
+                        if default_spec is not None:
+                            owner = spec.declaring_class
+                            frame = frames.get(owner)
+                            if frame is None:
+                                frame = frames[owner] = Frame(self, None, obj, owner, caller,
+                                                              init_writes=True)
+                            value = _default_of(default_spec)(self._object_context(obj, frame))
+                    obj.props[name] = self._check_property(obj, specs, value, dry_run)
                 except errors.UninitializedPropertyAccessError as exc:
                     deferred.append((name, specs))
                     last_error = exc
@@ -623,6 +639,16 @@ class _Load:
         if new_id is None:
             new_id = self.renames[model_id] = executor.new_id()
         return new_id
+
+
+def _positional_binding(method: MethodSpec) -> tuple[tuple[str, Any, str], ...] | bool:
+    """(variable, contract, contract path) per argument when every argument is Standard
+    (False otherwise): what binding arguments given by position needs."""
+    if any(spec.usage != "Standard" for spec in method.arguments):
+        return False
+    where = f"{method.declaring_class.name}::{method.name}"
+    return tuple(("$" + spec.name, spec.compiled_contract().apply, f"{where}({spec.name})")
+                 for spec in method.arguments)
 
 
 def _default_of(spec: Any) -> Any:

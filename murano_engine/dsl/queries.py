@@ -22,7 +22,7 @@ from yaql.language import utils as yaql_utils
 from yaql.language.utils import FrozenDict
 
 from murano_engine.dsl.contexts import DslContext, frame_of
-from murano_engine.dsl.values import ITERATOR_LIMIT, MEMORY_QUOTA
+from murano_engine.dsl.values import ITERATOR_LIMIT, MEMORY_QUOTA, concat
 
 NOT_HANDLED = object()
 #: the collection turned out empty: yaql's own method, called on ``()``, gives the outcome
@@ -78,7 +78,7 @@ def plus(a: Any, b: Any) -> Any:
         if len(a) > ITERATOR_LIMIT or len(b) > ITERATOR_LIMIT:
             raise yaql_exceptions.CollectionTooLargeException(ITERATOR_LIMIT)
         _check_quota(a, b)
-        result = a + b
+        result = concat(a, b)
     elif ta is FrozenDict and tb is FrozenDict:
         _check_quota(a, b)
         merged = dict(a)
