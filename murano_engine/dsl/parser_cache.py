@@ -5,19 +5,20 @@ The tables depend only on the grammar: the yaql version and the operator
 table. The tables for the yaql this package was made with ship beside this
 module (``yaql_tables.json``, written by ``python -m
 murano_engine.dsl.parser_cache``); with another yaql they are built once and
-kept under the user's cache folder. Both are used only while their key - a
-hash of the yaql version and the operator table - matches, and any problem
-reading them falls back to building the tables.
+kept under the user's cache folder. Both are used only while the grammar they
+were built for - the yaql version and the operator table, written out in full
+in them - is the one in use, and any problem reading them falls back to
+building the tables.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import pickle
 import re
 import sys
+import zlib
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -44,23 +45,24 @@ class _Production:
 def create_engine(factory: yaql_factory.YaqlFactory, options: dict[str, Any]) -> Any:
     """What ``factory.create(options)`` returns, with the parse tables shipped or cached."""
     ply_lexer, grammar, key = _grammar(factory)
-    cache = CACHE_DIR / f"yaql-tables-{key}.pickle"
-    parser = _packaged(PACKAGED, key, grammar) or _load(cache, grammar)
+    cache = CACHE_DIR / f"yaql-tables-{zlib.crc32(key.encode()):08x}.pickle"
+    parser = _packaged(PACKAGED, key, grammar) or _load(cache, key, grammar)
     if parser is None:
         parser = yacc.yacc(module=grammar, debug=False)
-        _save(cache, parser)
+        _save(cache, key, parser)
     return yaql_factory.YaqlEngine(ply_lexer, parser, options, factory)
 
 
 def _grammar(factory: yaql_factory.YaqlFactory) -> tuple[Any, Any, str]:
-    """The lexer, the grammar object and the key of the grammar's tables."""
+    """The lexer, the grammar object and the grammar's key: the yaql version and the
+    operator table, written out."""
     operators = factory._build_operator_table(factory._name_generator())
     lexer_rules = factory._create_lexer(operators)
     ply_lexer = lex.lex(object=lexer_rules, reflags=re.UNICODE | re.VERBOSE)
     grammar = factory._create_parser(lexer_rules, operators)
-    key = hashlib.sha256(repr((yaql.__version__, sorted(
+    key = repr((yaql.__version__, sorted(
         (k, tuple(v) if isinstance(v, list) else v) for k, v in operators.operators.items()),
-        operators.name_value_op)).encode()).hexdigest()[:16]
+        operators.name_value_op))
     return ply_lexer, grammar, key
 
 
@@ -85,14 +87,16 @@ def tables_json(factory: yaql_factory.YaqlFactory) -> str:
     parser = yacc.yacc(module=grammar, debug=False)
     productions = [[p.name, p.len, p.callable.__name__ if p.callable else None]
                    for p in parser.productions]
-    return json.dumps({"key": key, "yaql": yaql.__version__, "productions": productions,
+    return json.dumps({"key": key, "productions": productions,
                        "action": parser.action, "goto": parser.goto},
                       sort_keys=True, separators=(",", ":")) + "\n"
 
 
-def _load(cache: Path, grammar: Any) -> Any:
+def _load(cache: Path, key: str, grammar: Any) -> Any:
     try:
-        productions, action, goto = pickle.loads(cache.read_bytes())
+        built_for, productions, action, goto = pickle.loads(cache.read_bytes())
+        if built_for != key:
+            return None
         for production in productions:
             production.callable = getattr(grammar, production.func) if production.func else None
     except (OSError, pickle.PickleError, EOFError, AttributeError, ValueError, TypeError):
@@ -101,12 +105,12 @@ def _load(cache: Path, grammar: Any) -> Any:
     return yacc.LRParser(tables, grammar.p_error)
 
 
-def _save(cache: Path, parser: Any) -> None:
+def _save(cache: Path, key: str, parser: Any) -> None:
     callables = [p.callable for p in parser.productions]
     try:
         for production in parser.productions:
             production.callable = None
-        data = pickle.dumps((parser.productions, parser.action, parser.goto))
+        data = pickle.dumps((key, parser.productions, parser.action, parser.goto))
         cache.parent.mkdir(parents=True, exist_ok=True)
         temporary = cache.with_suffix(f".{os.getpid()}.tmp")
         temporary.write_bytes(data)

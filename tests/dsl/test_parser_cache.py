@@ -54,11 +54,25 @@ def test_tables_of_another_grammar_are_not_used(tmp_path: Path) -> None:
     _, grammar, key = parser_cache._grammar(murano_factory())
     other = tmp_path / "tables.json"
     data = json.loads(parser_cache.PACKAGED.read_text())
-    data["key"] = "0" * 16
+    data["key"] = data["key"].replace("'", '"')
     other.write_text(json.dumps(data))
     assert parser_cache._packaged(other, key, grammar) is None
     other.write_text("{not json")
     assert parser_cache._packaged(other, key, grammar) is None
+
+
+def test_the_user_cache_serves_another_yaql_and_only_its_own_grammar(tmp_path: Path) -> None:
+    _, grammar, key = parser_cache._grammar(murano_factory())
+    cache = tmp_path / "tables.pickle"
+    parser_cache._save(cache, key, yacc.yacc(module=grammar, debug=False))
+    loaded = parser_cache._load(cache, key, grammar)
+    assert loaded is not None and loaded.action == json_action()
+    assert parser_cache._load(cache, key + " ", grammar) is None
+
+
+def json_action() -> dict:
+    data = json.loads(parser_cache.PACKAGED.read_text())
+    return {int(state): row for state, row in data["action"].items()}
 
 
 @pytest.mark.parametrize("cache_state", ["empty", "corrupt"])
