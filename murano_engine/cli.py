@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -78,6 +79,10 @@ def _run(options: argparse.Namespace) -> int:
     from murano_engine.interpreter import build_interpreter
 
     loader = PackageLoader(options.load_packages_from, build_interpreter())
+    # What start-up made (modules, classes, the yaql library) lives as long as the
+    # process: the cyclic garbage collector need not walk it again and again while
+    # MuranoPL runs (about a sixth of the time of object-heavy code).
+    gc.freeze()
     for problem in loader.problems:
         print(f"warning: {problem}", file=sys.stderr)
     class_name, _, method_name = options.target.rpartition(".")
