@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import re
 import sys
 import zlib
@@ -93,6 +92,7 @@ def tables_json(factory: yaql_factory.YaqlFactory) -> str:
 
 
 def _load(cache: Path, key: str, grammar: Any) -> Any:
+    import pickle  # here: with the packaged tables in use, start-up does without it
     try:
         built_for, productions, action, goto = pickle.loads(cache.read_bytes())
         if built_for != key:
@@ -106,6 +106,7 @@ def _load(cache: Path, key: str, grammar: Any) -> Any:
 
 
 def _save(cache: Path, key: str, parser: Any) -> None:
+    import pickle
     callables = [p.callable for p in parser.productions]
     try:
         for production in parser.productions:
