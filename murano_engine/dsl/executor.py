@@ -340,12 +340,12 @@ class Executor:
         """The value as the most derived declaration makes it; the others then check
         that result without making anything (a template() stays the dict it is)."""
         spec = specs[0]
-        scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj,
-                              f"{spec.declaring_class.name}.{spec.name}", dry_run)
+        scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj, spec.path,
+                              dry_run)
         result = spec.compiled_contract().apply(values.freeze(value), scope)
         for spec in specs[1:]:
-            scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj,
-                                  f"{spec.declaring_class.name}.{spec.name}", True, True)
+            scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj, spec.path,
+                                  True, True)
             spec.compiled_contract().apply(result, scope)
         return result
 
@@ -480,40 +480,34 @@ class Executor:
 
     def _init_properties(self, obj: MuranoObject, props: Mapping[str, Any],
                          caller: Frame | None, dry_run: bool, skip: set[str] | frozenset) -> None:
-        pending: list[tuple[str, list[PropertySpec]]] = []
-        for name, specs in obj.murano_class.all_properties().items():
-            usage = specs[0].usage
-            if usage == "Static" or name in skip:
-                continue
-            if usage == "Runtime" and not any(s.has_default for s in specs):
-                continue
-            pending.append((name, specs))
+        entries = obj.murano_class.initialized_properties()
+        pending = [e for e in entries if e[0] not in skip] if skip else list(entries)
         configured = self.class_config(obj.murano_class)
         # Defaults evaluate in a frame of the declaring class (made when one is needed).
         frames: dict[MuranoClass, Frame] = {}
         while pending:
             deferred = []
             last_error: Exception | None = None
-            for name, specs in pending:
+            for entry in pending:
+                name, specs, default_spec = entry
                 spec = specs[0]
                 try:
                     if spec.usage not in ("Runtime", "Config") and name in props:
                         value = props[name]
                     elif name in configured:
                         value = configured[name]
+                    elif default_spec is not None:
+                        owner = spec.declaring_class
+                        frame = frames.get(owner)
+                        if frame is None:
+                            frame = frames[owner] = Frame(self, None, obj, owner, caller,
+                                                          init_writes=True)
+                        value = _default_of(default_spec)(self._object_context(obj, frame))
                     else:
-                        default_spec = next((s for s in specs if s.has_default), None)
                         value = None
-                        if default_spec is not None:
-                            owner = spec.declaring_class
-                            frame = frames.get(owner)
-                            if frame is None:
-                                frame = frames[owner] = Frame(self, None, obj, owner, caller,
-                                                              init_writes=True)
-                            value = _default_of(default_spec)(self._object_context(obj, frame))
                     obj.props[name] = self._check_property(obj, specs, value, dry_run)
                 except errors.UninitializedPropertyAccessError as exc:
-                    deferred.append((name, specs))
+                    deferred.append(entry)
                     last_error = exc
                 except errors.ContractViolationException:
                     if spec.usage == "Runtime":
@@ -521,7 +515,7 @@ class Executor:
                     raise
             if len(deferred) == len(pending):
                 raise errors.CircularExpressionDependenciesError(
-                    f"{obj.murano_class.name}: properties {[n for n, _ in deferred]} depend on "
+                    f"{obj.murano_class.name}: properties {[e[0] for e in deferred]} depend on "
                     f"each other ({last_error})")
             pending = deferred
 
