@@ -46,7 +46,7 @@ class Frame:
         self.position = method.position if method is not None else murano_class.position
         self.depth = caller.depth + 1 if caller is not None else 1
         self.init_writes = init_writes or (caller.init_writes if caller is not None else False)
-        root = executor.root_context(murano_class.package)
+        root = murano_class.package.root_context or executor.root_context(murano_class.package)
         self.context = DslContext(root, self)
 
     def stack(self) -> list[StackFrame]:
@@ -149,7 +149,11 @@ class Executor:
         if frame.depth > MAX_CALL_DEPTH:
             raise errors.CallDepthExceededError(
                 f"MuranoPL call depth exceeded {MAX_CALL_DEPTH} (runaway recursion?)")
-        lock_key = self._lock_key(method, this, args, kwargs)
+        sync = method.synchronize
+        if sync is not None and not sync[1]:  # the common case, without a method call
+            lock_key: Any = (this, method) if sync[0] else None
+        else:
+            lock_key = self._lock_key(method, this, args, kwargs)
         self.active_frames.add(frame)
         if lock_key is not None:
             self._acquire(lock_key)
@@ -159,7 +163,7 @@ class Executor:
                 return values.freeze(method.native(
                     NativeCall(self, frame, receiver), *args, **kwargs))
             self.bind_arguments(method, frame, args, kwargs)
-            signal = method.block()(frame.context)
+            signal = (method._block or method.block())(frame.context)
         except Exception as exc:
             if not errors.stack_of(exc):
                 try:
