@@ -403,7 +403,8 @@ def list_packages(store: db.Store, settings: Settings, context: Context,
                              order_key, sort_dir, limit)
         else:
             query = _first_page(shape, order_key, sort_dir, limit)
-        rows = session.execute(query).all()
+        # columns, not objects: the connection runs it without the ORM's layer
+        rows = session.connection().execute(query).all()
     body: dict[str, Any] = {"packages": [package_json(r) for r in rows[:limit]]}
     if len(rows) > limit:
         body["next_marker"] = rows[limit - 1].id
