@@ -63,13 +63,7 @@ class Runtime:
         """The yaql standard library (legacy flavour for formats 1.0 and 1.1)."""
         root = self._roots.get(legacy)
         if root is None:
-            base = yaql.legacy.create_context() if legacy else yaql.create_context()
-            if legacy:
-                base = base.create_child_context()
-                for name in LEGACY_FUNCTION_FORMS:
-                    for spec in yaql_utils.to_extension_method(name, base):
-                        base.register_function(spec)
-            root = self._roots[legacy] = DslContext(base)
+            root = self._roots[legacy] = _LibraryRoot(lambda: _yaql_library(legacy))
         return root
 
     def get_member(self, receiver: Any, name: str, ctx: Any) -> Any:
@@ -165,6 +159,38 @@ class Runtime:
 
     def murano_function(self, name: str) -> FunctionSpec | None:
         return self.functions.get(name)
+
+
+def _yaql_library(legacy: bool) -> Any:
+    base = yaql.legacy.create_context() if legacy else yaql.create_context()
+    if legacy:
+        base = base.create_child_context()
+        for name in LEGACY_FUNCTION_FORMS:
+            for spec in yaql_utils.to_extension_method(name, base):
+                base.register_function(spec)
+    return base
+
+
+class _LibraryRoot(DslContext):
+    """The root of every frame's context, above it yaql's standard library: made the
+    first time something looks past the frames (a call yaql resolves, an undefined
+    variable). Registering the library costs about 7 ms, which code that needs none of
+    it - the fast paths cover the common functions - does not pay."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        super().__init__(None)
+
+    @property  # yaql's contexts reach their parent through this attribute
+    def _parent_context(self) -> Any:
+        library = self._library
+        if library is None:
+            library = self._library = self._make()
+        return library
+
+    @_parent_context.setter
+    def _parent_context(self, value: Any) -> None:
+        self._library = value
 
 
 @dataclass(frozen=True)
