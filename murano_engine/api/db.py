@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 import uuid
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -24,6 +25,7 @@ from sqlalchemy import (
     event,
 )
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import DeclarativeBase, Mapped, deferred, mapped_column, sessionmaker
 from sqlalchemy.orm import Session as DbSession
 
@@ -174,10 +176,14 @@ class ClassDefinition(Timestamped, Base):
         ForeignKey("package.id", ondelete="CASCADE"), index=True)
 
 
+#: a pooled connection idle this long (seconds) is checked before it is used again
+PING_AFTER_IDLE = 5.0
+
+
 def make_engine(url: str) -> Engine:
     """An engine; SQLite files get WAL, a busy timeout, foreign keys and explicit BEGINs."""
     if not url.startswith("sqlite"):
-        return create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+        return _pinging(create_engine(url, pool_size=10, max_overflow=20))
     engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
 
     @event.listens_for(engine, "connect")
@@ -193,6 +199,35 @@ def make_engine(url: str) -> Engine:
     def _begin(connection: Any) -> None:
         immediate = connection.get_execution_options().get("immediate")
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    return engine
+
+
+def _pinging(engine: Engine) -> Engine:
+    """``engine`` checking that a connection still works when it leaves the pool after
+    sitting idle (the server may have restarted meanwhile; a dead one is replaced).
+
+    A connection handed from request to request under load is not pinged: the round
+    trip would cost as much as the request's own query.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _fresh(dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkin")
+    def _idle(dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _ping(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        since = record.info.get("idle_since")
+        if since is not None and time.monotonic() - since < PING_AFTER_IDLE:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:  # noqa: BLE001 - any failure means a dead connection
+            raise DisconnectionError(f"a pooled connection is gone: {exc}") from exc
+
     return engine
 
 
