@@ -31,6 +31,7 @@ setup(
         "murano_engine.api": ["*.sample"],
         "murano_engine.api.schemas": ["*.json"],
         "murano_engine.web": ["templates/*.html"],
+        "murano_engine.dsl": ["yaql_tables.json"],
         "murano_engine.clouds.local": ["sandbox-init.sh", "sandbox-init.py"],
         "murano_engine.clouds.heat_providers": ["*.yaml"],
     },

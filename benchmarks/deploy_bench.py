@@ -1,15 +1,16 @@
-"""Deploy 50 Linux instances with 5 no-op plans each on the local cloud.
+"""Deploy 50 Linux instances on the local cloud, send 5 no-op plans to each, destroy.
 
-Prints the wall-clock time of each phase, how many instances were deploying
-at once, and the engine's time per plan. Target: under 5 ms of engine
-overhead per plan, all 50 instances deploying in parallel.
-
-Per-plan figures are differences: a deploy with 5 plans per instance minus
-the same deploy with none, divided by the plans. The engine's own time is
-measured twice: as the process's CPU time during the real run (an upper
-bound: the in-process agents share the process; the scripts do not count),
-and in a run whose agents answer at once, which leaves only the engine's work
-(MuranoPL, plan building, sending, correlation).
+Figures (targets for a 2-core machine):
+* allocation of the 50 servers with their agents ready (wall);
+* the plan phase with the real agents (wall) and how many instances ran plans
+  at once (all 50);
+* the engine's CPU per plan, measured directly: the engine process's CPU time
+  while it runs an action sending PLANS_ENGINE plans to agents that answer at
+  once, divided by the plans (the action's model load and save included). The
+  instant agents replace the agent client where the engine takes it from - the
+  region's AgentListener (``for_region``) - and the benchmark checks that every
+  plan went to them and none to the broker;
+* destroying the 50 servers (the local cloud releases them side by side).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import figures
 
 INSTANCES = int(os.environ.get("BENCH_INSTANCES", "50"))
 PLANS = 5
@@ -63,9 +66,14 @@ Methods:
           name => format('bench-{0}', $), image => 'debian-12', flavor => 'm1.small'))
       - $.servers.pselect($.beginDeploy())
       - $.servers.pselect($.endDeploy())
+  runPlans:
+    Usage: Action
+    Body:
       - $template: new(sys:Resources).yaml('Noop.template')
       - $.peak: 0
+      - $.running: 0
       - $.servers.pselect($this.work($, $template))
+      - Return: $.peak
   work:
     Arguments:
       - server:
@@ -126,68 +134,154 @@ def _model(plans: int) -> dict:
 
 
 class InstantAgents:
-    """Agents that answer every plan at once (no broker, no agent, no script)."""
+    """Agents that answer every plan at once (no broker, no agent, no script).
 
-    def __init__(self, real: object) -> None:
+    Installed as the ``agents`` service, they are what the engine reaches: the
+    region's AgentListener asks them ``for_region``, and they hand out instant
+    agents for that region too. Plan building stays the real client's (engine work).
+    """
+
+    def __init__(self, real: object, counter: list[int] | None = None) -> None:
         self.real = real
+        self.calls = counter if counter is not None else [0]
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.real, name)
 
-    def call(self, queue: str, plan: dict, timeout: float) -> object:
+    def for_region(self, region: str) -> InstantAgents:
+        return InstantAgents(self.real.for_region(region), self.calls)
+
+    def listen(self) -> None:
+        return None
+
+    def send(self, queue: str, plan: dict, timeout: float = 0) -> str:
+        self.calls[0] += 1
+        return str(plan.get("ID"))
+
+    def call(self, queue: str, plan: dict, timeout: float, interrupted: object = None) -> object:
+        self.calls[0] += 1
         return ""
 
-    def is_ready(self, queue: str, timeout: float) -> bool:
+    def is_ready(self, queue: str, timeout: float = 0) -> bool:
         return True
 
 
-def _deploy(packages: Path, state_dir: Path, instant: bool,
-            plans: int) -> tuple[dict, float, float]:
-    from murano_engine.config import load_config
-    from murano_engine.deploy import close_services, engine_services
-    from murano_engine.dsl.packages import PackageLoader
-    from murano_engine.interpreter import build_interpreter
-    from murano_engine.tasks import run_task
+class _Counted:
+    """The real agent client, counting the plans it sends (there and in its regions)."""
 
-    config = load_config(None, {"MURANO_LOCAL_CLOUD_STATE_DIR": str(state_dir)})
-    services = engine_services(config)
-    if instant:
-        services["agents"] = InstantAgents(services["agents"])
-    reports: list[dict] = []
-    loader = PackageLoader([packages], build_interpreter())
-    task = {"id": "b0000000000000000000000000000001", "model": _model(plans),
-            "action": {"object_id": "b0000000000000000000000000000001", "method": "deploy",
-                       "args": {}}}
-    cpu, wall = time.process_time(), time.perf_counter()
-    try:
-        result = run_task(task, loader, reporter=reports.append, services=services)
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        if result["action"]["isException"]:
+    def __init__(self, real: object, counter: list[int]) -> None:
+        self.real = real
+        self.calls = counter
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.real, name)
+
+    def for_region(self, region: str) -> _Counted:
+        return _Counted(self.real.for_region(region), self.calls)
+
+    def call(self, *args: object, **kwargs: object) -> object:
+        self.calls[0] += 1
+        return self.real.call(*args, **kwargs)
+
+
+class Fleet:
+    """One deployed fleet: its model, and the engine that runs tasks on it."""
+
+    def __init__(self, packages: Path, state_dir: Path) -> None:
+        from murano_engine.config import load_config
+        from murano_engine.deploy import engine_services
+        from murano_engine.dsl.packages import PackageLoader
+        from murano_engine.interpreter import build_interpreter
+
+        config = load_config(None, {"MURANO_LOCAL_CLOUD_STATE_DIR": str(state_dir)})
+        self.services = engine_services(config)
+        self.real_agents = self.services["agents"]
+        self.loader = PackageLoader([packages], build_interpreter())
+        self.model: dict = _model(PLANS)
+
+    def run(self, action: dict | None, agents: object) -> object:
+        from murano_engine.tasks import run_task
+        task = {"id": ENVIRONMENT, "model": self.model, "action": action}
+        result = run_task(task, self.loader, reporter=lambda entry: None,
+                          services=dict(self.services, agents=agents))
+        if action is not None and result["action"]["isException"]:
             raise SystemExit(json.dumps(result["action"]["result"], indent=2))
-        destroy = {"id": task["id"], "model": result["model"], "action": None}
-        run_task(destroy, loader, reporter=reports.append, services=services)
-    finally:
-        close_services(services)
-    app = result["model"]["Objects"]["applications"][0]
-    return app, wall, cpu
+        self.model = result["model"]
+        return result["action"]["result"] if action is not None else None
+
+    def plans(self, count: int) -> None:
+        self.model["Objects"]["applications"][0]["plans"] = count
+
+    def close(self) -> None:
+        from murano_engine.deploy import close_services
+        close_services(self.services)
+
+
+ENVIRONMENT = "b0000000000000000000000000000001"
+APPLICATION = "b0000000000000000000000000000003"
+PLANS_ENGINE = 20  # per instance, for the engine's CPU per plan
+RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 
 
 def main() -> None:
     from murano_engine import concurrency
     concurrency.setup()
-    plans = INSTANCES * PLANS
     with tempfile.TemporaryDirectory() as tmp:
         packages = _package(Path(tmp) / "packages")
-        for label, instant in (("real agents", False), ("instant agents", True)):
-            base_app, base_wall, base_cpu = _deploy(packages, Path(tmp) / f"{label}-0",
-                                                    instant, 0)
-            app, wall, cpu = _deploy(packages, Path(tmp) / label, instant, PLANS)
-            print(f"{label}: {INSTANCES} instances; allocation {base_wall:.2f} s; with "
-                  f"{PLANS} no-op plans each ({plans} plans) {wall:.2f} s; "
-                  f"{app['peak']} instances ran plans at once")
-            print(f"  per plan: {(wall - base_wall) * 1000 / plans:.2f} ms wall, "
-                  f"{(cpu - base_cpu) * 1000 / plans:.2f} ms CPU"
-                  + (" (engine only)" if instant else " (engine + in-process agents)"))
+        fleet = Fleet(packages, Path(tmp) / "state")
+        try:
+            _measure(fleet)
+        finally:
+            fleet.close()
+    figures.finish()
+
+
+def _measure(fleet: Fleet) -> None:
+    deploy = {"object_id": ENVIRONMENT, "method": "deploy", "args": {}}
+    plans = {"object_id": APPLICATION, "method": "runPlans", "args": {}}
+    sent = [0]
+    real = _Counted(fleet.real_agents, sent)
+    figures.method(f"{INSTANCES} LinuxMuranoInstances on the local cloud, real murano-agents "
+                   f"over RabbitMQ; wall time of one run each")
+    started = time.perf_counter()
+    fleet.run(deploy, real)
+    figures.figure(f"allocation: {INSTANCES} servers, agents ready",
+                   [time.perf_counter() - started], "s", 60)
+    fleet.plans(PLANS)
+    sent[0] = 0
+    started = time.perf_counter()
+    peak = fleet.run(plans, real)
+    wall = time.perf_counter() - started
+    if sent[0] != INSTANCES * PLANS:
+        raise SystemExit(f"the real agents got {sent[0]} plans, not {INSTANCES * PLANS}")
+    figures.figure(f"plan phase: {INSTANCES * PLANS} no-op script plans, real agents", [wall],
+                   "s", 30)
+    figures.figure("instances running plans at once", [peak], "instances", INSTANCES,
+                   higher_is_better=True)
+
+    total = INSTANCES * PLANS_ENGINE
+    figures.method(f"engine only: an action sending {total} plans ({PLANS_ENGINE} per "
+                   f"instance) to instant agents; the engine process's CPU time during it / "
+                   f"{total}, median of {RUNS} runs")
+    fleet.plans(PLANS_ENGINE)
+    samples = []
+    for _ in range(RUNS):
+        instant = InstantAgents(fleet.real_agents)
+        sent[0] = 0
+        cpu = time.process_time()
+        fleet.run(plans, instant)
+        samples.append((time.process_time() - cpu) / total)
+        if instant.calls[0] != total or sent[0]:
+            raise SystemExit(f"instant agents got {instant.calls[0]} of {total} plans, "
+                             f"the broker {sent[0]}: the engine-only figure would be wrong")
+    figures.figure("engine CPU per plan", samples, "ms", 5, scale=1000)
+
+    figures.method("destroy: the deployment's model removed (every instance releases its "
+                   "servers), wall time")
+    started = time.perf_counter()
+    fleet.run(None, real)
+    figures.figure(f"destroy: {INSTANCES} servers released", [time.perf_counter() - started],
+                   "s", 20)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,12 @@ measures per server:
 * ``ready``: from the start until the agent answers a no-op plan over RabbitMQ
   (Python start-up and the broker connection included);
 * ``stop``: stopping the agent and removing everything it had.
-Then the same servers started side by side (threads) give the wall time for all.
+Then the same servers started side by side (threads) give the wall time for all
+(median of RUNS rounds).
+
+Targets (per server, medians): start under 300 ms with namespaces and 50 ms
+without; ready under 2 s; stop under 1.5 s; side by side, SERVERS servers
+ready within 5 s.
 
     python benchmarks/sandbox_bench.py [--servers 10] [--url amqp://guest:guest@127.0.0.1:5672//]
 """
@@ -15,13 +20,14 @@ Then the same servers started side by side (threads) give the wall time for all.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import figures
 
 from murano_engine.clouds.local.netns import Interface
 from murano_engine.clouds.local.sandbox import (
@@ -53,28 +59,28 @@ def _specs(root: Path, count: int, url: str, results: str) -> list[ServerSpec]:
 def _one_by_one(isolation: str, count: int, url: str) -> dict[str, list[float]]:
     launcher = make_launcher(isolation)
     client = AgentClient(url, region=f"bench-{uuid.uuid4().hex[:6]}")
-    figures: dict[str, list[float]] = {"start": [], "ready": [], "stop": []}
+    samples: dict[str, list[float]] = {"start": [], "ready": [], "stop": []}
     with tempfile.TemporaryDirectory() as tmp:
         specs = _specs(Path(tmp), count, url, client.result_queue)
         try:
             for spec in specs:
                 started = time.perf_counter()
                 launcher.start(spec)
-                figures["start"].append(time.perf_counter() - started)
+                samples["start"].append(time.perf_counter() - started)
                 if not client.is_ready(f"bench-{spec.server_id}", 60):
                     raise SystemExit(f"{isolation}: agent of {spec.hostname} never answered; "
                                      f"see {spec.folder}/agent.out")
-                figures["ready"].append(time.perf_counter() - started)
+                samples["ready"].append(time.perf_counter() - started)
             for spec in specs:
                 started = time.perf_counter()
                 launcher.stop(spec)
-                figures["stop"].append(time.perf_counter() - started)
+                samples["stop"].append(time.perf_counter() - started)
         finally:
             for spec in specs:
                 launcher.stop(spec)
             launcher.close()
             client.close()
-    return figures
+    return samples
 
 
 def _side_by_side(isolation: str, count: int, url: str) -> float:
@@ -99,9 +105,17 @@ def _side_by_side(isolation: str, count: int, url: str) -> float:
     return elapsed
 
 
+#: figure -> target in ms, per isolation
+TARGETS = {"namespaces": {"start": 300, "ready": 2000, "stop": 1500, "side by side": 5000},
+           "none": {"start": 50, "ready": 2000, "stop": 1500, "side by side": 5000}}
+WHAT = {"start": "launcher's own work", "ready": "start until the agent answers",
+        "stop": "stop and clean up"}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--servers", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=3, help="side-by-side rounds")
     parser.add_argument("--url", default="amqp://guest:guest@127.0.0.1:5672//")
     options = parser.parse_args()
     isolations = ["none"]
@@ -111,13 +125,18 @@ def main() -> int:
     else:
         isolations.insert(0, "namespaces")
     for isolation in isolations:
-        figures = _one_by_one(isolation, options.servers, options.url)
-        line = ", ".join(f"{name} median {statistics.median(values) * 1000:.0f} ms "
-                         f"(max {max(values) * 1000:.0f})" for name, values in figures.items())
-        print(f"{isolation}: {options.servers} servers one by one: {line}")
-        wall = _side_by_side(isolation, options.servers, options.url)
-        print(f"{isolation}: {options.servers} servers side by side: all ready in "
-              f"{wall * 1000:.0f} ms")
+        figures.method(f"{isolation}: {options.servers} servers through the local cloud's "
+                       f"launcher, one after another (median per server), then side by side "
+                       f"({options.runs} rounds); readiness is a no-op plan over RabbitMQ")
+        samples = _one_by_one(isolation, options.servers, options.url)
+        for name, values in samples.items():
+            figures.figure(f"{isolation}: {name} ({WHAT[name]})", values, "ms",
+                           TARGETS[isolation][name], scale=1000)
+        walls = [_side_by_side(isolation, options.servers, options.url)
+                 for _ in range(options.runs)]
+        figures.figure(f"{isolation}: {options.servers} servers side by side, all ready", walls,
+                       "ms", TARGETS[isolation]["side by side"], scale=1000)
+    figures.finish()
     return 0
 
 

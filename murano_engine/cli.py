@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -78,6 +79,10 @@ def _run(options: argparse.Namespace) -> int:
     from murano_engine.interpreter import build_interpreter
 
     loader = PackageLoader(options.load_packages_from, build_interpreter())
+    # What start-up made (modules, classes, the yaql library) lives as long as the
+    # process: the cyclic garbage collector need not walk it again and again while
+    # MuranoPL runs (about a sixth of the time of object-heavy code).
+    gc.freeze()
     for problem in loader.problems:
         print(f"warning: {problem}", file=sys.stderr)
     class_name, _, method_name = options.target.rpartition(".")
@@ -184,7 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="murano-engine",
                                      description="Run MuranoPL packages.")
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks too")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_VersionAction, nargs=0,
+                        help="show program's version number and exit")
     # ``--debug`` is taken after the command too (set only when given there).
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
@@ -266,6 +272,16 @@ def _with_parents(*parents: argparse.ArgumentParser) -> type[argparse.ArgumentPa
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(parents=list(parents), **kwargs)
     return Command
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version, looked up only when asked for (the lookup
+    reads the installed distributions, which every other command would pay for)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(f"{parser.prog} {_version()}")
+        parser.exit()
 
 
 def _version() -> str:

@@ -253,8 +253,10 @@ class Api:
                 f"internal error; the API log has its details under request id {request_id}"),
                 request_id)
         response.headers["x-openstack-request-id"] = request_id
-        LOG.info("%s %s %s %d %.1fms", request_id, request.method, request.full_path.rstrip("?"),
-                 response.status_code, (time.perf_counter() - started) * 1000)
+        if LOG.isEnabledFor(logging.INFO):  # the request line is not built for nothing
+            LOG.info("%s %s %s %d %.1fms", request_id, request.method,
+                     request.full_path.rstrip("?"), response.status_code,
+                     (time.perf_counter() - started) * 1000)
         return response(environ, start_response)
 
     def error(self, request: ApiRequest, exc: ApiError, request_id: str) -> Response:

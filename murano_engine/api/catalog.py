@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -371,6 +372,10 @@ def _bool_param(params: Mapping[str, list[str]], key: str) -> bool:
     return text in ("true", "1", "yes")
 
 
+#: the query parameters that filter the listing (the rest order and page it)
+_FILTERS = ("id", "fqn", "name", "version", "type", "class_name", "category", "tag", "search")
+
+
 def list_packages(store: db.Store, settings: Settings, context: Context,
                   params: Mapping[str, list[str]]) -> dict[str, Any]:
     """Search the catalog with Murano's filters, one page at a time."""
@@ -381,12 +386,46 @@ def list_packages(store: db.Store, settings: Settings, context: Context,
     sort_dir = (params.get("sort_dir") or ["asc"])[-1]
     if sort_dir not in ("asc", "desc"):
         raise BadRequest("sort_dir must be asc or desc")
+    shape = (context.project_id, context.is_admin, _bool_param(params, "include_disabled"),
+             _bool_param(params, "owned"),
+             tuple((key, tuple(params[key])) for key in _FILTERS if params.get(key)))
     order = ORDER_KEYS[order_key]
-    query = select(*COLUMNS).where(visible(context))
-    if not _bool_param(params, "include_disabled"):
+    marker = (params.get("marker") or [None])[-1]
+    with store.read() as session:
+        if marker:
+            anchor = session.execute(select(order, db.Package.id)
+                                     .where(db.Package.id == marker)).first()
+            if anchor is None:
+                raise BadRequest(f"marker {marker} is not a package")
+            after = (order > anchor[0]) | ((order == anchor[0]) & (db.Package.id > anchor[1]))
+            before = (order < anchor[0]) | ((order == anchor[0]) & (db.Package.id < anchor[1]))
+            query = _ordered(_filtered(*shape).where(after if sort_dir == "asc" else before),
+                             order_key, sort_dir, limit)
+        else:
+            query = _first_page(shape, order_key, sort_dir, limit)
+        # columns, not objects: the connection runs it without the ORM's layer
+        rows = session.connection().execute(query).all()
+    body: dict[str, Any] = {"packages": [package_json(r) for r in rows[:limit]]}
+    if len(rows) > limit:
+        body["next_marker"] = rows[limit - 1].id
+    return body
+
+
+# Statements are built once per shape of request (who asks, which filters): building
+# one costs more than running it. The statements hold the values as bound parameters
+# and are never changed, so sharing them between requests and threads is safe.
+@functools.lru_cache(maxsize=256)
+def _filtered(project_id: str, is_admin: bool, include_disabled: bool, owned: bool,
+              filters: tuple[tuple[str, tuple[str, ...]], ...]) -> Any:
+    """The listing's statement for one caller and set of filters (unordered)."""
+    params = dict(filters)
+    query = select(*COLUMNS).where(
+        db.Package.id.is_not(None) if is_admin else
+        or_(db.Package.owner_id == project_id, db.Package.is_public.is_(True)))
+    if not include_disabled:
         query = query.where(db.Package.enabled.is_(True))
-    if _bool_param(params, "owned"):
-        query = query.where(db.Package.owner_id == context.project_id)
+    if owned:
+        query = query.where(db.Package.owner_id == project_id)
     for key, column in (("id", db.Package.id), ("fqn", db.Package.fully_qualified_name),
                         ("name", db.Package.name), ("version", db.Package.version)):
         wanted = _values(params, key)
@@ -405,7 +444,7 @@ def list_packages(store: db.Store, settings: Settings, context: Context,
     for name in _values(params, "tag"):
         query = query.where(db.Package.id.in_(
             select(db.package_to_tag.c.package_id).join(db.Tag).where(db.Tag.name == name)))
-    words = " ".join(params.get("search", [])).split()
+    words = " ".join(params.get("search", ())).split()
     if words:
         matches = []
         for word in words:
@@ -418,23 +457,20 @@ def list_packages(store: db.Store, settings: Settings, context: Context,
                                           .join(db.Tag)
                                           .where(func.lower(db.Tag.name).like(like)))]
         query = query.where(or_(*matches))
-    marker = (params.get("marker") or [None])[-1]
-    with store.read() as session:
-        if marker:
-            anchor = session.execute(select(order, db.Package.id)
-                                     .where(db.Package.id == marker)).first()
-            if anchor is None:
-                raise BadRequest(f"marker {marker} is not a package")
-            after = (order > anchor[0]) | ((order == anchor[0]) & (db.Package.id > anchor[1]))
-            before = (order < anchor[0]) | ((order == anchor[0]) & (db.Package.id < anchor[1]))
-            query = query.where(after if sort_dir == "asc" else before)
-        keys = (order.asc(), db.Package.id.asc()) if sort_dir == "asc" else (
-            order.desc(), db.Package.id.desc())
-        rows = session.execute(query.order_by(*keys).limit(limit + 1)).all()
-    body: dict[str, Any] = {"packages": [package_json(r) for r in rows[:limit]]}
-    if len(rows) > limit:
-        body["next_marker"] = rows[limit - 1].id
-    return body
+    return query
+
+
+@functools.lru_cache(maxsize=256)
+def _first_page(shape: tuple, order_key: str, sort_dir: str, limit: int) -> Any:
+    return _ordered(_filtered(*shape), order_key, sort_dir, limit)
+
+
+def _ordered(query: Any, order_key: str, sort_dir: str, limit: int) -> Any:
+    """``query`` in the listing's order, one page (and one row more, to know of a next)."""
+    order = ORDER_KEYS[order_key]
+    keys = (order.asc(), db.Package.id.asc()) if sort_dir == "asc" else (
+        order.desc(), db.Package.id.desc())
+    return query.order_by(*keys).limit(limit + 1)
 
 
 def _limit(params: Mapping[str, list[str]], settings: Settings) -> int:

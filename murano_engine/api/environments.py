@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import jsonpatch
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 
 from murano_engine.api import db, journal_store
 from murano_engine.api.auth import Context
@@ -81,13 +81,23 @@ def _services(description: Mapping[str, Any] | None) -> list:
 
 # -- environments ----------------------------------------------------------------
 
+# Built once (the values are bound parameters): building a statement costs more than
+# running these small ones, and environments are read at every page load.
+_SESSION_STATES = (select(db.Session.environment_id, db.Session.state, db.Session.version)
+                   .where(db.Session.environment_id.in_(bindparam("ids", expanding=True)))
+                   .order_by(db.Session.updated.desc()))
+_ENVS_OF_TENANT = (select(db.Environment)
+                   .where(db.Environment.tenant_id == bindparam("tenant"))
+                   .order_by(db.Environment.created))
+_ALL_ENVS = select(db.Environment).order_by(db.Environment.created)
+
+
 def _statuses(session: db.DbSession, envs: list[db.Environment]) -> dict[str, str]:
     """Status of each environment; open sessions that went stale do not count."""
     versions = {e.id: e.version for e in envs}
-    rows = session.execute(select(db.Session.environment_id, db.Session.state,
-                                  db.Session.version)
-                           .where(db.Session.environment_id.in_(list(versions)))
-                           .order_by(db.Session.updated.desc())).all()
+    if not versions:
+        return {}
+    rows = session.execute(_SESSION_STATES, {"ids": list(versions)}).all()
     by_env: dict[str, list[str]] = {}
     for env_id, state, version in rows:
         if state != "opened" or version == versions[env_id]:
@@ -124,17 +134,16 @@ def get_env(session: db.DbSession, context: Context, env_id: str) -> db.Environm
 
 def list_envs(store: db.Store, context: Context,
               params: Mapping[str, list[str]]) -> dict[str, Any]:
-    query = select(db.Environment).order_by(db.Environment.created)
     all_tenants = (params.get("all_tenants") or ["false"])[-1].lower() == "true"
     tenant = (params.get("tenant") or [None])[-1]
     if (all_tenants or tenant) and not context.is_admin:
         raise Forbidden("listing other projects' environments needs the admin role")
-    if tenant:
-        query = query.where(db.Environment.tenant_id == tenant)
-    elif not all_tenants:
-        query = query.where(db.Environment.tenant_id == context.project_id)
     with store.read() as session:
-        envs = session.scalars(query).all()
+        if tenant or not all_tenants:
+            envs = session.scalars(_ENVS_OF_TENANT,
+                                   {"tenant": tenant or context.project_id}).all()
+        else:
+            envs = session.scalars(_ALL_ENVS).all()
         statuses = _statuses(session, list(envs))
     return {"environments": [env_json(e, statuses[e.id]) for e in envs]}
 

@@ -110,13 +110,15 @@ def _checked_declaration(kind: str, name: str, decl: Any, usages: Any,
 class PropertySpec(Declaration):
     """A declared property."""
 
-    __slots__ = ("declaring_class",)
+    __slots__ = ("declaring_class", "path")
 
     def __init__(self, name: str, decl: Any, declaring_class: MuranoClass) -> None:
         usage = _checked_declaration("property", name, decl, PROPERTY_USAGES, "In",
                                      declaring_class.position)
         super().__init__(name, decl, usage, position_of(decl) or declaring_class.position)
         self.declaring_class = declaring_class
+        #: how contract violations name it
+        self.path = f"{declaring_class.name}.{name}"
 
 
 class ArgumentSpec(Declaration):
@@ -134,7 +136,7 @@ class MethodSpec:
     """A declared method: MuranoPL body or a native Python function."""
 
     __slots__ = ("name", "declaring_class", "arguments", "usage", "scope", "meta",
-                 "position", "body", "native", "_block", "synchronize")
+                 "position", "body", "native", "_block", "synchronize", "binding")
 
     def __init__(self, name: str, declaring_class: MuranoClass, *, arguments: list[ArgumentSpec],
                  usage: str = "Runtime", scope: str = "Session", meta: Any = None,
@@ -151,6 +153,8 @@ class MethodSpec:
         self.native = native
         self._block: Any = None
         self.synchronize: Any = None
+        #: how the executor binds positional arguments (it fills this on first call)
+        self.binding: Any = None
 
     @classmethod
     def from_yaml(cls, name: str, decl: Any, declaring_class: MuranoClass) -> MethodSpec:
@@ -238,6 +242,7 @@ class MuranoClass:
         self._ancestors: frozenset[MuranoClass] | None = None
         self._init_order: list[MuranoClass] | None = None
         self._all_properties: dict[str, list[PropertySpec]] | None = None
+        self._initialized: tuple | None = None
         self._imports: list[MuranoClass] | None = None
         from murano_engine.dsl.objects import TypeRef
         self.ref = TypeRef(self)
@@ -292,6 +297,22 @@ class MuranoClass:
                     result.setdefault(name, []).append(spec)
             self._all_properties = result
         return self._all_properties
+
+    def initialized_properties(self) -> tuple[tuple[str, list[PropertySpec],
+                                                     PropertySpec | None], ...]:
+        """(name, declarations, the one whose Default applies) of every property an
+        object's initialization sets: all but Static ones and Runtime ones without a
+        Default."""
+        if self._initialized is None:
+            entries = []
+            for name, specs in self.all_properties().items():
+                usage = specs[0].usage
+                default = next((s for s in specs if s.has_default), None)
+                if usage == "Static" or usage == "Runtime" and default is None:
+                    continue
+                entries.append((name, specs, default))
+            self._initialized = tuple(entries)
+        return self._initialized
 
     def find_property(self, name: str) -> PropertySpec | None:
         specs = self.all_properties().get(name)

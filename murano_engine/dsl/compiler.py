@@ -23,7 +23,7 @@ from yaql.language import exceptions as yaql_exceptions
 from yaql.language import expressions as ast
 from yaql.language import utils as yaql_utils
 
-from murano_engine.dsl import errors
+from murano_engine.dsl import errors, queries
 from murano_engine.dsl.budget import Regex, check_product, check_repetition, regex_search
 from murano_engine.dsl.contexts import PLAIN_CONTEXTS, frame_of
 from murano_engine.dsl.values import MEMORY_QUOTA
@@ -144,11 +144,11 @@ def _compile_variable(name: str) -> Evaluator:
 # -- operators -----------------------------------------------------------------
 
 _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {
-    "+": operator.add, "-": operator.sub,
+    "-": operator.sub,
     ">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operator.le,
     "mod": operator.mod,
 }
-_STRING_OPS = frozenset({"+", ">", "<", ">=", "<="})
+_STRING_OPS = frozenset({">", "<", ">=", "<="})
 
 
 def _compile_binary(node: ast.BinaryOperator, runtime: Runtime, mode: int) -> Evaluator:
@@ -198,6 +198,24 @@ def _compile_binary(node: ast.BinaryOperator, runtime: Runtime, mode: int) -> Ev
             return fallback(ctx, a, b)
 
         return multiply
+    if op == "+":
+        plus = queries.plus
+        not_handled = queries.NOT_HANDLED
+
+        def add(ctx: Any) -> Any:
+            a = left(ctx)
+            b = right(ctx)
+            ta, tb = type(a), type(b)
+            if ta in _NUMBERS and tb in _NUMBERS:
+                return a + b
+            if ta is str and tb is str:
+                if len(a) + len(b) > MEMORY_QUOTA:
+                    raise yaql_exceptions.MemoryQuotaExceededException()
+                return a + b
+            result = plus(a, b)
+            return fallback(ctx, a, b) if result is not_handled else result
+
+        return add
     if op in _ARITHMETIC:
         func = _ARITHMETIC[op]
         strings = op in _STRING_OPS
@@ -229,9 +247,8 @@ def _compile_binary(node: ast.BinaryOperator, runtime: Runtime, mode: int) -> Ev
         def contains(ctx: Any) -> Any:
             a = left(ctx)
             b = right(ctx)
-            if isinstance(b, (tuple, list, frozenset, set)):
-                return a in b
-            return fallback(ctx, a, b)
+            result = queries.contains(a, b)
+            return fallback(ctx, a, b) if result is queries.NOT_HANDLED else result
         return contains
     if op in ("=~", "!~"):
         matches = op == "=~"

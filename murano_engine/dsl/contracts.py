@@ -24,23 +24,41 @@ _SCALARS = (str, int, float, bool, type(None))
 
 
 class ContractScope:
-    """Where a contract is applied: who owns the value and how to name it."""
+    """Where a contract is applied: who owns the value and how to name it.
 
-    __slots__ = ("frame", "this", "owner", "path", "dry_run", "checking")
+    The name (``path``) is put together only when an error needs it: a list
+    contract makes a scope per item.
+    """
+
+    __slots__ = ("frame", "this", "owner", "_path", "_parent", "_key", "dry_run", "checking")
 
     def __init__(self, frame: Any, this: Any, owner: MuranoObject | None, path: str,
                  dry_run: bool = False, checking: bool = False) -> None:
         self.frame = frame
         self.this = this
         self.owner = owner
-        self.path = path
+        self._path: str | None = path
+        self._parent: ContractScope | None = None
+        self._key: Any = None
         self.dry_run = dry_run
         #: checking a value another declaration already made (overridden property)
         self.checking = checking
 
-    def at(self, suffix: str) -> ContractScope:
-        return ContractScope(self.frame, self.this, self.owner, self.path + suffix, self.dry_run,
-                             self.checking)
+    @property
+    def path(self) -> str:
+        if self._path is None:
+            assert self._parent is not None
+            self._path = f"{self._parent.path}[{self._key}]"
+        return self._path
+
+    def at(self, key: Any) -> ContractScope:
+        """The scope of the item ``key`` (a list index or a dict key) of this value."""
+        scope = ContractScope(self.frame, self.this, self.owner, "", self.dry_run,
+                              self.checking)
+        scope._path = None
+        scope._parent = self
+        scope._key = key
+        return scope
 
     def violation(self, message: str) -> errors.DslError:
         return errors.ContractViolationException(f"[{self.path}] {message}")
@@ -179,7 +197,7 @@ def _list_contract(spec: list, position: Position | None) -> Any:
         out = []
         for index, item in enumerate(value):
             contract = item_contracts[min(index, len(item_contracts) - 1)]
-            out.append(contract(item, scope.at(f"[{index}]")))
+            out.append(contract(item, scope.at(index)))
         return tuple(out)
 
     return apply
@@ -208,13 +226,13 @@ def _dict_contract(spec: dict, position: Position | None) -> Any:
             return value
         out: dict[Any, Any] = {}
         for key, contract in fixed.items():
-            out[key] = contract(value.get(key), scope.at(f"[{key}]"))
+            out[key] = contract(value.get(key), scope.at(key))
         if key_contract is not None:
             for key, item in value.items():
                 if key in fixed:
                     continue
-                new_key = key_contract(key, scope.at(f"[{key}]"))
-                out[new_key] = value_contract(item, scope.at(f"[{key}]"))
+                new_key = key_contract(key, scope.at(key))
+                out[new_key] = value_contract(item, scope.at(key))
         return FrozenDict(out)
 
     return apply

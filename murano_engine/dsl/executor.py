@@ -46,7 +46,7 @@ class Frame:
         self.position = method.position if method is not None else murano_class.position
         self.depth = caller.depth + 1 if caller is not None else 1
         self.init_writes = init_writes or (caller.init_writes if caller is not None else False)
-        root = executor.root_context(murano_class.package)
+        root = murano_class.package.root_context or executor.root_context(murano_class.package)
         self.context = DslContext(root, self)
 
     def stack(self) -> list[StackFrame]:
@@ -128,7 +128,7 @@ class Executor:
 
     def invoke(self, method: MethodSpec, receiver: Any, args: list, kwargs: dict,
                caller: Frame | None, mocked: bool = True) -> Any:
-        obj = real_object(receiver)
+        obj = receiver if type(receiver) is MuranoObject else real_object(receiver)
         if obj is not None and obj.destroyed:
             raise errors.ObjectDestroyedError(
                 f"cannot call {method.name} of destroyed object {obj.id}")
@@ -149,7 +149,11 @@ class Executor:
         if frame.depth > MAX_CALL_DEPTH:
             raise errors.CallDepthExceededError(
                 f"MuranoPL call depth exceeded {MAX_CALL_DEPTH} (runaway recursion?)")
-        lock_key = self._lock_key(method, this, args, kwargs)
+        sync = method.synchronize
+        if sync is not None and not sync[1]:  # the common case, without a method call
+            lock_key: Any = (this, method) if sync[0] else None
+        else:
+            lock_key = self._lock_key(method, this, args, kwargs)
         self.active_frames.add(frame)
         if lock_key is not None:
             self._acquire(lock_key)
@@ -159,7 +163,7 @@ class Executor:
                 return values.freeze(method.native(
                     NativeCall(self, frame, receiver), *args, **kwargs))
             self.bind_arguments(method, frame, args, kwargs)
-            signal = method.block()(frame.context)
+            signal = (method._block or method.block())(frame.context)
         except Exception as exc:
             if not errors.stack_of(exc):
                 try:
@@ -184,6 +188,15 @@ class Executor:
         this = frame.this
         data["$1"] = this
         data["$this"] = this
+        binding = method.binding
+        if binding is None:
+            binding = method.binding = _positional_binding(method)
+        if binding is not False and not kwargs and len(args) == len(binding):
+            # every argument Standard and given by position: the common call
+            freeze = values.freeze
+            for (key, apply, path), value in zip(binding, args, strict=True):
+                data[key] = apply(freeze(value), ContractScope(frame, this, None, path))
+            return
         where = f"{method.declaring_class.name}::{method.name}"
         position = 0
         remaining = dict(kwargs) if kwargs else {}
@@ -324,19 +337,19 @@ class Executor:
             raise errors.NoWriteAccessError(
                 f"property {name!r} of {obj.murano_class.name} ({spec.usage}) cannot be "
                 f"written from {caller_cls.name if caller_cls else 'outside'}")
-        obj.props[name] = self._check_property(obj, specs, value, frame, dry_run)
+        obj.props[name] = self._check_property(obj, specs, value, dry_run)
 
     def _check_property(self, obj: MuranoObject, specs: list[PropertySpec], value: Any,
-                        frame: Frame | None, dry_run: bool = False) -> Any:
+                        dry_run: bool = False) -> Any:
         """The value as the most derived declaration makes it; the others then check
         that result without making anything (a template() stays the dict it is)."""
         spec = specs[0]
-        scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj,
-                              f"{spec.declaring_class.name}.{spec.name}", dry_run)
+        scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj, spec.path,
+                              dry_run)
         result = spec.compiled_contract().apply(values.freeze(value), scope)
         for spec in specs[1:]:
-            scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj,
-                                  f"{spec.declaring_class.name}.{spec.name}", True, True)
+            scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj, spec.path,
+                                  True, True)
             spec.compiled_contract().apply(result, scope)
         return result
 
@@ -471,33 +484,34 @@ class Executor:
 
     def _init_properties(self, obj: MuranoObject, props: Mapping[str, Any],
                          caller: Frame | None, dry_run: bool, skip: set[str] | frozenset) -> None:
-        pending: list[tuple[str, list[PropertySpec]]] = []
-        for name, specs in obj.murano_class.all_properties().items():
-            usage = specs[0].usage
-            if usage == "Static" or name in skip:
-                continue
-            if usage == "Runtime" and not any(s.has_default for s in specs):
-                continue
-            pending.append((name, specs))
+        entries = obj.murano_class.initialized_properties()
+        pending = [e for e in entries if e[0] not in skip] if skip else list(entries)
         configured = self.class_config(obj.murano_class)
+        # Defaults evaluate in a frame of the declaring class (made when one is needed).
+        frames: dict[MuranoClass, Frame] = {}
         while pending:
             deferred = []
             last_error: Exception | None = None
-            for name, specs in pending:
+            for entry in pending:
+                name, specs, default_spec = entry
                 spec = specs[0]
-                frame = Frame(self, None, obj, spec.declaring_class, caller, init_writes=True)
                 try:
                     if spec.usage not in ("Runtime", "Config") and name in props:
                         value = props[name]
                     elif name in configured:
                         value = configured[name]
+                    elif default_spec is not None:
+                        owner = spec.declaring_class
+                        frame = frames.get(owner)
+                        if frame is None:
+                            frame = frames[owner] = Frame(self, None, obj, owner, caller,
+                                                          init_writes=True)
+                        value = _default_of(default_spec)(self._object_context(obj, frame))
                     else:
-                        default_spec = next((s for s in specs if s.has_default), None)
-                        value = (_default_of(default_spec)(self._object_context(obj, frame))
-                                 if default_spec is not None else None)
-                    obj.props[name] = self._check_property(obj, specs, value, frame, dry_run)
+                        value = None
+                    obj.props[name] = self._check_property(obj, specs, value, dry_run)
                 except errors.UninitializedPropertyAccessError as exc:
-                    deferred.append((name, specs))
+                    deferred.append(entry)
                     last_error = exc
                 except errors.ContractViolationException:
                     if spec.usage == "Runtime":
@@ -505,7 +519,7 @@ class Executor:
                     raise
             if len(deferred) == len(pending):
                 raise errors.CircularExpressionDependenciesError(
-                    f"{obj.murano_class.name}: properties {[n for n, _ in deferred]} depend on "
+                    f"{obj.murano_class.name}: properties {[e[0] for e in deferred]} depend on "
                     f"each other ({last_error})")
             pending = deferred
 
@@ -623,6 +637,16 @@ class _Load:
         if new_id is None:
             new_id = self.renames[model_id] = executor.new_id()
         return new_id
+
+
+def _positional_binding(method: MethodSpec) -> tuple[tuple[str, Any, str], ...] | bool:
+    """(variable, contract, contract path) per argument when every argument is Standard
+    (False otherwise): what binding arguments given by position needs."""
+    if any(spec.usage != "Standard" for spec in method.arguments):
+        return False
+    where = f"{method.declaring_class.name}::{method.name}"
+    return tuple(("$" + spec.name, spec.compiled_contract().apply, f"{where}({spec.name})")
+                 for spec in method.arguments)
 
 
 def _default_of(spec: Any) -> Any:

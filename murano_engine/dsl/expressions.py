@@ -19,9 +19,8 @@ from murano_engine.dsl.contexts import runtime_of
 from murano_engine.dsl.errors import LoadError, Position
 
 
-@functools.cache
-def engine() -> Any:
-    """The yaql engine (parser plus options) shared by every format."""
+def murano_factory() -> yaql_factory.YaqlFactory:
+    """yaql's grammar with Murano's operators."""
     factory = yaql_factory.YaqlFactory()
     factory.insert_operator(">", True, "is",
                             yaql_factory.OperatorType.BINARY_LEFT_ASSOCIATIVE, False)
@@ -29,8 +28,14 @@ def engine() -> Any:
                             yaql_factory.OperatorType.BINARY_LEFT_ASSOCIATIVE, True)
     factory.insert_operator(None, False, ":",
                             yaql_factory.OperatorType.PREFIX_UNARY, False)
+    return factory
+
+
+@functools.cache
+def engine() -> Any:
+    """The yaql engine (parser plus options) shared by every format."""
     from murano_engine.dsl.parser_cache import create_engine
-    return create_engine(factory, {
+    return create_engine(murano_factory(), {
         "yaql.limitIterators": values.ITERATOR_LIMIT,
         "yaql.memoryQuota": values.MEMORY_QUOTA,
         "yaql.convertInputData": False,

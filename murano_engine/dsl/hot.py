@@ -31,7 +31,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import regex
 import yaml
 
 from murano_engine.dsl.errors import LoadError, LoadErrors, Position
@@ -166,6 +165,7 @@ def _parameter_problems(name: str, decl: Any, where: Position | None) -> list[Lo
                 problems.append(LoadError(f"parameter {name!r}: allowed_values must be a "
                                           f"list of strings and numbers", here))
         elif kinds[0] == "allowed_pattern":
+            import regex  # here: only HOT packages with patterns pay for importing it
             try:
                 regex.compile(str(value))
             except regex.error as exc:

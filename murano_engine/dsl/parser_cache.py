@@ -1,17 +1,23 @@
-"""Building yaql's parser once per machine instead of once per process.
+"""yaql's parser without building its tables at start-up.
 
-yaql builds its LALR tables at start-up, which costs about 0.1 s. The tables
-depend only on the grammar, so they are pickled under the user's cache folder
-and reused while the yaql version and the operator table stay the same. Any
-problem with the cache falls back to building the tables.
+yaql builds its LALR tables when an engine is made, which costs about 0.1 s.
+The tables depend only on the grammar: the yaql version and the operator
+table. The tables for the yaql this package was made with ship beside this
+module (``yaql_tables.json``, written by ``python -m
+murano_engine.dsl.parser_cache``); with another yaql they are built once and
+kept under the user's cache folder. Both are used only while the grammar they
+were built for - the yaql version and the operator table, written out in full
+in them - is the one in use, and any problem reading them falls back to
+building the tables.
 """
 
 from __future__ import annotations
 
-import hashlib
+import json
 import os
-import pickle
 import re
+import sys
+import zlib
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -21,28 +27,76 @@ from yaql._ply import lex, yacc
 from yaql.language import factory as yaql_factory
 
 CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "murano-engine"
+PACKAGED = Path(__file__).with_name("yaql_tables.json")
+
+
+class _Production:
+    """What yaql's LR parser reads of a grammar rule."""
+
+    __slots__ = ("name", "len", "callable")
+
+    def __init__(self, name: str, length: int, func: Any) -> None:
+        self.name = name
+        self.len = length
+        self.callable = func
 
 
 def create_engine(factory: yaql_factory.YaqlFactory, options: dict[str, Any]) -> Any:
-    """What ``factory.create(options)`` returns, with the parse tables cached."""
+    """What ``factory.create(options)`` returns, with the parse tables shipped or cached."""
+    ply_lexer, grammar, key = _grammar(factory)
+    cache = CACHE_DIR / f"yaql-tables-{zlib.crc32(key.encode()):08x}.pickle"
+    parser = _packaged(PACKAGED, key, grammar) or _load(cache, key, grammar)
+    if parser is None:
+        parser = yacc.yacc(module=grammar, debug=False)
+        _save(cache, key, parser)
+    return yaql_factory.YaqlEngine(ply_lexer, parser, options, factory)
+
+
+def _grammar(factory: yaql_factory.YaqlFactory) -> tuple[Any, Any, str]:
+    """The lexer, the grammar object and the grammar's key: the yaql version and the
+    operator table, written out."""
     operators = factory._build_operator_table(factory._name_generator())
     lexer_rules = factory._create_lexer(operators)
     ply_lexer = lex.lex(object=lexer_rules, reflags=re.UNICODE | re.VERBOSE)
     grammar = factory._create_parser(lexer_rules, operators)
-    key = hashlib.sha256(repr((yaql.__version__, sorted(
+    key = repr((yaql.__version__, sorted(
         (k, tuple(v) if isinstance(v, list) else v) for k, v in operators.operators.items()),
-        operators.name_value_op)).encode()).hexdigest()[:16]
-    cache = CACHE_DIR / f"yaql-tables-{key}.pickle"
-    parser = _load(cache, grammar)
-    if parser is None:
-        parser = yacc.yacc(module=grammar, debug=False)
-        _save(cache, parser)
-    return yaql_factory.YaqlEngine(ply_lexer, parser, options, factory)
+        operators.name_value_op))
+    return ply_lexer, grammar, key
 
 
-def _load(cache: Path, grammar: Any) -> Any:
+def _packaged(path: Path, key: str, grammar: Any) -> Any:
     try:
-        productions, action, goto = pickle.loads(cache.read_bytes())
+        data = json.loads(path.read_bytes())
+        if data.get("key") != key:
+            return None
+        productions = [_Production(name, length, getattr(grammar, func) if func else None)
+                       for name, length, func in data["productions"]]
+        action = {int(state): row for state, row in data["action"].items()}
+        goto = {int(state): row for state, row in data["goto"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    tables = SimpleNamespace(lr_productions=productions, lr_action=action, lr_goto=goto)
+    return yacc.LRParser(tables, grammar.p_error)
+
+
+def tables_json(factory: yaql_factory.YaqlFactory) -> str:
+    """The packaged-tables file for ``factory``'s grammar, built now."""
+    _, grammar, key = _grammar(factory)
+    parser = yacc.yacc(module=grammar, debug=False)
+    productions = [[p.name, p.len, p.callable.__name__ if p.callable else None]
+                   for p in parser.productions]
+    return json.dumps({"key": key, "productions": productions,
+                       "action": parser.action, "goto": parser.goto},
+                      sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def _load(cache: Path, key: str, grammar: Any) -> Any:
+    import pickle  # here: with the packaged tables in use, start-up does without it
+    try:
+        built_for, productions, action, goto = pickle.loads(cache.read_bytes())
+        if built_for != key:
+            return None
         for production in productions:
             production.callable = getattr(grammar, production.func) if production.func else None
     except (OSError, pickle.PickleError, EOFError, AttributeError, ValueError, TypeError):
@@ -51,12 +105,13 @@ def _load(cache: Path, grammar: Any) -> Any:
     return yacc.LRParser(tables, grammar.p_error)
 
 
-def _save(cache: Path, parser: Any) -> None:
+def _save(cache: Path, key: str, parser: Any) -> None:
+    import pickle
     callables = [p.callable for p in parser.productions]
     try:
         for production in parser.productions:
             production.callable = None
-        data = pickle.dumps((parser.productions, parser.action, parser.goto))
+        data = pickle.dumps((key, parser.productions, parser.action, parser.goto))
         cache.parent.mkdir(parents=True, exist_ok=True)
         temporary = cache.with_suffix(f".{os.getpid()}.tmp")
         temporary.write_bytes(data)
@@ -66,3 +121,15 @@ def _save(cache: Path, parser: Any) -> None:
     finally:
         for production, func in zip(parser.productions, callables, strict=True):
             production.callable = func
+
+
+def main() -> int:
+    """Write the packaged tables for the installed yaql (run after upgrading yaql)."""
+    from murano_engine.dsl.expressions import murano_factory
+    PACKAGED.write_text(tables_json(murano_factory()))
+    print(f"wrote {PACKAGED}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

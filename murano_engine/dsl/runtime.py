@@ -19,7 +19,7 @@ import yaql.legacy
 from yaql.language import expressions as ast
 from yaql.language import utils as yaql_utils
 
-from murano_engine.dsl import errors, values
+from murano_engine.dsl import errors, queries, values
 from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.expressions import engine
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef
@@ -63,13 +63,7 @@ class Runtime:
         """The yaql standard library (legacy flavour for formats 1.0 and 1.1)."""
         root = self._roots.get(legacy)
         if root is None:
-            base = yaql.legacy.create_context() if legacy else yaql.create_context()
-            if legacy:
-                base = base.create_child_context()
-                for name in LEGACY_FUNCTION_FORMS:
-                    for spec in yaql_utils.to_extension_method(name, base):
-                        base.register_function(spec)
-            root = self._roots[legacy] = DslContext(base)
+            root = self._roots[legacy] = _LibraryRoot(lambda: _yaql_library(legacy))
         return root
 
     def get_member(self, receiver: Any, name: str, ctx: Any) -> Any:
@@ -125,6 +119,13 @@ class Runtime:
         if isinstance(receiver, (MuranoObject, ObjectView)):
             raise errors.NoMethodFound(
                 f"method {name!r} is not found in {receiver.murano_class.name}")
+        fast = queries.METHODS.get(name)
+        if fast is not None:
+            result = fast(ctx, receiver, args, kwargs)
+            if result is queries.EMPTY:
+                receiver = ()
+            elif result is not queries.NOT_HANDLED:
+                return result
         return ctx(name, self.engine, receiver, ctx)(*yaql_args)
 
     def call_function(self, name: str, args: list, kwargs: dict, ctx: Any,
@@ -135,6 +136,13 @@ class Runtime:
                 return spec.func(ctx, args[0](ctx) if args else None, args[1:], kwargs)
             return spec.func(ctx, *[a(ctx) for a in args],
                              **{k: v(ctx) for k, v in kwargs.items()})
+        if name == "len" and len(args) == 1 and not kwargs:
+            # evaluated once: yaql then gets the value, not the expression again
+            value = args[0](ctx)
+            result = queries.length(value)
+            if result is not queries.NOT_HANDLED:
+                return result
+            return ctx(name, self.engine, NO_VALUE, ctx)(value)
         return ctx(name, self.engine, NO_VALUE, ctx)(*yaql_args)
 
     def type_reference(self, prefix: str, name: str, ctx: Any) -> Any:
@@ -151,6 +159,38 @@ class Runtime:
 
     def murano_function(self, name: str) -> FunctionSpec | None:
         return self.functions.get(name)
+
+
+def _yaql_library(legacy: bool) -> Any:
+    base = yaql.legacy.create_context() if legacy else yaql.create_context()
+    if legacy:
+        base = base.create_child_context()
+        for name in LEGACY_FUNCTION_FORMS:
+            for spec in yaql_utils.to_extension_method(name, base):
+                base.register_function(spec)
+    return base
+
+
+class _LibraryRoot(DslContext):
+    """The root of every frame's context, above it yaql's standard library: made the
+    first time something looks past the frames (a call yaql resolves, an undefined
+    variable). Registering the library costs about 7 ms, which code that needs none of
+    it - the fast paths cover the common functions - does not pay."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        super().__init__(None)
+
+    @property  # yaql's contexts reach their parent through this attribute
+    def _parent_context(self) -> Any:
+        library = self._library
+        if library is None:
+            library = self._library = self._make()
+        return library
+
+    @_parent_context.setter
+    def _parent_context(self, value: Any) -> None:
+        self._library = value
 
 
 @dataclass(frozen=True)

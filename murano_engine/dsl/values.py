@@ -8,6 +8,7 @@ while they are frozen.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -28,6 +29,44 @@ _SCALARS = frozenset({str, int, float, bool, type(None), bytes})
 _KEEP = _SCALARS | {MuranoObject, ObjectView, TypeRef}
 
 
+# Long tuples of kept values seen lately, by id (the entry keeps the tuple alive, so
+# the id stays its own): a list grown item by item (``$l: $l + [$x]``) is not walked
+# again at every assignment.
+_FLAT_MIN = 64
+_FLAT_KEPT = 64
+_flat: OrderedDict[int, tuple] = OrderedDict()
+
+
+def _is_flat(value: tuple) -> bool:
+    """Whether the tuple holds kept values only (no collection to freeze in it)."""
+    if len(value) < _FLAT_MIN:
+        return _KEEP.issuperset(map(type, value))
+    if _flat.get(id(value)) is value:
+        return True
+    if not _KEEP.issuperset(map(type, value)):
+        return False
+    _remember_flat(value)
+    return True
+
+
+def _remember_flat(value: tuple) -> None:
+    _flat[id(value)] = value
+    if len(_flat) > _FLAT_KEPT:
+        try:
+            _flat.popitem(last=False)  # one call: safe with threads
+        except KeyError:
+            pass
+
+
+def concat(left: tuple, right: tuple) -> tuple:
+    """``left + right``, known flat (see :func:`freeze`) when both are."""
+    result = left + right
+    if len(result) >= _FLAT_MIN and _flat.get(id(left)) is left \
+            and len(right) < _FLAT_MIN and _KEEP.issuperset(map(type, right)):
+        _remember_flat(result)
+    return result
+
+
 def freeze(value: Any, limit: int = ITERATOR_LIMIT, depth: int = 0) -> Any:
     """A deep immutable copy of ``value`` (objects are kept as references)."""
     kind = type(value)
@@ -40,10 +79,9 @@ def freeze(value: Any, limit: int = ITERATOR_LIMIT, depth: int = 0) -> Any:
     if kind is tuple:
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)
-        for v in value:
-            if type(v) not in _KEEP:
-                return tuple(freeze(v, limit, depth) for v in value)
-        return value
+        if _is_flat(value):
+            return value
+        return tuple(freeze(v, limit, depth) for v in value)
     if kind is FrozenDict or isinstance(value, Mapping):
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)

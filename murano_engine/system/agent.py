@@ -18,14 +18,17 @@ disable_murano_agent`` is set, ``murano.common.exceptions.PolicyViolationExcepti
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from murano_engine import boundary, reports
 from murano_engine.dsl import values
 from murano_engine.dsl.errors import MuranoPlException
 from murano_engine.dsl.natives import NativeCall, method, native_class
 from murano_engine.dsl.objects import MuranoObject, real_object
-from murano_engine.messaging import AgentClient, AgentError, AgentTimeout, PlanBuildError
+from murano_engine.messaging.errors import AgentError, AgentTimeout, PlanBuildError
+
+if TYPE_CHECKING:
+    from murano_engine.messaging.client import AgentClient
 
 AGENT_EXCEPTION = "murano.engine.system.agent.AgentException"
 TIMEOUT_EXCEPTION = "murano.engine.system.agent.TimeoutException"
@@ -137,6 +140,7 @@ class Agent:
             raise ValueError(f"host {target.id} is not owned by an io.murano.Environment")
         self.host = target
         self.environment = environment
+        from murano_engine.messaging.client import AgentClient
         self.queue = AgentClient.queue_name(environment.id, target.id)
         self._client: AgentClient | None = None
         self._attached = False

@@ -179,3 +179,60 @@ def test_local_cloud_and_agents_under_eventlet_monkey_patching(tmp_path, environ
     assert max(start for start, _ in spans) < min(end for _, end in spans)
     assert outcome["ips"] == ["10.0.5.2", "10.0.5.3", "10.0.5.4"]
     assert list((tmp_path / "state" / "servers").iterdir()) == []
+
+
+class _SlowLauncher:
+    """A launcher whose servers take ``delay`` seconds to stop (as a real agent does)."""
+
+    isolation = "none"
+
+    def __init__(self, delay: float, failing: str = "") -> None:
+        self.delay = delay
+        self.failing = failing
+        self.removed: list[str] = []
+
+    def remove(self, spec) -> None:  # noqa: ANN001
+        import time
+        time.sleep(self.delay)
+        if spec.hostname == self.failing:
+            raise OSError("the agent would not stop")
+        self.removed.append(spec.hostname)
+
+
+def _guests_with_servers(tmp_path, launcher, count: int):  # noqa: ANN001, ANN202
+    from murano_engine.clouds.local.guest import Guests
+    guests = Guests(tmp_path / "servers", launcher, broker_url="amqp://127.0.0.1:5672//")
+    for index in range(count):
+        folder = guests.sandbox(f"s{index}")
+        folder.mkdir()
+        (folder / "agent.conf").write_text(INI)
+        (folder / "server.json").write_text(json.dumps(
+            {"hostname": f"vm{index}", "powershell": None, "interfaces": []}))
+    return guests
+
+
+def test_destroyed_servers_are_released_side_by_side(tmp_path):
+    import time
+    launcher = _SlowLauncher(0.5)
+    guests = _guests_with_servers(tmp_path, launcher, 6)
+    started = time.monotonic()
+    for index in range(6):
+        guests.destroy(f"s{index}")  # one after another, as instances release themselves
+    handed_over = time.monotonic() - started
+    guests.settle()
+    released = time.monotonic() - started
+    assert handed_over < 0.3  # destroy does not wait for the server to stop
+    assert released < 6 * 0.5 / 2  # the six stops overlapped
+    assert sorted(launcher.removed) == [f"vm{i}" for i in range(6)]
+    assert not any(guests.root.iterdir())  # every folder removed
+
+
+def test_a_failed_release_is_reported_by_settle_and_its_folder_still_goes(tmp_path):
+    from murano_engine.clouds.base import CloudError
+    guests = _guests_with_servers(tmp_path, _SlowLauncher(0.0, failing="vm1"), 2)
+    guests.destroy("s0")
+    guests.destroy("s1")
+    with pytest.raises(CloudError, match="server s1: the agent would not stop"):
+        guests.settle()
+    guests.settle()  # reported once
+    assert not any(guests.root.iterdir())

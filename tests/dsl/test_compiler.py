@@ -66,3 +66,92 @@ def test_yaql_lists_come_back_frozen() -> None:
     assert engine_eval("[1, [2]]", None) == (1, (2,))
     assert type(engine_eval("$.l + [4]", DATA)) is tuple
     assert isinstance(engine_eval("{a => [1]}", None)["a"], tuple)
+
+
+# -- collection fast paths (murano_engine.dsl.queries) against yaql in the same context --
+
+BIG = list(range(1500))  # twice BIG is over the iterator limit (2,000)
+COLLECTION_DATA = {**DATA, "big": BIG, "e": [], "objs": [{"n": 1}, {"n": 2}]}
+
+COLLECTION_EXPRESSIONS = [
+    # + on lists, dicts and sets
+    "[1, 2] + [3]", "$.l + $.l", "[] + []", "$.e + [1]", "{a=>1} + {a=>2, b=>3}",
+    "$.d + {x=>1}", "{} + {}", "set(1, 2) + set(2, 3)", "[1] + {a=>1}", "{a=>1} + [1]",
+    "[1] + set(2)", "$.big + [1]", "($.big + $.big) + [1]", "[1] + ($.big + $.big)",
+    "$.l + $.l.select($)", "[1] + 'a'", "null + [1]",
+    # in
+    "2 in set(1, 2)", "3 in ($.big + $.big)", "[1] in [[1], [2]]", "'k' in $.d",
+    # len and count
+    "len($.l)", "$.l.len()", "len($.d)", "$.d.len()", "len(set(1, 2))", "len($.e)",
+    "len($.l.select($))", "$.l.where($ > 1).len()", "len('abc')", "len(null)", "len(5)",
+    "len($.big + $.big)", "$.l.count()", "$.l.where($ > 1).count()", "($.big + $.big).count()",
+    "$.d.count()", "$.l.len(1)",
+    # select and where
+    "$.l.select($ * 2)", "$.l.where($ > 1)", "$.e.select($)", "$.d.select($)",
+    "'abc'.select($)", "$.n.select($)", "$.objs.select($.n)", "$.objs.where($.n > 1)",
+    "$.l.select($ * 2).where($ > 2)", "($.big + $.big).select($)", "$.l.select()",
+    "$.l.select($ / 0)", "$.l.where($ > 1).select([$, $])", "set(1, 2).select($ + 1)",
+    # first and last
+    "$.l.first()", "$.l.last()", "[].first()", "[].last()", "$.l.where($ > 5).first()",
+    "$.l.where($ > 1).last()", "$.l.where($ > 5).last()", "$.l.first(7)", "[].first(7)",
+    "[].last(7)", "set(1).last()", "set(1).first()", "($.big + $.big).first()",
+    "($.big + $.big).last()", "$.d.first()", "'ab'.first()",
+    # sum
+    "$.l.sum()", "[1, 2.5].sum()", "['a', 'b'].sum()", "[[1], [2]].sum()", "[1, 'a'].sum()",
+    "[].sum()", "$.l.select($ * 1.5).sum()", "[true, 1].sum()", "[1, true].sum()",
+    "[{a=>1}, {b=>2}].sum()", "$.l.sum(10)", "$.objs.select($.n).sum()", "[0.1, 0.2, 0.3].sum()",
+    "($.big + $.big).sum()", "[$.big, $.big].sum()", "[null, 1].sum()", "$.d.sum()",
+]
+
+
+@pytest.fixture(scope="module")
+def frame_context(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A DslContext in a real frame, as a method body evaluates in."""
+    from murano_engine.dsl.executor import Executor, Frame
+    from murano_engine.dsl.packages import PackageLoader
+    from tests.dsl.dsl_helpers import class_text, write_package
+
+    root = tmp_path_factory.mktemp("compiler")
+    write_package(root, "test.compiler", {"Host": class_text("test.compiler", "Host", "")})
+    loader = PackageLoader([root], build_interpreter())
+    cls = loader.find_class("test.compiler.Host")
+    executor = Executor(loader)
+    return Frame(executor, None, cls.ref, cls, None).context
+
+
+def frozen_outcome(evaluate: Any) -> tuple[str, Any]:
+    return outcome(lambda: values.freeze(evaluate(), limit=10**6))
+
+
+@pytest.mark.parametrize("text", COLLECTION_EXPRESSIONS)
+def test_collection_fast_paths_agree_with_yaql(text: str, frame_context: Any) -> None:
+    data = values.freeze(COLLECTION_DATA)
+    node = expressions.parse(text).node.expression  # both without the Statement's unwrapping
+    runtime = frame_context.frame.executor.runtime
+
+    def by_yaql() -> Any:
+        ctx = DslContext(frame_context)
+        ctx["$"] = data
+        return node(compiler.NO_VALUE, ctx, runtime.engine)
+
+    def compiled() -> Any:
+        ctx = DslContext(frame_context)
+        ctx["$"] = data
+        return compiler.compile_expression(node, runtime)(ctx)
+
+    expected = frozen_outcome(by_yaql)
+    actual = frozen_outcome(compiled)
+    assert actual == expected
+    if expected[0] == "value":
+        assert type(actual[1]) is type(expected[1])
+
+
+def test_collection_fast_paths_count_a_budget_step_per_lambda_call(frame_context: Any) -> None:
+    budget = frame_context.frame.executor.budget
+    runtime = frame_context.frame.executor.runtime
+    ctx = DslContext(frame_context)
+    ctx["$"] = values.freeze([1, 2, 3])
+    node = expressions.parse("$.select($ + 1).where($ > 2).sum()").node
+    before = budget.left
+    assert compiler.compile_expression(node, runtime)(ctx) == 7
+    assert before - budget.left == 6  # three selector and three predicate calls

@@ -104,3 +104,25 @@ def test_format_function_directly() -> None:
         format_(None, "{0.__class__.__subclasses__}", MuranoObject)
     with pytest.raises(ValueError, match="may not use"):
         format_(None, "{0[__builtins__]}", {"__builtins__": 1})
+
+
+@pytest.mark.parametrize(("template", "args", "kwargs"), [
+    ("item-{0}", (5,), {}), ("{}-{}", (1, "a"), {}), ("{0}{1}{0}", ("x", 2.5), {}),
+    ("{a}/{b}", (), {"a": "q", "b": 3}), ("{0}", (), {}), ("{}{0}", (1, 2), {}),
+    ("{x}", (), {}), ("{0:>5}", (1,), {}), ("{0!r}", ("a",), {}), ("{0}", (True,), {}),
+    ("{0}", (None,), {}), ("{", (), {}), ("}}{{{0}", (1,), {}), ("{0.x}", (1,), {}),
+    ("{1}", (1,), {}), ("{01}", (1, 2), {}), ("{0}", ((1, 2),), {}), ("{ 0}", (1,), {}),
+    ("{0}", ("x" * 600_000,), {}), ("{0}{0}", ("x" * 300_000,), {}),
+])
+def test_bare_fields_format_as_the_safe_formatter_does(template: str, args: tuple,
+                                                       kwargs: dict) -> None:
+    from murano_engine.dsl.library.text import SafeFormatter
+
+    def outcome(run: object) -> tuple:
+        try:
+            return ("value", run())  # type: ignore[operator]
+        except Exception as exc:  # noqa: BLE001 - the error is the outcome
+            return ("error", type(exc).__name__, str(exc))
+
+    assert outcome(lambda: format_(None, template, *args, **kwargs)) == \
+        outcome(lambda: SafeFormatter().vformat(template, args, kwargs))

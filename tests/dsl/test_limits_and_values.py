@@ -209,3 +209,15 @@ def test_an_endless_generator_is_stopped_at_the_limit() -> None:
 
     with pytest.raises(yaql_exceptions.CollectionTooLargeException):
         values.freeze(endless())
+
+
+def test_a_long_list_grown_item_by_item_still_freezes_what_it_gets() -> None:
+    grown: tuple = tuple(range(100))
+    assert values.freeze(grown) is grown  # flat: kept as it is (and remembered)
+    grown = values.concat(grown, (1, "a"))
+    assert values.freeze(grown) is grown
+    grown = values.concat(grown, ([1, 2],))  # a mutable list added: not flat any more
+    frozen = values.freeze(grown)
+    assert frozen is not grown and frozen[-1] == (1, 2) and type(frozen[-1]) is tuple
+    long_with_dict = tuple(range(100)) + ({"a": [1]},)
+    assert values.freeze(long_with_dict)[-1] == FrozenDict({"a": (1,)})

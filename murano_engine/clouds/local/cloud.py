@@ -27,6 +27,7 @@ from typing import Any
 
 from murano_engine.clouds.base import (
     DEFAULT_STACK_TIMEOUT,
+    CloudError,
     Stack,
     StackConflict,
     StackNotFound,
@@ -235,6 +236,10 @@ class LocalCloud(StackService):
                 break
             for worker in workers:
                 worker.join()
+        try:
+            self.guests.settle()
+        except CloudError as exc:
+            LOG.error("%s", exc)
         self.guests.detach_all()
         with self.lock:
             owned, self._owned = list(self._owned.values()), {}

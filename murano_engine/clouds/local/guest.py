@@ -72,6 +72,9 @@ class Guests:
         self._powershell = powershell
         self._running: set[str] = set()
         self._lock = threading.Lock()
+        #: servers being released in the background, and the errors releases met
+        self._releases: dict[str, threading.Thread] = {}
+        self._release_errors: list[str] = []
 
     def sandbox(self, server_id: str) -> Path:
         return self.root / server_id
@@ -106,8 +109,11 @@ class Guests:
         """Stop other servers whose agents consume this server's queue: left by a run
         that was killed, they would take its plans (a queue has one agent)."""
         queue = self.input_queue(server_id)
+        with self._lock:
+            releasing = set(self._releases)
         for other in self.root.iterdir():
-            if other.name != server_id and (other / "server.json").is_file() \
+            if other.name != server_id and other.name not in releasing \
+                    and (other / "server.json").is_file() \
                     and self.input_queue(other.name) == queue:
                 LOG.warning("Server %s also serves queue %s; stopping it for server %s",
                             other.name, queue, server_id)
@@ -119,12 +125,49 @@ class Guests:
             self._start(server_id)
 
     def destroy(self, server_id: str) -> None:
-        """Stop the server's agent, delete its queue and remove its folder."""
+        """Release the server: stop its agent, delete its queue, remove its folder.
+
+        This runs in the background, as a cloud's server deletion does: stopping an
+        agent takes about a second, and the servers that one stack update or a run of
+        updates (each instance releasing its own) delete go away side by side.
+        :meth:`settle` waits for them.
+        """
         with self._lock:
             self._running.discard(server_id)
-        if (self.sandbox(server_id) / "server.json").is_file():
-            self.launcher.remove(self._spec(server_id))
-        shutil.rmtree(self.sandbox(server_id), ignore_errors=True)
+            if server_id in self._releases:
+                return
+            worker = self._releases[server_id] = threading.Thread(
+                target=self._release, args=(server_id,),
+                name=f"local-cloud release {server_id}")
+        worker.start()
+
+    def _release(self, server_id: str) -> None:
+        try:
+            if (self.sandbox(server_id) / "server.json").is_file():
+                self.launcher.remove(self._spec(server_id))
+        except Exception as exc:  # noqa: BLE001 - reported by settle()
+            LOG.exception("Releasing server %s failed", server_id)
+            with self._lock:
+                self._release_errors.append(f"server {server_id}: {exc}")
+        finally:
+            shutil.rmtree(self.sandbox(server_id), ignore_errors=True)
+            with self._lock:
+                self._releases.pop(server_id, None)
+
+    def settle(self) -> None:
+        """Wait until every server :meth:`destroy` let go is released; a release that
+        failed raises here (once)."""
+        while True:
+            with self._lock:
+                pending = list(self._releases.values())
+            if not pending:
+                break
+            for worker in pending:
+                worker.join()
+        with self._lock:
+            errors, self._release_errors = self._release_errors, []
+        if errors:
+            raise CloudError("releasing servers failed: " + "; ".join(errors))
 
     def stop(self, server_id: str) -> None:
         with self._lock:

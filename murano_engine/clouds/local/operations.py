@@ -123,10 +123,15 @@ class Operation:
         self._take_down(action)
 
     def delete(self) -> None:
-        """Delete every resource of the stack, dependents first."""
+        """Delete every resource of the stack, dependents first; the stack is deleted
+        once its servers are released."""
         for name in list(self.stack.resources):
             self._set_aside(name)
         self._take_down("DELETE")
+        try:
+            self.services.guests.settle()
+        except CloudError as exc:
+            raise OperationFailed(f"DELETE: {exc}") from None
 
     def _take_down(self, action: str) -> None:
         """Delete the records set aside in ``stack.replaced``, dependents first."""

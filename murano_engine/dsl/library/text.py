@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import re
 import string
 from typing import Any
@@ -42,7 +43,67 @@ _NUMBERS = re.compile(r"\d+")
 
 
 def format_(ctx: Any, template: Any, *args: Any, **kwargs: Any) -> str:
-    return SafeFormatter().vformat(str(template), args, kwargs)
+    text = str(template)
+    plan = _bare_fields(text)
+    if plan is not None:
+        done = _format_bare(plan, args, kwargs)
+        if done is not None:
+            return done
+    return SafeFormatter().vformat(text, args, kwargs)
+
+
+_PLAIN = frozenset({str, int, float})
+
+
+@functools.lru_cache(maxsize=1024)
+def _bare_fields(template: str) -> tuple[tuple[str, int | str | None], ...] | None:
+    """The template as (literal, field) pieces when every field is bare - ``{}``,
+    ``{0}`` or ``{name}``, no conversion, no spec - else None."""
+    try:
+        pieces = list(string.Formatter().parse(template))
+    except ValueError:
+        return None
+    out: list[tuple[str, int | str | None]] = []
+    automatic = manual = 0
+    for literal, field, spec, conversion in pieces:
+        key: int | str | None = None
+        if field is not None:
+            if spec or conversion:
+                return None
+            if field == "":
+                key = automatic
+                automatic += 1
+            elif field.isdecimal():
+                key = int(field)
+                manual += 1
+            elif field.isidentifier():
+                key = field
+            else:
+                return None
+        out.append((literal, key))
+    return None if automatic and manual else tuple(out)
+
+
+def _format_bare(plan: tuple, args: tuple, kwargs: dict) -> str | None:
+    """What :class:`SafeFormatter` makes of a template of bare fields, for text and
+    numbers (None for other values or a missing argument: the formatter says why)."""
+    parts = []
+    produced = 0
+    for literal, key in plan:
+        parts.append(literal)
+        if key is None:
+            continue
+        try:
+            value = args[key] if type(key) is int else kwargs[key]
+        except (IndexError, KeyError):
+            return None
+        if type(value) not in _PLAIN:
+            return None
+        text = value if type(value) is str else format(value)
+        produced += len(text)
+        check_width(produced)
+        parts.append(text)
+    return "".join(parts)
 
 
 def base64encode(ctx: Any, value: Any) -> str:

@@ -1,0 +1,237 @@
+"""yaql's collection functions for frozen values, without overload resolution.
+
+yaql picks an overload at every call, which costs tens of microseconds, and
+``sum()`` even resolves ``+`` once per element. For the values MuranoPL holds
+(tuples, frozen dicts, sets and lazy query results) the choice is always the
+same function, so what that function does is done here directly, with yaql's
+limits: a collection argument longer than the iterator limit raises
+``CollectionTooLargeException`` and an operand or result over the memory quota
+``MemoryQuotaExceededException``, as yaql's do. Each function returns
+:data:`NOT_HANDLED` for the cases it leaves to yaql; tests/dsl/test_compiler.py
+compares every one with yaql's own result.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
+from typing import Any
+
+from yaql.language import exceptions as yaql_exceptions
+from yaql.language import utils as yaql_utils
+from yaql.language.utils import FrozenDict
+
+from murano_engine.dsl.contexts import DslContext, frame_of
+from murano_engine.dsl.values import ITERATOR_LIMIT, MEMORY_QUOTA, concat
+
+NOT_HANDLED = object()
+#: the collection turned out empty: yaql's own method, called on ``()``, gives the outcome
+EMPTY = object()
+NO_VALUE = yaql_utils.NO_VALUE
+
+_NUMBERS = frozenset({int, float})
+_SEQUENCES = frozenset({tuple, list})
+_COLLECTIONS = frozenset({tuple, list, frozenset, set})
+_getsizeof = sys.getsizeof
+
+
+def is_collection(value: Any) -> bool:
+    """Whether yaql's ``Iterable()`` parameter takes ``value`` (not text, not a dict)."""
+    if type(value) in _COLLECTIONS:
+        return True
+    return isinstance(value, Iterator) and not isinstance(value, (str, Mapping))
+
+
+def limited(collection: Any) -> Any:
+    """``collection`` capped at the iterator limit, as yaql's ``Iterable()`` converts it."""
+    if type(collection) in _COLLECTIONS or isinstance(collection, (Sequence, Mapping, Set)):
+        if len(collection) > ITERATOR_LIMIT:
+            raise yaql_exceptions.CollectionTooLargeException(ITERATOR_LIMIT)
+        return collection
+    return _limiting(collection)
+
+
+def _limiting(iterator: Any) -> Iterator[Any]:
+    for index, item in enumerate(iterator):
+        if index >= ITERATOR_LIMIT:
+            raise yaql_exceptions.CollectionTooLargeException(ITERATOR_LIMIT)
+        yield item
+
+
+def _check_quota(*items: Any) -> None:
+    total = 0
+    for item in items:
+        total += _getsizeof(item, 0)
+        if total > MEMORY_QUOTA:
+            raise yaql_exceptions.MemoryQuotaExceededException()
+
+
+# -- operators -------------------------------------------------------------------
+
+def plus(a: Any, b: Any) -> Any:
+    """``a + b`` for numbers, lists, sets and dicts (yaql's ``#operator_+`` overloads)."""
+    ta = type(a)
+    tb = type(b)
+    if ta in _NUMBERS and tb in _NUMBERS:
+        return a + b
+    if ta is tuple and tb is tuple:
+        if len(a) > ITERATOR_LIMIT or len(b) > ITERATOR_LIMIT:
+            raise yaql_exceptions.CollectionTooLargeException(ITERATOR_LIMIT)
+        _check_quota(a, b)
+        result = concat(a, b)
+    elif ta is FrozenDict and tb is FrozenDict:
+        _check_quota(a, b)
+        merged = dict(a)
+        merged.update(b)
+        result = FrozenDict(merged)
+    elif ta is frozenset and tb is frozenset:
+        if len(a) > ITERATOR_LIMIT or len(b) > ITERATOR_LIMIT:
+            raise yaql_exceptions.CollectionTooLargeException(ITERATOR_LIMIT)
+        _check_quota(a, b)
+        result = a.union(b)
+    else:
+        return NOT_HANDLED
+    _check_quota(result)
+    return result
+
+
+def contains(item: Any, collection: Any) -> Any:
+    """``item in collection`` for lists and sets (yaql's ``#operator_in``)."""
+    if type(collection) in _COLLECTIONS:
+        if len(collection) > ITERATOR_LIMIT:
+            raise yaql_exceptions.CollectionTooLargeException(ITERATOR_LIMIT)
+        return item in collection
+    return NOT_HANDLED
+
+
+def length(value: Any) -> Any:
+    """``len(value)`` / ``value.len()`` for lists, dicts, sets and query results."""
+    kind = type(value)
+    if kind in _COLLECTIONS or kind is FrozenDict:
+        return len(value)
+    if isinstance(value, Iterator) and not isinstance(value, (str, Mapping)):
+        count = 0
+        for _ in value:
+            count += 1
+        return count
+    return NOT_HANDLED
+
+
+# -- methods ---------------------------------------------------------------------
+
+Evaluator = Callable[[Any], Any]
+Method = Callable[[Any, Any, list, dict], Any]
+
+
+def _lambda(ctx: Any, body: Evaluator) -> Callable[[Any], Any]:
+    """``body`` as yaql's ``Lambda()`` parameter calls it: ``$`` bound in a child context,
+    one budget step a call."""
+    budget = frame_of(ctx).executor.budget
+
+    def call(item: Any) -> Any:
+        budget.left -= 1
+        if budget.left < 0:
+            budget.checkpoint()
+        child = _child(ctx)
+        child._data["$1"] = item
+        return body(child)
+
+    return call
+
+
+def _child(ctx: Any) -> Any:
+    return DslContext(ctx) if type(ctx) is DslContext else ctx.create_child_context()
+
+
+def select(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    if len(args) != 1 or kwargs or not is_collection(receiver):
+        return NOT_HANDLED
+    return map(_lambda(ctx, args[0]), limited(receiver))
+
+
+def where(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    if len(args) != 1 or kwargs or not is_collection(receiver):
+        return NOT_HANDLED
+    return filter(_lambda(ctx, args[0]), limited(receiver))
+
+
+def len_method(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    if args or kwargs:
+        return NOT_HANDLED
+    return length(receiver)
+
+
+def count(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    if args or kwargs or not is_collection(receiver):
+        return NOT_HANDLED
+    items = limited(receiver)
+    if type(items) in _COLLECTIONS:
+        return len(items)
+    total = 0
+    for _ in items:
+        total += 1
+    return total
+
+
+def first(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    if args or kwargs or not is_collection(receiver):
+        return NOT_HANDLED
+    items = limited(receiver)
+    if type(items) in _SEQUENCES:
+        return items[0] if items else NOT_HANDLED
+    for item in items:
+        return item
+    return EMPTY
+
+
+def last(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    if args or kwargs or not is_collection(receiver):
+        return NOT_HANDLED
+    items = limited(receiver)
+    if type(items) in _SEQUENCES:
+        return items[-1] if items else NOT_HANDLED
+    if isinstance(items, Set):
+        return NOT_HANDLED
+    found = NO_VALUE
+    for item in items:
+        found = item
+    return EMPTY if found is NO_VALUE else found
+
+
+def sum_method(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    """``collection.sum()``: yaql folds with ``+``; numbers add directly, other pairs
+    take yaql's ``+`` (resolved for those operands, as yaql's delegate does)."""
+    if args or kwargs or not is_collection(receiver):
+        return NOT_HANDLED
+    items = iter(limited(receiver))
+    total = NO_VALUE
+    for item in items:
+        total = item
+        break
+    if total is NO_VALUE:
+        return EMPTY
+    engine = frame_of(ctx).executor.runtime.engine
+    numbers = _NUMBERS
+    for item in items:
+        if type(total) in numbers and type(item) in numbers:
+            total = total + item
+            continue
+        added = plus(total, item)
+        if added is NOT_HANDLED:
+            added = _child(ctx)("#operator_+", engine, NO_VALUE, use_convention=True)(
+                total, item)
+        total = added
+    return total
+
+
+#: method name -> fast path ``(ctx, receiver, args, kwargs)``, the arguments as evaluators;
+#: it returns the result, NOT_HANDLED or EMPTY
+METHODS: dict[str, Method] = {
+    "select": select,
+    "where": where,
+    "len": len_method,
+    "count": count,
+    "first": first,
+    "last": last,
+    "sum": sum_method,
+}
