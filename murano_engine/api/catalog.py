@@ -435,15 +435,15 @@ def _filtered(project_id: str, is_admin: bool, include_disabled: bool, owned: bo
     if types:
         query = query.where(db.Package.type.in_(types))
     for name in _values(params, "class_name"):
-        query = query.where(db.Package.id.in_(
-            select(db.ClassDefinition.package_id).where(db.ClassDefinition.name == name)))
+        query = query.where(db.AmongFew(db.Package.id, select(
+            db.ClassDefinition.package_id).where(db.ClassDefinition.name == name)))
     for name in _values(params, "category"):
-        query = query.where(db.Package.id.in_(
-            select(db.package_to_category.c.package_id).join(db.Category)
+        query = query.where(db.AmongFew(db.Package.id, select(
+            db.package_to_category.c.package_id).join(db.Category)
             .where(db.Category.name == name)))
     for name in _values(params, "tag"):
-        query = query.where(db.Package.id.in_(
-            select(db.package_to_tag.c.package_id).join(db.Tag).where(db.Tag.name == name)))
+        query = query.where(db.AmongFew(db.Package.id, select(
+            db.package_to_tag.c.package_id).join(db.Tag).where(db.Tag.name == name)))
     words = " ".join(params.get("search", ())).split()
     if words:
         matches = []

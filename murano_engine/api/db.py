@@ -26,8 +26,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase, Mapped, deferred, mapped_column, sessionmaker
 from sqlalchemy.orm import Session as DbSession
+from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.visitors import InternalTraversal
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
@@ -178,6 +181,36 @@ class ClassDefinition(Timestamped, Base):
 
 #: a pooled connection idle this long (seconds) is checked before it is used again
 PING_AFTER_IDLE = 5.0
+
+
+class AmongFew(ColumnElement[bool]):
+    """``column IN (query)`` for a query that selects few rows of a big table.
+
+    PostgreSQL gets ``column = ANY(ARRAY(query))``: the query runs first, once, and
+    the column's index finds its few rows (a plain ``IN`` is planned as a semi-join
+    over a scan of the whole table, about five times slower for a tag of 1,000
+    packages). Other databases get the plain ``IN``.
+    """
+
+    inherit_cache = True
+    type = Boolean()
+    _traverse_internals = [("column", InternalTraversal.dp_clauseelement),
+                           ("query", InternalTraversal.dp_clauseelement)]
+
+    def __init__(self, column: Any, query: Any) -> None:
+        self.column = column
+        self.query = query.scalar_subquery()
+
+
+@compiles(AmongFew)
+def _among_few(element: AmongFew, compiler: Any, **kw: Any) -> str:
+    return f"{compiler.process(element.column, **kw)} IN {compiler.process(element.query, **kw)}"
+
+
+@compiles(AmongFew, "postgresql")
+def _among_few_postgresql(element: AmongFew, compiler: Any, **kw: Any) -> str:
+    return (f"{compiler.process(element.column, **kw)} = "
+            f"ANY(ARRAY{compiler.process(element.query, **kw)})")
 
 
 def make_engine(url: str) -> Engine:

@@ -92,6 +92,10 @@ def test_linux_app_deploy_reports_action_delete(start_api, request, tmp_path, ba
             package_id
         assert api.ok("GET", "/v1/catalog/packages?category=Testing&type=application",
                       token="tok-b")["packages"][0]["is_public"] is True
+        assert [p["id"] for p in api.ok(
+            "GET", f"/v1/catalog/packages?class_name={KV_CLASS}&tag=demo")["packages"]] == \
+            [package_id]
+        assert api.ok("GET", "/v1/catalog/packages?tag=no-such-tag")["packages"] == []
 
         env_id = _ids(api.murano("environment-create", "kv-env").stdout)[0]
         model = api.ok("GET", f"/v1/environments/{env_id}/model/")
