@@ -114,9 +114,13 @@ def run_engine_task(store: db.Store, settings: Settings, task: Mapping[str, Any]
         journal = Journal(recorded)
         loader = CatalogLoader(store, settings.packages_cache, str(task.get("project_id")),
                                services.interpreter)
-        result = run_task(task, loader, reporter=reporter,
-                          services=services.get(str(task.get("project_id"))),
-                          budget=services.budget(), outside=journal)
+        project_services = services.get(str(task.get("project_id")))
+        try:
+            result = run_task(task, loader, reporter=reporter, services=project_services,
+                              budget=services.budget(), outside=journal)
+        finally:
+            # The task ends once the servers it deleted are gone, as on the command line.
+            project_services["cloud"].settle()
         if journal.replayed:
             LOG.info("task %s: %d steps came from its journal", task.get("task_id"),
                      journal.replayed)

@@ -141,6 +141,16 @@ class StackService(ABC):
     def close(self) -> None:
         """Release what the service holds (connections, running guests)."""
 
+    def settle(self) -> None:
+        """Wait until the servers that stack operations let go are released.
+
+        Nothing to do for a real cloud (a stack operation ends once its servers
+        are deleted); the local cloud releases servers in the background so that
+        those of several updates go side by side, and a task waits here before it
+        reports its end. Raises CloudError naming the releases that failed.
+        """
+        return None
+
     def attach_agent(self, queue: str) -> None:
         """Make sure the guest agent consuming ``queue`` can reach the broker.
 

@@ -222,6 +222,9 @@ class LocalCloud(StackService):
             stack.updated = _now()
         self._start(stack, "DELETE")
 
+    def settle(self) -> None:
+        self.guests.settle()
+
     def close(self) -> None:
         """Let running operations finish, then leave the servers running.
 
@@ -237,7 +240,7 @@ class LocalCloud(StackService):
             for worker in workers:
                 worker.join()
         try:
-            self.guests.settle()
+            self.settle()
         except CloudError as exc:
             LOG.error("%s", exc)
         self.guests.detach_all()
