@@ -72,6 +72,12 @@ def wait_for(what: str, check, timeout: float = 240):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _servers(folder: Path) -> list[str]:
+    """The local-cloud servers of the API's projects (hidden folders hold sandbox roots)."""
+    return [p.name for p in (folder / "cloud").glob("projects/*/servers/*")
+            if not p.name.startswith(".")]
+
+
 def package_zip(folder: Path, name: str) -> Path:
     source = REPO / "dsl_packages" / f"io.murano.apps.linux.{name}"
     buffer = io.BytesIO()
@@ -159,3 +165,11 @@ def test_upload_add_through_the_form_deploy_and_see_the_picture(start_api, brows
             api.request("DELETE", f"/v1/environments/{env_id}")
             wait_for("the environment to go", lambda: api.request(
                 "GET", f"/v1/environments/{env_id}").status_code == 404, timeout=120)
+            try:
+                wait_for("the servers to be released", lambda: not _servers(api.folder),
+                         timeout=60)
+            except AssertionError:
+                log = (api.folder / "api.log").read_text()[-4000:]
+                left = _servers(api.folder)
+                raise AssertionError(f"servers left after the environment went: {left}; "
+                                     f"the API's log ends:\n{log}") from None
