@@ -24,7 +24,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +32,7 @@ import figures
 from sqlalchemy import text
 
 from murano_engine.api import db
+from tests.databases import throwaway_pg_database
 
 PACKAGES = 1000
 SECONDS = float(os.environ.get("BENCH_SECONDS", "2"))
@@ -40,7 +40,6 @@ RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 CLIENTS = 4
 TOKEN = "bench-token"
 TARGET = 500
-PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 
 
 def fill_catalog(store: db.Store) -> None:
@@ -144,20 +143,8 @@ def _database(kind: str, folder: Path) -> Iterator[str]:
     if kind == "SQLite":
         yield f"sqlite:///{folder}/api.sqlite"
         return
-    from sqlalchemy import create_engine
-    name = f"murano_api_bench_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"),
-                {"n": name})
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
-        admin.dispose()
+    with throwaway_pg_database("murano_api_bench") as url:
+        yield url
 
 
 def bench(kind: str) -> None:

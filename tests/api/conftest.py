@@ -9,7 +9,6 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,9 @@ import pytest
 import requests
 from kombu import Connection
 
+from tests.databases import throwaway_pg_database
+
 PACKAGES = Path(__file__).parent / "packages"
-PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 AMQP = "amqp://guest:guest@127.0.0.1:5672//"
 TOKENS = {"tok-a": ("proj-a", "alice", []), "tok-b": ("proj-b", "bob", []),
           "tok-admin": ("admin", "root", ["admin"])}
@@ -43,24 +43,6 @@ def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 20) -> 
     raise TimeoutError(f"nothing listens on port {port}")
 
 
-@contextmanager
-def throwaway_pg_database() -> Iterator[str]:
-    """The URL of a new, empty PostgreSQL database, dropped on exit."""
-    from sqlalchemy import create_engine, text
-
-    name = f"murano_api_test_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"),
-                {"n": name})
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
-        admin.dispose()
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import create_engine, select, text
 
 from murano_engine.api import db
-from tests.api.conftest import PG_ADMIN, throwaway_pg_database
+from tests.databases import PG_ADMIN, throwaway_pg_database
 
 
 @pytest.fixture
