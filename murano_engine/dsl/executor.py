@@ -473,7 +473,8 @@ class Executor:
         for cls in obj.murano_class.init_order():
             if cls.native is not None and obj.native is None:
                 from murano_engine.dsl.natives import construct_native
-                construct_native(self, obj, cls, native_args or {}, caller)
+                construct_native(self, obj, cls, native_args or {},
+                                 Frame(self, None, obj, cls, caller))
         for cls in obj.murano_class.init_order():
             init = cls.methods.get(".init")
             if init is None:

@@ -12,28 +12,16 @@ from typing import Any
 
 from yaql.language import exceptions as yaql_exceptions
 from yaql.language import expressions as yaql_expressions
-from yaql.language import factory as yaql_factory
 
 from murano_engine.dsl import compiler, values
 from murano_engine.dsl.contexts import runtime_of
 from murano_engine.dsl.errors import LoadError, Position
 
 
-def murano_factory() -> yaql_factory.YaqlFactory:
-    """yaql's grammar with Murano's operators."""
-    factory = yaql_factory.YaqlFactory()
-    factory.insert_operator(">", True, "is",
-                            yaql_factory.OperatorType.BINARY_LEFT_ASSOCIATIVE, False)
-    factory.insert_operator(None, False, ":",
-                            yaql_factory.OperatorType.BINARY_LEFT_ASSOCIATIVE, True)
-    factory.insert_operator(None, False, ":",
-                            yaql_factory.OperatorType.PREFIX_UNARY, False)
-    return factory
-
-
 @functools.cache
 def engine() -> Any:
     """The yaql engine (parser plus options) shared by every format."""
+    from murano_engine.dsl.grammar import murano_factory
     from murano_engine.dsl.parser_cache import create_engine
     return create_engine(murano_factory(), {
         "yaql.limitIterators": values.ITERATOR_LIMIT,

@@ -111,12 +111,11 @@ def attach_native(cls: MuranoClass, registry: NativeRegistry) -> None:
 
 
 def construct_native(executor: Executor, obj: MuranoObject, cls: MuranoClass,
-                     arguments: dict[str, Any], caller: Frame | None) -> None:
-    """Build the Python half of an object, taking what its ``__init__`` accepts."""
+                     arguments: dict[str, Any], frame: Frame) -> None:
+    """Build the Python half of an object, taking what its ``__init__`` accepts;
+    ``frame`` is the object-level frame its calls back into MuranoPL run in."""
     py_class = cls.native
     assert py_class is not None
-    from murano_engine.dsl.executor import Frame
-    frame = Frame(executor, None, obj, cls, caller)
     accepts_all, parameters = _constructor_parameters(py_class)
     kwargs = {k: v for k, v in arguments.items()
               if isinstance(k, str) and (accepts_all or k in parameters)}

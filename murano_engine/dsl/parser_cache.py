@@ -125,7 +125,7 @@ def _save(cache: Path, key: str, parser: Any) -> None:
 
 def main() -> int:
     """Write the packaged tables for the installed yaql (run after upgrading yaql)."""
-    from murano_engine.dsl.expressions import murano_factory
+    from murano_engine.dsl.grammar import murano_factory
     PACKAGED.write_text(tables_json(murano_factory()))
     print(f"wrote {PACKAGED}", file=sys.stderr)
     return 0

@@ -11,7 +11,7 @@ import pytest
 from yaql._ply import yacc
 
 from murano_engine.dsl import parser_cache
-from murano_engine.dsl.expressions import murano_factory
+from murano_engine.dsl.grammar import murano_factory
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = ["$.a + 1", "$x.select($.name).where($ != null)", "ns:Name", ":Name", "$ is ns:T",
