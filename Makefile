@@ -41,8 +41,8 @@ lint: $(VENV)/.installed
 # (tests/common/test_options.py checks they are up to date).
 samples: $(VENV)/.installed
 	$(PYTHON) -m murano_common.options murano_agent.config > murano_agent/packaging/agent.conf.sample
-	$(PYTHON) -m murano_common.options murano_engine.config > murano_engine/murano-engine.conf.sample
-	$(PYTHON) -m murano_common.options murano_engine.api.config > murano_engine/api/murano-api.conf.sample
+	$(PYTHON) -m murano_common.options murano_engine.engine.config > murano_engine/murano-engine.conf.sample
+	$(PYTHON) -m murano_common.options murano_engine.backend.settings > murano_engine/api/murano-api.conf.sample
 
 # Every benchmark runs (figures and targets: benchmarks/README.md); the target fails
 # if any figure missed its target.

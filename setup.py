@@ -66,10 +66,10 @@ setup(
     },
     entry_points={
         "console_scripts": [
-            "murano-engine=murano_engine.cli:main",
-            "murano-test-runner=murano_engine.test_runner:main",
+            "murano-engine=murano_engine.cli.main:main",
+            "murano-test-runner=murano_engine.cli.test_runner:main",
             "murano-agent=murano_agent.cli:main",
-            "murano-api=murano_engine.api.server:main",
+            "murano-api=murano_engine.server.main:main",
         ],
     },
 )

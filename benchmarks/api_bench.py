@@ -31,7 +31,7 @@ from pathlib import Path
 import figures
 from sqlalchemy import text
 
-from murano_engine.api import db
+from murano_engine.backend import db
 from tests.databases import throwaway_pg_database
 
 PACKAGES = 1000
@@ -169,7 +169,7 @@ def bench(kind: str) -> None:
                 connection.commit()
             store.engine.dispose()
             server = subprocess.Popen(
-                [sys.executable, "-m", "murano_engine.api.server", "--quiet",
+                [sys.executable, "-m", "murano_engine.server.main", "--quiet",
                  "--config-file", str(folder / "api.conf")], cwd=folder,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:

@@ -26,7 +26,7 @@ from murano_engine.dsl import instructions
 from murano_engine.dsl.budget import CHECK_EVERY
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.interpreter import build_interpreter
+from murano_engine.engine.interpreter import build_interpreter
 
 RUNS = 16
 ITERATIONS = 20_000

@@ -188,10 +188,10 @@ class Fleet:
     """One deployed fleet: its model, and the engine that runs tasks on it."""
 
     def __init__(self, packages: Path, state_dir: Path) -> None:
-        from murano_engine.config import load_config
-        from murano_engine.deploy import engine_services
         from murano_engine.dsl.packages import PackageLoader
-        from murano_engine.interpreter import build_interpreter
+        from murano_engine.engine.config import load_config
+        from murano_engine.engine.interpreter import build_interpreter
+        from murano_engine.engine.services import engine_services
 
         config = load_config(None, {"MURANO_LOCAL_CLOUD_STATE_DIR": str(state_dir)})
         self.services = engine_services(config)
@@ -200,7 +200,7 @@ class Fleet:
         self.model: dict = _model(PLANS)
 
     def run(self, action: dict | None, agents: object) -> object:
-        from murano_engine.tasks import run_task
+        from murano_engine.engine.tasks import run_task
         task = {"id": ENVIRONMENT, "model": self.model, "action": action}
         result = run_task(task, self.loader, reporter=lambda entry: None,
                           services=dict(self.services, agents=agents))
@@ -213,7 +213,7 @@ class Fleet:
         self.model["Objects"]["applications"][0]["plans"] = count
 
     def close(self) -> None:
-        from murano_engine.deploy import close_services
+        from murano_engine.engine.services import close_services
         close_services(self.services)
 
 
@@ -224,7 +224,7 @@ RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 
 
 def main() -> None:
-    from murano_engine import concurrency
+    from murano_engine.dsl import concurrency
     concurrency.setup()
     with tempfile.TemporaryDirectory() as tmp:
         packages = _package(Path(tmp) / "packages")

@@ -39,7 +39,7 @@ def _engine(*args: str, cache: str | None = None) -> str:
     env = dict(os.environ)
     if cache is not None:
         env["XDG_CACHE_HOME"] = cache
-    done = subprocess.run([sys.executable, "-m", "murano_engine.cli", "run", "-l",
+    done = subprocess.run([sys.executable, "-m", "murano_engine.cli.main", "run", "-l",
                            str(WORKLOADS), *args], capture_output=True, text=True, env=env,
                           check=False)
     if done.returncode != 0:
@@ -63,7 +63,7 @@ def per_operation() -> None:
     sys.setrecursionlimit(100_000)
     from murano_engine.dsl.executor import Executor
     from murano_engine.dsl.packages import PackageLoader
-    from murano_engine.interpreter import build_interpreter
+    from murano_engine.engine.interpreter import build_interpreter
 
     loader = PackageLoader([WORKLOADS], build_interpreter())
 

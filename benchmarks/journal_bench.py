@@ -1,14 +1,14 @@
 """What journaling a deployment costs: per plan in the command line's journal file, per
 committed append in the API's database.
 
-A plan sent through the journal (:class:`murano_engine.journal.Journal`) writes
+A plan sent through the journal (:class:`murano_engine.engine.journal.Journal`) writes
 two entries, each fdatasync'ed before the run goes on: its id before it is
 sent, its result when it comes. Measured with a plan that costs nothing
 itself, so the figure is the journal's alone; then the same plans replayed
 from the file, as a resumed run does. Target: under 1 ms per plan.
 
 Every call a run makes outside the engine is appended to the task's journal
-(:class:`murano_engine.api.journal_store.DbJournalStore`) and committed before
+(:class:`murano_engine.backend.journal_store.DbJournalStore`) and committed before
 the run goes on. Appends one entry at a time to a throwaway PostgreSQL
 database on 127.0.0.1:5432 (synchronous commits, as configured there) and to a
 SQLite file, then loads the journal back as a worker resuming the task does.
@@ -27,9 +27,9 @@ from pathlib import Path
 import figures
 from sqlalchemy import create_engine, text
 
-from murano_engine.api import db
-from murano_engine.api.journal_store import DbJournalStore
-from murano_engine.journal import FileJournal, Journal
+from murano_engine.backend import db
+from murano_engine.backend.journal_store import DbJournalStore
+from murano_engine.engine.journal import FileJournal, Journal
 from tests.api.conftest import throwaway_pg_database
 
 APPENDS = 1000

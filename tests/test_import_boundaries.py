@@ -1,50 +1,28 @@
-"""The engine and the guest agent do not import each other; what both need is in
-``murano_common``.
+"""The import graph's rules.
 
-Every module file of both packages is parsed; every ``import``/``from`` statement
-counts, wherever it is (module level, inside functions, under ``TYPE_CHECKING``),
-and so does ``importlib.import_module``/``__import__`` with a literal name.
+* The engine and the guest agent do not import each other; what both need is in
+  ``murano_common``. Here every import counts, ``TYPE_CHECKING`` ones too.
+* No import cycle among the modules of ``murano_engine``, ``murano_agent`` and
+  ``murano_common``, counting imports inside functions and methods (those under
+  ``TYPE_CHECKING``, for annotations only, excepted), nor among the engine's folders.
+* ``dsl/`` imports nothing above it; ``api/`` imports neither the pages (``web/``)
+  nor the server side's processes (``server/``); the worker imports nothing of
+  ``api/``: :mod:`murano_engine.server.main` composes them.
+
+``python -m tests.import_graph`` prints the layers.
 """
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
 
+from tests import import_graph
+from tests.import_graph import module_name
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("murano_engine", "murano_agent")
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def imported_modules(source: str, module: str, is_package: bool = False) -> set[str]:
-    """Every module name ``source`` (the code of ``module``) imports, made absolute."""
-    package = module.split(".") if is_package else module.split(".")[:-1]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = package[: len(package) - node.level + 1] if node.level else []
-            found.add(".".join([*base, *([node.module] if node.module else [])]))
-        elif (
-            isinstance(node, ast.Call)
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-            and (
-                (isinstance(node.func, ast.Name) and node.func.id == "__import__")
-                or (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
-            )
-        ):
-            found.add(node.args[0].value)
-    return found
 
 
 def crossings(source: str, module: str, is_package: bool = False) -> set[str]:
@@ -53,7 +31,7 @@ def crossings(source: str, module: str, is_package: bool = False) -> set[str]:
     others = {p for p in PACKAGES if p != own}
     return {
         name
-        for name in imported_modules(source, module, is_package)
+        for name in import_graph.imported_names(source, module, is_package, type_checking=True)
         if name.split(".")[0] in others
     }
 
@@ -93,3 +71,88 @@ def test_the_check_resolves_relative_imports() -> None:
     assert not crossings("from . import plans\n", "murano_engine.messaging.client")
     assert not crossings("from .client import AgentClient\n", "murano_engine.messaging", True)
     assert crossings("from murano_common import amqp\n", "murano_agent.service") == set()
+
+
+# -- cycles and layers -------------------------------------------------------------
+
+def test_no_import_cycle_among_modules() -> None:
+    graph = import_graph.project_graph()
+    assert len(graph) > 100, "the packages were not found"
+    assert import_graph.cycles(graph) == []
+
+
+def test_the_engines_folders_are_layers() -> None:
+    folders = import_graph.folder_graph(import_graph.project_graph())
+    assert import_graph.cycles(folders) == []
+    placed = {f for level in import_graph.layers(folders) for f in level}
+    assert placed == set(folders)
+
+
+def _imports_of(prefix: str) -> set[tuple[str, str]]:
+    graph = import_graph.project_graph()
+    return {(module, other) for module, imported in graph.items()
+            if module == prefix or module.startswith(prefix + ".") for other in imported}
+
+
+def _reaching(edges: set[tuple[str, str]], *targets: str) -> list[tuple[str, str]]:
+    return sorted((m, o) for m, o in edges
+                  if any(o == t or o.startswith(t + ".") for t in targets))
+
+
+def test_the_interpreter_imports_nothing_above_it() -> None:
+    edges = _imports_of("murano_engine.dsl")
+    assert edges, "dsl/ was not found"
+    above = [(m, o) for m, o in edges
+             if o.startswith("murano_engine") and not o.startswith("murano_engine.dsl")]
+    assert above == []
+
+
+def test_the_api_imports_neither_the_pages_nor_the_server_processes() -> None:
+    edges = _imports_of("murano_engine.api")
+    assert edges, "api/ was not found"
+    assert _reaching(edges, "murano_engine.web", "murano_engine.server") == []
+
+
+def test_the_worker_imports_nothing_of_the_api() -> None:
+    edges = _imports_of("murano_engine.server.worker")
+    assert edges, "the worker module was not found"
+    assert _reaching(edges, "murano_engine.api", "murano_engine.web") == []
+
+
+CYCLE_BY_A_LAZY_IMPORT = {
+    "p": ("", True),
+    "p.low": ("def f():\n    from p.high import g\n", False),
+    "p.high": ("from p import low\n", False),
+}
+
+
+def test_a_cycle_made_on_purpose_is_found() -> None:
+    """Through an import inside a function, as the rule counts them."""
+    graph = import_graph.build(CYCLE_BY_A_LAZY_IMPORT)
+    assert graph["p.low"] == {"p.high"} and graph["p.high"] == {"p.low"}
+    assert import_graph.cycles(graph) == [["p.high", "p.low"]]
+    assert import_graph.layers(graph) == [["p"]]
+
+
+def test_a_type_checking_import_makes_no_cycle() -> None:
+    sources = dict(CYCLE_BY_A_LAZY_IMPORT)
+    sources["p.low"] = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                        "    from p.high import g\n", False)
+    graph = import_graph.build(sources)
+    assert import_graph.cycles(graph) == []
+    assert import_graph.layers(graph) == [["p", "p.low"], ["p.high"]]
+
+
+def test_a_cycle_in_the_project_would_fail_the_check(tmp_path: Path) -> None:
+    """The project's own files with one lazy import added upward: a cycle."""
+    for package in import_graph.PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            target = tmp_path / path.relative_to(ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    values = tmp_path / "murano_engine" / "dsl" / "values.py"
+    values.write_text(values.read_text() + "\n\ndef _upward():\n"
+                      "    from murano_engine.dsl import executor\n")
+    found = import_graph.cycles(import_graph.project_graph(tmp_path))
+    assert any("murano_engine.dsl.values" in part and "murano_engine.dsl.executor" in part
+               for part in found)

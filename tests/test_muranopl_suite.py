@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from murano_engine.cli.test_runner import find_tests, mocking_interpreter, run_test
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.test_runner import find_tests, mocking_interpreter, run_test
 
 SUITE = Path(__file__).parent / "muranopl"
 LOADER = PackageLoader([SUITE], mocking_interpreter())
@@ -40,13 +40,13 @@ def test_runner_command_reports_and_exits_nonzero_on_failure(tmp_path):
         "Name: T\nExtends: test:TestFixture\nMethods:\n"
         "  testPasses:\n    Body:\n      - $.assertEqual(2, 1 + 1)\n"
         "  testFails:\n    Body:\n      - $.assertEqual(3, 1 + 1)\n")
-    done = subprocess.run([sys.executable, "-m", "murano_engine.test_runner", "t.runner",
+    done = subprocess.run([sys.executable, "-m", "murano_engine.cli.test_runner", "t.runner",
                            "-l", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert "t.runner.T.testPasses ..... OK" in done.stdout
     assert "t.runner.T.testFails ..... FAIL!" in done.stdout
     assert done.stdout.strip().splitlines()[-1] == "1 passed, 1 failed"
-    only = subprocess.run([sys.executable, "-m", "murano_engine.test_runner", "t.runner",
+    only = subprocess.run([sys.executable, "-m", "murano_engine.cli.test_runner", "t.runner",
                            "T.testPasses", "-l", str(tmp_path)],
                           capture_output=True, text=True, timeout=60)
     assert only.returncode == 0

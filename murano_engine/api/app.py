@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import Map, Rule
@@ -21,11 +21,11 @@ import murano_engine
 from murano_common.jsontext import nesting_depth
 from murano_engine.api import catalog, environments, schemas, templates
 from murano_engine.api.auth import Context
-from murano_engine.api.config import Settings
-from murano_engine.api.db import Store
 from murano_engine.api.errors import ApiError, BadRequest, NotFound, TooLarge, render
+from murano_engine.backend.db import Store
+from murano_engine.backend.settings import Settings
 from murano_engine.dsl import errors as dsl_errors
-from murano_engine.interpreter import build_interpreter
+from murano_engine.engine.interpreter import build_interpreter
 
 LOG = logging.getLogger("murano_engine.api.requests")
 JSON_LIMIT = 16 * 1024 * 1024
@@ -208,8 +208,22 @@ def json_response(body: Any, status: int = 200) -> Response:
     return Response(json.dumps(body), status=status, mimetype="application/json")
 
 
+class Pages(Protocol):
+    """What the API serves of the web pages (:mod:`murano_engine.web`) when they are
+    mounted: every ``/ui/`` page, and the form engine behind ``ui/model``."""
+
+    def respond(self, request: Request) -> Response:
+        """The page for a request under ``/ui/``."""
+
+    def ui_model(self, ctx: Context, package: dict[str, Any], ui_definition: bytes,
+                 answers: Any, name: str) -> Any:
+        """The object model a package's ui.yaml makes of a form's answers (raises
+        :class:`BadRequest` for answers or a form that do not hold)."""
+
+
 class Api:
-    """The application; one instance serves every thread."""
+    """The application; one instance serves every thread. The web pages are mounted
+    on it afterwards (``web``), by :mod:`murano_engine.server.main`."""
 
     def __init__(self, settings: Settings, store: Store, dispatcher: Any,
                  identify: Callable[[dict[str, Any]], Context]) -> None:
@@ -224,8 +238,7 @@ class Api:
                            strict_slashes=False, merge_slashes=False)
         self.openapi = json.dumps(openapi_document()).encode()
         self.server_roots = server_roots(settings)
-        from murano_engine.web.pages import WebUi
-        self.web = WebUi(self)  # the pages under /ui/
+        self.web: Pages | None = None  # mounted by murano_engine.server.main
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         started = time.perf_counter()
@@ -233,7 +246,7 @@ class Api:
         request_id = f"req-{uuid.uuid4()}"
         try:
             path = re.sub("/{2,}", "/", environ.get("PATH_INFO") or "/")
-            if path == "/ui" or path.startswith("/ui/"):
+            if self.web is not None and (path == "/ui" or path.startswith("/ui/")):
                 response = self.web.respond(request)
             else:
                 route, args = self.url_map.bind_to_environ(environ).match(path)
@@ -395,8 +408,8 @@ class Api:
 
     def on_class_schema(self, request: ApiRequest, ctx: Context, class_name: str,
                         method_names: str = "") -> Response:
-        from murano_engine.api.catalog import CatalogLoader
         from murano_engine.api.class_schema import class_schema
+        from murano_engine.backend.package_loader import CatalogLoader
         params = request.args
         loader = CatalogLoader(self.store, self.settings.packages_cache, ctx.project_id,
                                self.interpreter)
@@ -460,17 +473,13 @@ class Api:
                         mimetype="text/plain")
 
     def on_ui_model(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
-        from murano_engine.dynamic_ui import UiError, translate
+        if self.web is None:
+            raise NotFound("this API serves no forms (the web pages are not mounted)")
         body = self.body(request)
         package = catalog.show_package(self.store, ctx, package_id)
         text = catalog.package_blob(self.store, ctx, package_id, "ui_definition")
-        try:
-            return json_response(translate(
-                text, body["answers"], f"{package['fully_qualified_name']}/UI/ui.yaml",
-                body.get("name") or package["name"], self.web.cloud_choices(),
-                self.web.parameters_source(ctx, package)))
-        except UiError as exc:
-            raise BadRequest(exc.message, problems=exc.problems) from None
+        return json_response(self.web.ui_model(ctx, package, text, body["answers"],
+                                               body.get("name") or package["name"]))
 
     def on_logo(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
         return Response(catalog.package_blob(self.store, ctx, package_id, "logo"),

@@ -1,11 +1,11 @@
-"""The application catalog: safe uploads, validation, search, updates and a package loader."""
+"""The application catalog: safe uploads, validation, search and updates (engine runs
+load its packages through :mod:`murano_engine.backend.package_loader`)."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
 import io
-import os
 import stat
 import tempfile
 import zipfile
@@ -17,14 +17,13 @@ from typing import Any
 from sqlalchemy import and_, delete, func, insert, or_, select
 from sqlalchemy.orm import Session as DbSession
 
-from murano_engine.api import db
 from murano_engine.api.auth import Context
-from murano_engine.api.config import Settings
 from murano_engine.api.errors import BadRequest, Conflict, Forbidden, NotFound, TooLarge
+from murano_engine.backend import db
+from murano_engine.backend.package_loader import PackageMissing, cached_archive, visible_to
+from murano_engine.backend.settings import Settings
 from murano_engine.dsl import errors as dsl_errors
 from murano_engine.dsl.packages import (
-    Package,
-    PackageLoader,
     ZipSource,
     check_not_reserved,
     core_package_names,
@@ -87,23 +86,6 @@ def pack_folder(folder: Path) -> bytes:
     return buffer.getvalue()
 
 
-def cached_archive(store: db.Store, cache_dir: Path, package_id: str,
-                   archive_hash: str) -> Path:
-    """The package's zip in the cache folder, written from the database when missing."""
-    path = cache_dir / f"{package_id}-{archive_hash[:16]}.zip"
-    if not path.is_file():
-        with store.read() as session:
-            data = session.scalar(select(db.Package.archive).where(db.Package.id == package_id))
-        if data is None:
-            raise NotFound(f"package {package_id} is not in the catalog")
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".part")
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    return path
-
-
 # -- visibility and rights -------------------------------------------------------
 
 def _check_admin(context: Context, what: str) -> None:
@@ -115,9 +97,7 @@ def _check_admin(context: Context, what: str) -> None:
 
 def visible(context: Context) -> Any:
     """Packages a tenant may see: its own and public ones (all for admins)."""
-    if context.is_admin:
-        return db.Package.id.is_not(None)
-    return or_(db.Package.owner_id == context.project_id, db.Package.is_public.is_(True))
+    return visible_to(context.project_id, context.is_admin)
 
 
 def get_package(session: DbSession, context: Context, package_id: str,
@@ -191,7 +171,11 @@ def inspect_upload(store: db.Store, settings: Settings, interpreter: Interpreter
         deps = work / "deps"
         deps.mkdir()
         for package_id, archive_hash in required:
-            source = cached_archive(store, settings.packages_cache, package_id, archive_hash)
+            try:
+                source = cached_archive(store, settings.packages_cache, package_id,
+                                        archive_hash)
+            except PackageMissing as exc:
+                raise NotFound(str(exc)) from None
             (deps / source.name).symlink_to(source)
         try:
             problems = missing + validate_package(candidate, interpreter, [deps])
@@ -618,52 +602,3 @@ def delete_category(store: db.Store, context: Context, category_id: str) -> None
         if used:
             raise Forbidden(f"category {row.name!r} is used by {used} package(s)")
         session.delete(row)
-
-
-# -- the engine's view -----------------------------------------------------------
-
-class CatalogLoader(PackageLoader):
-    """A :class:`PackageLoader` that fetches packages from the catalog as they are asked for.
-
-    Only packages the tenant may see are used; its own come before public
-    ones of the same name and version. Packages named like the core library
-    are never taken from the catalog: the engine's own ``meta/`` has them.
-    Archives are cached in ``cache_dir``.
-    """
-
-    def __init__(self, store: db.Store, cache_dir: Path, project_id: str,
-                 interpreter: Interpreter) -> None:
-        self._store = store
-        self._cache_dir = cache_dir
-        self._context = Context(project_id=project_id, user_id="", token="")
-        self._asked: set[tuple[str, str]] = set()
-        super().__init__((), interpreter)
-
-    def _pull(self, kind: str, name: str) -> None:
-        if (kind, name) in self._asked:
-            return
-        self._asked.add((kind, name))
-        query = select(db.Package.id, db.Package.archive_hash).where(
-            visible(self._context),
-            db.Package.fully_qualified_name.not_in(sorted(core_package_names())))
-        if kind == "fqn":
-            query = query.where(db.Package.fully_qualified_name == name)
-        else:
-            query = query.join(db.ClassDefinition).where(db.ClassDefinition.name == name)
-        query = query.order_by((db.Package.owner_id == self._context.project_id).desc())
-        with self._store.read() as session:
-            rows = session.execute(query).all()
-        for package_id, archive_hash in rows:
-            self.add(cached_archive(self._store, self._cache_dir, package_id, archive_hash))
-
-    def find_package(self, name: str, spec: Any = "*",
-                     required_by: Package | None = None) -> Package:
-        self._pull("fqn", name)
-        return super().find_package(name, spec, required_by)
-
-    def package_with_class(self, class_name: str) -> Package | None:
-        found = super().package_with_class(class_name)
-        if found is None:
-            self._pull("class", class_name)
-            found = super().package_with_class(class_name)
-        return found

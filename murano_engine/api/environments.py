@@ -17,11 +17,11 @@ from typing import Any
 import jsonpatch
 from sqlalchemy import bindparam, func, select, update
 
-from murano_engine.api import db, journal_store
 from murano_engine.api.auth import Context
 from murano_engine.api.errors import BadRequest, Conflict, Forbidden, NotFound
 from murano_engine.api.paths import insert_at, remove_at, replace_at, resolve
-from murano_engine.reports import is_step
+from murano_engine.backend import db, journal_store
+from murano_engine.dsl.reports import is_step
 
 BUSY = ("deploying", "deleting")
 #: the ``entity`` (and level) of status rows that hold a deployment's steps, not reports
@@ -465,7 +465,7 @@ def reports(store: db.Store, context: Context, env_id: str, task_id: str,
 
 def steps(store: db.Store, context: Context, env_id: str, task_id: str) -> list[dict]:
     """The steps of a deployment (plans sent and answered, stacks pushed), oldest first,
-    each with its ``timestamp`` (see :func:`murano_engine.reports.step`)."""
+    each with its ``timestamp`` (see :func:`murano_engine.dsl.reports.step`)."""
     with store.read() as session:
         get_env(session, context, env_id)
         rows = session.scalars(select(db.Status).where(
@@ -620,17 +620,6 @@ def store_report(store: db.Store, task_id: str, report: Mapping[str, Any]) -> No
                    str(report.get("level") or "info"), entity_id=entity_id,
                    details=report.get("details"), timestamp=str(report.get("timestamp") or ""),
                    entity="environment" if entity_id == task.environment_id else "service")
-
-
-def take_task(store: db.Store, task_id: str, worker: str) -> bool:
-    """Note that ``worker`` runs the task; False when there is nothing to run (its
-    result is stored already, or its environment was deleted)."""
-    with store.write() as session:
-        task = session.get(db.Task, task_id)
-        if task is None or task.finished is not None:
-            return False
-        task.worker = worker
-        return True
 
 
 def process_result(store: db.Store, task_id: str, result: Mapping[str, Any],

@@ -8,10 +8,11 @@ from typing import Any
 
 from sqlalchemy import or_, select
 
-from murano_engine.api import db, environments
+from murano_engine.api import environments
 from murano_engine.api.auth import Context
 from murano_engine.api.errors import Conflict, NotFound
 from murano_engine.api.paths import remove_at, replace_at, resolve
+from murano_engine.backend import db
 
 
 def template_json(row: db.EnvironmentTemplate, with_services: bool = False) -> dict[str, Any]:

@@ -1,11 +1,13 @@
 """Dispatchers: how the API hands tasks to the engine and stores what comes back.
 
-Without a broker the API runs tasks in its own threads (:class:`LocalDispatcher`).
-With ``transport_url`` set, tasks go to a durable RabbitMQ queue
-(:class:`AmqpDispatcher`) that ``murano-engine worker`` processes
-(:mod:`murano_engine.worker`) take them from; the API consumes the result
-queue and writes reports, models and task states, and the dead-letter queue,
-where RabbitMQ puts the tasks no worker finished: it fails them, saying why.
+A dispatcher is anything with the methods of :class:`Dispatcher`. Without a
+broker, :mod:`murano_engine.server.main` gives the API one that runs tasks in the
+API's own threads (:mod:`murano_engine.server.in_process`). With
+``transport_url`` set, tasks go to a durable RabbitMQ queue
+(:class:`AmqpDispatcher`) that ``murano-engine worker`` processes take them
+from; the API consumes the result queue and writes reports, models and task
+states, and the dead-letter queue, where RabbitMQ puts the tasks no worker
+finished: it fails them, saying why.
 """
 
 from __future__ import annotations
@@ -15,59 +17,38 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 from kombu import Connection, Consumer, Queue
 from kombu.mixins import ConsumerMixin
 
-from murano_engine.api import db, environments
+from murano_engine.api import environments
 from murano_engine.api.auth import Context
-from murano_engine.api.config import Settings
 from murano_engine.api.errors import ApiError, TimedOut, Unavailable
-from murano_engine.worker import EngineServices, StaticActions, declare_queues, run_engine_task
+from murano_engine.backend import db
+from murano_engine.backend.settings import Settings
+from murano_engine.backend.task_queues import declare_queues
 
 LOG = logging.getLogger(__name__)
+
+
+class Dispatcher(Protocol):
+    """What the API needs of whatever runs its tasks."""
+
+    def submit(self, task: dict[str, Any]) -> None:
+        """Hand a task over (its result comes back through the database)."""
+
+    def call_static(self, context: Context, request: Mapping[str, Any]) -> Any:
+        """Run a static action and return its result."""
+
+    def close(self) -> None:
+        """Finish or hand back what runs, release connections."""
 
 
 def static_outcome(answer: Mapping[str, Any]) -> Any:
     if answer.get("status") == 200:
         return answer.get("result")
     raise ApiError(str(answer.get("message")), status=int(answer.get("status") or 503))
-
-
-# -- in-process ------------------------------------------------------------------
-
-class LocalDispatcher:
-    """Runs each task in a thread of the API process."""
-
-    def __init__(self, store: db.Store, settings: Settings, threads: int = 2) -> None:
-        self.store = store
-        self.settings = settings
-        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="engine")
-        self.services = EngineServices(settings)
-        self.static = StaticActions(store, settings, self.services)
-
-    def submit(self, task: dict[str, Any]) -> None:
-        self.pool.submit(self._run, task)
-
-    def _run(self, task: dict[str, Any]) -> None:
-        task_id = task["task_id"]
-        try:
-            result = run_engine_task(self.store, self.settings, task,
-                                     lambda r: environments.store_report(self.store, task_id, r),
-                                     self.services)
-            environments.process_result(self.store, task_id, result)
-        except Exception:  # noqa: BLE001 - never leave an environment taken
-            LOG.exception("task %s failed in the API process", task_id)
-            environments.release_stuck(self.store, task_id, "the engine failed; see the log")
-
-    def call_static(self, context: Context, request: Mapping[str, Any]) -> Any:
-        return static_outcome(self.static.call(context.project_id, request))
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=False)
-        self.services.close()
 
 
 # -- RabbitMQ --------------------------------------------------------------------

@@ -6,7 +6,7 @@ cloud implement it. :func:`push_stack` and :func:`remove_stack` carry the
 service-level part of HeatStack's push and delete: create or update, delete
 when nothing is left, retry conflicts, wait for the stack to settle, then read
 its outputs. Waiting uses the engine's clock and sleep from
-:func:`murano_engine.boundary.outside`.
+:func:`murano_engine.dsl.boundary.outside`.
 """
 
 from __future__ import annotations
@@ -17,12 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from murano_engine.boundary import outside
-from murano_engine.config import DEFAULT_STACK_TIMEOUT
+from murano_engine.dsl.boundary import outside
 
 LOG = logging.getLogger(__name__)
 
 TRANSIENT_RETRIES = 4
+#: Seconds the engine waits for a stack operation unless configured otherwise.
+DEFAULT_STACK_TIMEOUT = 3600.0
+#: Where the local cloud keeps its state unless ``[local_cloud] state_dir`` says otherwise.
+DEFAULT_STATE_DIR = "~/.local/state/murano-engine/local-cloud"
 
 T = TypeVar("T")
 

@@ -18,8 +18,7 @@ from typing import Any
 
 from yaql.language import exceptions as yaql_exceptions
 
-from murano_engine import boundary
-from murano_engine.dsl import errors
+from murano_engine.dsl import boundary, errors
 from murano_engine.dsl.contexts import frame_of
 from murano_engine.dsl.limits import (
     DEFAULT_TASK_MEMORY_LIMIT,

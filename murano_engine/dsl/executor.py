@@ -13,8 +13,7 @@ from typing import Any
 
 from yaql.language.utils import FrozenDict
 
-from murano_engine import boundary, concurrency
-from murano_engine.dsl import errors, values
+from murano_engine.dsl import boundary, concurrency, errors, values
 from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.classes import WRITABLE_USAGES, MethodSpec, MuranoClass, PropertySpec
 from murano_engine.dsl.contexts import DslContext

@@ -15,8 +15,7 @@ from typing import Any
 from yaql.language import expressions as ast
 from yaql.language.utils import FrozenDict
 
-from murano_engine import concurrency
-from murano_engine.dsl import errors, values
+from murano_engine.dsl import concurrency, errors, values
 from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.errors import LoadError, MuranoPlException, Position
 from murano_engine.dsl.expressions import Expression

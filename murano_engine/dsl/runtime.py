@@ -5,7 +5,7 @@ access, method calls and function calls: MuranoPL objects, Murano's own
 functions (a table of :class:`FunctionSpec`), contract functions, and the
 yaql standard library for everything else. An :class:`Interpreter` pairs a
 runtime with the native classes its loaders attach; it is built in one
-place (``murano_engine.interpreter``) and nothing here is global.
+place (``murano_engine.engine.interpreter``) and nothing here is global.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import kombu
 from kombu.exceptions import OperationalError
 
 from murano_common import amqp
-from murano_engine import boundary
+from murano_engine.dsl import boundary
 from murano_engine.messaging import plans
 from murano_engine.messaging.errors import AgentError, AgentTimeout, AgentWaitInterrupted
 from murano_engine.messaging.listener import ResultListener

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from murano_engine import boundary
+from murano_engine.dsl import boundary
 from murano_engine.messaging.errors import PlanBuildError
 
 #: Reads a resource file named as in the template (e.g. ``deploy.sh`` of Resources/scripts).

@@ -20,8 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from murano_engine import boundary, reports
-from murano_engine.dsl import values
+from murano_engine.dsl import boundary, reports, values
 from murano_engine.dsl.errors import MuranoPlException
 from murano_engine.dsl.natives import NativeCall, method, native_class
 from murano_engine.dsl.objects import MuranoObject, real_object

@@ -15,9 +15,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from murano_engine import boundary, reports
 from murano_engine.clouds import StackService, push_stack, remove_stack
-from murano_engine.dsl import values
+from murano_engine.dsl import boundary, reports, values
 from murano_engine.dsl.natives import NativeCall, method, native_class
 
 HOT_VERSION = "2013-05-23"

@@ -18,8 +18,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from murano_engine import boundary
-from murano_engine.dsl import values
+from murano_engine.dsl import boundary, values
 from murano_engine.dsl.errors import MuranoPlException
 from murano_engine.dsl.natives import NativeCall, method, native_class
 from murano_engine.dsl.objects import MuranoObject, real_object

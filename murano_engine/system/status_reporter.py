@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from murano_engine import reports
+from murano_engine.dsl import reports
 from murano_engine.dsl.natives import NativeCall, method, native_class
 from murano_engine.dsl.objects import real_object
 

@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from murano_engine.dynamic_ui import Field
+from murano_engine.web.dynamic_ui import Field
 
 LOG = logging.getLogger(__name__)
 

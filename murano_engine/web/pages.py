@@ -25,11 +25,10 @@ from werkzeug.routing import Map, Rule
 from werkzeug.utils import redirect
 from werkzeug.wrappers import Request, Response
 
-from murano_engine import dynamic_ui
 from murano_engine.api import catalog, environments
 from murano_engine.api.auth import Context
-from murano_engine.api.errors import ApiError
-from murano_engine.web import picture
+from murano_engine.api.errors import ApiError, BadRequest
+from murano_engine.web import dynamic_ui, picture
 from murano_engine.web.choices import for_cloud
 
 COOKIE = "murano_token"
@@ -79,11 +78,22 @@ class WebUi:
                 "packageName": package["fully_qualified_name"]})
         return call
 
+    def ui_model(self, ctx: Context, package: dict[str, Any], ui_definition: bytes,
+                 answers: Any, name: str) -> Any:
+        """The object model ``ui_definition`` (a package's ui.yaml) makes of ``answers``
+        (``POST /v1/catalog/packages/<id>/ui/model``)."""
+        try:
+            return dynamic_ui.translate(
+                ui_definition, answers, f"{package['fully_qualified_name']}/UI/ui.yaml",
+                name, self.cloud_choices(), self.parameters_source(ctx, package))
+        except dynamic_ui.UiError as exc:
+            raise BadRequest(exc.message, problems=exc.problems) from None
+
     def cloud_choices(self) -> dynamic_ui.Choices:
         """A fresh choices function of the configured cloud (for one request)."""
         if self._cloud is None:
-            from murano_engine.api.config import SCHEMA
-            from murano_engine.config import load_config
+            from murano_engine.backend.settings import SCHEMA
+            from murano_engine.engine.config import load_config
             config = load_config(self.api.settings.config_file, schema=SCHEMA)
             self._cloud = for_cloud({"heat": dict(config["heat"])})
         return self._cloud()

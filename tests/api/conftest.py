@@ -85,7 +85,7 @@ class ApiServer:
         self.config.write_text("\n".join(lines) + "\n")
         self.log = open(folder / "api.log", "w")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "murano_engine.api.server", "--config-file",
+            [sys.executable, "-m", "murano_engine.server.main", "--config-file",
              str(self.config)], stdout=self.log, stderr=subprocess.STDOUT)
         self.workers: list[subprocess.Popen] = []
         wait_for_port(self.port, self.process)
@@ -114,7 +114,7 @@ class ApiServer:
 
     def start_worker(self) -> subprocess.Popen:
         worker = subprocess.Popen(
-            [sys.executable, "-m", "murano_engine.cli", "worker", "--config-file",
+            [sys.executable, "-m", "murano_engine.cli.main", "worker", "--config-file",
              str(self.config)], stdout=self.log, stderr=subprocess.STDOUT)
         self.workers.append(worker)
         return worker

@@ -8,9 +8,9 @@ import zipfile
 import pytest
 
 from murano_engine.api.catalog import check_archive, pack_folder
-from murano_engine.api.config import Settings
 from murano_engine.api.environments import status_of
 from murano_engine.api.errors import ApiError
+from murano_engine.backend.settings import Settings
 from tests.api.conftest import PACKAGES
 
 

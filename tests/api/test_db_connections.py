@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import create_engine, select, text
 
-from murano_engine.api import db
+from murano_engine.backend import db
 from tests.databases import PG_ADMIN, throwaway_pg_database
 
 

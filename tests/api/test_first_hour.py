@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 from werkzeug.test import Client
 
-from murano_engine import worker
-from murano_engine.api import auth, server
+from murano_engine.api import auth
 from murano_engine.api.app import Api
 from murano_engine.api.auth import Context
-from murano_engine.api.config import Settings, load_settings
 from murano_engine.api.errors import ApiError
+from murano_engine.backend.settings import Settings, load_settings
+from murano_engine.server import main as server
+from murano_engine.server import worker
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_TOKENS = REPO / "murano_engine" / "api" / "tokens.yaml.sample"

@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from murano_engine.api.catalog import pack_folder
-from murano_engine.api.config import ConfigError, load_settings
 from murano_engine.api.environments import edit_services
 from murano_engine.api.errors import ApiError
+from murano_engine.backend.settings import ConfigError, load_settings
 from tests.api.conftest import PACKAGES, ApiServer, throwaway_pg_database
 
 
@@ -87,8 +87,8 @@ def test_model_patch_keeps_the_root_ids_and_types(api, draft):
 
 def test_services_of_a_model_without_objects_is_a_clean_conflict(api, draft):
     """A model whose Objects is not an object (an older patch, a hand-edited row)."""
-    from murano_engine.api import db
     from murano_engine.api.auth import Context
+    from murano_engine.backend import db
 
     env, base, header = draft
     store = db.Store(api.config.read_text().split("connection = ")[1].split()[0])
@@ -129,7 +129,7 @@ def test_an_unexpected_failure_gives_only_a_request_id(caplog):
 
     from murano_engine.api.app import Api
     from murano_engine.api.auth import Context
-    from murano_engine.api.config import Settings
+    from murano_engine.backend.settings import Settings
 
     app = Api(Settings(), None, None, lambda _environ: Context("p", "u", [], "t"))
 

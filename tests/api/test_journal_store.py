@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import exc, select
 
-from murano_engine.api import db, environments
-from murano_engine.api.journal_store import DbJournalStore
-from murano_engine.journal import Journal
+from murano_engine.api import environments
+from murano_engine.backend import db
+from murano_engine.backend.journal_store import DbJournalStore
+from murano_engine.engine.journal import Journal
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

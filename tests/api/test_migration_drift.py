@@ -10,7 +10,7 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from murano_engine.api import db
+from murano_engine.backend import db
 from tests.api.conftest import throwaway_pg_database
 
 

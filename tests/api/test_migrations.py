@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import inspect
 
-from murano_engine.api import db
+from murano_engine.backend import db
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])

@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from murano_engine.api import db
 from murano_engine.api.app import ROUTES
+from murano_engine.backend import db
 from murano_engine.dsl.packages import META_DIR
 from tests.api.conftest import PACKAGES, ApiServer
 

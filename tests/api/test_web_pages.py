@@ -11,9 +11,10 @@ from pathlib import Path
 
 import requests
 
-from murano_engine.api import db, environments
+from murano_engine.api import environments
 from murano_engine.api.auth import Context
 from murano_engine.api.catalog import pack_folder
+from murano_engine.backend import db
 
 PACKAGES = Path(__file__).parent / "packages"
 UI = """

@@ -17,10 +17,10 @@ import pytest
 from kombu import Connection, Queue
 from sqlalchemy import select
 
-from murano_engine.api import db
 from murano_engine.api.catalog import pack_folder
-from murano_engine.api.config import ConfigError, Settings, load_settings
-from murano_engine.worker import QueueMismatch, declare_queues
+from murano_engine.backend import db
+from murano_engine.backend.settings import ConfigError, Settings, load_settings
+from murano_engine.server.worker import QueueMismatch, declare_queues
 from tests.api.conftest import AMQP, PACKAGES, throwaway_pg_database
 
 RESUMED = "again, after another worker stopped"
@@ -153,7 +153,7 @@ def test_a_task_queue_declared_otherwise_is_named(tmp_path: Path) -> None:
             with pytest.raises(QueueMismatch, match=rf"queue '{settings.task_queue}' exists with "
                                                     r"other arguments .*inequivalent arg"):
                 declare_queues(connection.channel(), settings)
-            worker = subprocess.run([sys.executable, "-m", "murano_engine.cli", "worker",
+            worker = subprocess.run([sys.executable, "-m", "murano_engine.cli.main", "worker",
                                      "--config-file", str(config)],
                                     capture_output=True, text=True, timeout=60)
             assert worker.returncode != 0

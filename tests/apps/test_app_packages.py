@@ -18,9 +18,9 @@ import pytest
 import yaml
 from powershell_syntax import syntax_errors
 
+from murano_engine.cli.test_runner import find_tests, mocking_interpreter, run_test
 from murano_engine.dsl.packages import PackageLoader, core_class_names
 from murano_engine.dsl.validation import validate_package
-from murano_engine.test_runner import find_tests, mocking_interpreter, run_test
 
 ROOT = Path(__file__).resolve().parents[2] / "dsl_packages"
 LOADER = PackageLoader([ROOT], mocking_interpreter())

@@ -69,7 +69,7 @@ class Site:
         self.model.write_text(json.dumps(model))
 
     def command(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "murano_engine.cli", *args, "-l", str(self.packages),
+        return [sys.executable, "-m", "murano_engine.cli.main", *args, "-l", str(self.packages),
                 "--state", str(self.state), "--config", str(self.root / "engine.ini")]
 
     def run(self, *args: str) -> subprocess.CompletedProcess:

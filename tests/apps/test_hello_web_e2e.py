@@ -33,7 +33,7 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux" or bool(missing_for_name
 
 def _engine(tmp: Path, *args: str) -> subprocess.CompletedProcess:
     done = subprocess.run(
-        [sys.executable, "-m", "murano_engine.cli", *args, "-l", str(REPO / "dsl_packages"),
+        [sys.executable, "-m", "murano_engine.cli.main", *args, "-l", str(REPO / "dsl_packages"),
          "--state", str(tmp / "state.json"), "--config", str(tmp / "engine.ini")],
         capture_output=True, text=True, timeout=300, cwd=tmp)
     assert done.returncode == 0, done.stdout + done.stderr

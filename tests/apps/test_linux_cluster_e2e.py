@@ -53,7 +53,7 @@ def _free_base_port(count: int = 3) -> int:
 
 def _engine(tmp: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "murano_engine.cli", *args, "-l", str(REPO / "dsl_packages"),
+        [sys.executable, "-m", "murano_engine.cli.main", *args, "-l", str(REPO / "dsl_packages"),
          "--state", str(tmp / "state.json"), "--config", str(tmp / "engine.ini")],
         capture_output=True, text=True, timeout=300, cwd=tmp)
 

@@ -16,8 +16,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from murano_engine import boundary
 from murano_engine.clouds.local import LocalCloud
+from murano_engine.dsl import boundary
 from tests.loopback_http import serving
 
 TOKEN = "stub-token"

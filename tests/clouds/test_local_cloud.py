@@ -272,7 +272,7 @@ def test_failed_stack_is_repaired_by_the_next_push(cloud, agents, environment):
 
 
 def test_open_cloud_waits_for_stacks_engine_stack_timeout_unless_local_cloud_sets_one(tmp_path):
-    from murano_engine.config import load_config
+    from murano_engine.engine.config import load_config
 
     config = load_config(None, {"MURANO_LOCAL_CLOUD_STATE_DIR": str(tmp_path / "lc"),
                                 "MURANO_ENGINE_STACK_TIMEOUT": "42"})

@@ -131,7 +131,7 @@ def test_windows_image_runs_with_powershell_on_the_host(
 GREEN_PROGRAM = textwrap.dedent(
     """
     import json, sys, time
-    from murano_engine import concurrency
+    from murano_engine.dsl import concurrency
     concurrency.setup()
     from murano_engine.clouds import open_cloud, push_stack, remove_stack
     from murano_engine.messaging import AgentClient

@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Each committed sample and the module whose SCHEMA renders it (`make samples` rewrites them).
 SAMPLES = {
     "murano_agent/packaging/agent.conf.sample": "murano_agent.config",
-    "murano_engine/murano-engine.conf.sample": "murano_engine.config",
-    "murano_engine/api/murano-api.conf.sample": "murano_engine.api.config",
+    "murano_engine/murano-engine.conf.sample": "murano_engine.engine.config",
+    "murano_engine/api/murano-api.conf.sample": "murano_engine.backend.settings",
 }
 
 SCHEMA = Schema(

@@ -10,7 +10,7 @@ from typing import Any
 
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.interpreter import build_interpreter
+from murano_engine.engine.interpreter import build_interpreter
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,6 +65,6 @@ def run_method(dirs: list[Path], target: str, executor: Executor | None = None,
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """``python -m murano_engine.cli ARGS`` as a subprocess."""
-    return subprocess.run([sys.executable, "-m", "murano_engine.cli", *args],
+    """``python -m murano_engine.cli.main ARGS`` as a subprocess."""
+    return subprocess.run([sys.executable, "-m", "murano_engine.cli.main", *args],
                           capture_output=True, text=True, timeout=60, cwd=cwd or REPO)

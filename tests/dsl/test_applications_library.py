@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from murano_engine.cli.test_runner import find_tests, mocking_interpreter, run_test
 from murano_engine.dsl import errors
 from murano_engine.dsl.packages import META_DIR, PackageLoader, core_package_names
 from murano_engine.dsl.validation import validate_package
-from murano_engine.test_runner import find_tests, mocking_interpreter, run_test
 from tests.dsl.dsl_helpers import class_text, write_package
 
 NAME = "io.murano.applications"

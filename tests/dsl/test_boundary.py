@@ -1,4 +1,4 @@
-"""Time, sleep, random names and ids pass through ``murano_engine.boundary``."""
+"""Time, sleep, random names and ids pass through ``murano_engine.dsl.boundary``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from dsl_helpers import class_text, run_method, write_package
 
-from murano_engine import boundary
+from murano_engine.dsl import boundary
 
 CODE = class_text("t.bnd", "Code", """
     Methods:

@@ -12,14 +12,14 @@ import pytest
 from dsl_helpers import class_text, cli, run_method, write_package
 from yaql.language import exceptions as yaql_exceptions
 
-from murano_engine.config import load_config
+from murano_engine.cli.test_runner import run_test
 from murano_engine.dsl import errors
 from murano_engine.dsl.budget import MAX_INT_BITS, Budget
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.interpreter import build_interpreter
-from murano_engine.tasks import run_task
-from murano_engine.test_runner import run_test
+from murano_engine.engine.config import load_config
+from murano_engine.engine.interpreter import build_interpreter
+from murano_engine.engine.tasks import run_task
 
 CODE = class_text("t.bud", "Code", """
     Methods:

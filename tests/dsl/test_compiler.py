@@ -9,7 +9,7 @@ import yaql
 
 from murano_engine.dsl import compiler, expressions, values
 from murano_engine.dsl.contexts import DslContext
-from murano_engine.interpreter import build_interpreter
+from murano_engine.engine.interpreter import build_interpreter
 
 RUNTIME = build_interpreter().runtime
 

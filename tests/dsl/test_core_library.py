@@ -17,7 +17,7 @@ from murano_engine.dsl.packages import (
     core_class_names,
     core_package_names,
 )
-from murano_engine.interpreter import build_interpreter
+from murano_engine.engine.interpreter import build_interpreter
 
 SECRET = "db-password-s3cret"
 CONFIG = {"database": {"connection": f"postgresql://murano:{SECRET}@db/murano"},

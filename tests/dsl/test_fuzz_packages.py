@@ -21,10 +21,10 @@ import pytest
 import yaml
 from dsl_helpers import class_text, write_package
 
-from murano_engine import cli
+from murano_engine.cli import main as cli
 from murano_engine.dsl import errors
 from murano_engine.dsl.validation import validate_package
-from murano_engine.interpreter import build_interpreter
+from murano_engine.engine.interpreter import build_interpreter
 
 SEED = 11
 CASES = 300

@@ -23,7 +23,7 @@ from murano_engine.dsl.packages import (
     read_manifest,
 )
 from murano_engine.dsl.validation import validate_package
-from murano_engine.interpreter import build_interpreter
+from murano_engine.engine.interpreter import build_interpreter
 
 EXAMPLE = REPO / "examples" / "hot-store"
 MANIFEST = "Format: Heat.HOT/1.0\nType: Application\nFullName: {name}\nDescription: a HOT package\n"

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from dsl_helpers import class_text, write_package
 
-from murano_engine import concurrency
+from murano_engine.dsl import concurrency
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.interpreter import build_interpreter
-from murano_engine.journal import Cancelled, FileJournal, Journal, JournalError
+from murano_engine.engine.interpreter import build_interpreter
+from murano_engine.engine.journal import Cancelled, FileJournal, Journal, JournalError
 from murano_engine.messaging.errors import AgentError
 
 

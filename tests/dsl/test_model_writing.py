@@ -11,7 +11,7 @@ from murano_engine.dsl import errors, serializer
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.model import load_model
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.interpreter import build_interpreter
+from murano_engine.engine.interpreter import build_interpreter
 
 APP = class_text("t.write", "App", """
     Properties:

@@ -12,7 +12,7 @@ from dsl_helpers import class_text, run_method, write_package
 from murano_engine.dsl import errors
 from murano_engine.dsl.errors import LoadError, LoadErrors
 from murano_engine.dsl.packages import PackageLoader, parse_version, version_matches
-from murano_engine.interpreter import build_interpreter
+from murano_engine.engine.interpreter import build_interpreter
 
 INTERPRETER = build_interpreter()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from dsl_helpers import class_text, cli, write_package
 
 from murano_engine.dsl.validation import validate_package
-from murano_engine.interpreter import build_interpreter
+from murano_engine.engine.interpreter import build_interpreter
 
 BROKEN_CLASSES = {
     "Yaml": class_text("t.v", "Yaml", """

@@ -7,11 +7,11 @@ import textwrap
 
 import pytest
 
-from murano_engine.class_configs import ClassConfigFiles
 from murano_engine.dsl import errors
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.interpreter import build_interpreter
+from murano_engine.engine.class_configs import ClassConfigFiles
+from murano_engine.engine.interpreter import build_interpreter
 
 CLASS = """
 Name: t.cfg.Service

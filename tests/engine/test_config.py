@@ -7,11 +7,11 @@ import ssl
 
 import pytest
 
-from murano_engine import config as engine_config
-from murano_engine.api.config import SCHEMA as API_SCHEMA
-from murano_engine.api.config import Settings, load_settings
-from murano_engine.config import ConfigError, broker_ssl, broker_url, load_config
-from murano_engine.deploy import close_services, engine_services
+from murano_engine.backend.settings import SCHEMA as API_SCHEMA
+from murano_engine.backend.settings import Settings, load_settings
+from murano_engine.engine import config as engine_config
+from murano_engine.engine.config import ConfigError, broker_ssl, broker_url, load_config
+from murano_engine.engine.services import close_services, engine_services
 
 #: Heat by fixed token (never contacted here), so the broker is not memory://.
 HEAT = {"MURANO_HEAT_URL": "http://127.0.0.1:9/v1/t", "MURANO_HEAT_TOKEN": "x"}

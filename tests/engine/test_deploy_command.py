@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from murano_engine.deploy import incoming_model, run_command
+from murano_engine.cli.deploy import incoming_model, run_command
 from murano_engine.dsl.natives import NativeCall, native_class, static
-from murano_engine.interpreter import build_interpreter
+from murano_engine.engine.interpreter import build_interpreter
 
 EVENTS: list[str] = []
 
@@ -211,7 +211,7 @@ def test_model_that_fails_to_load_keeps_the_previous_state(tmp_path, packages, c
 
 
 def test_environment_variables_override_sections_with_underscores():
-    from murano_engine.config import load_config
+    from murano_engine.engine.config import load_config
     config = load_config(None, {"MURANO_LOCAL_CLOUD_STATE_DIR": "/x",
                                 "MURANO_ENGINE_AGENT_TIMEOUT": "7"})
     assert config["local_cloud"]["state_dir"] == "/x"
@@ -238,8 +238,8 @@ def test_destroy_and_action_need_only_the_state_file(tmp_path, packages):
 
 def test_a_failed_scripts_exit_code_and_output_tail_are_shown():
     from murano_engine.dsl.errors import MuranoPlException
+    from murano_engine.engine.tasks import script_output
     from murano_engine.messaging.errors import AgentError
-    from murano_engine.tasks import script_output
 
     agent = AgentError({"message": "script 'verify' exited with code 3",
                         "details": {"exitCode": 3, "stdout": "\n".join(map(str, range(30))),

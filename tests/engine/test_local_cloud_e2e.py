@@ -84,7 +84,7 @@ def _model(names: list[str]) -> dict:
 
 def _engine(tmp: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "murano_engine.cli", *args, "-l", str(tmp / "packages"),
+        [sys.executable, "-m", "murano_engine.cli.main", *args, "-l", str(tmp / "packages"),
          "--state", str(tmp / "state.json"), "--config", str(tmp / "engine.ini")],
         capture_output=True, text=True, timeout=300, cwd=tmp)
 

@@ -7,7 +7,7 @@ import textwrap
 
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.interpreter import build_interpreter
+from murano_engine.engine.interpreter import build_interpreter
 
 CLASS = """
 Name: t.log.L

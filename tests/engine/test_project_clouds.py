@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from murano_engine.api.config import load_settings
+from murano_engine.backend.settings import load_settings
 from murano_engine.clouds.base import push_stack
 from murano_engine.dsl import values
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.interpreter import build_interpreter
-from murano_engine.worker import EngineServices
+from murano_engine.engine.interpreter import build_interpreter
+from murano_engine.server.worker import EngineServices
 
 NETWORK = {"heat_template_version": "2013-05-23", "resources": {
     "net": {"type": "OS::Neutron::Net", "properties": {"name": "secret-net-of-a"}},

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from murano_engine import worker
+from murano_engine.server import worker
 
 
 @pytest.fixture

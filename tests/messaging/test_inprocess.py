@@ -61,7 +61,7 @@ def test_memory_transport_with_plain_threads(tmp_path):
 GREEN_PROGRAM = textwrap.dedent(
     """
     import json, sys, tempfile
-    from murano_engine import concurrency
+    from murano_engine.dsl import concurrency
     concurrency.setup()
     from murano_agent.config import load_config
     from murano_agent.service import AgentService

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from murano_engine import boundary
+from murano_engine.dsl import boundary
 from murano_engine.messaging import AgentClient, AgentError, PlanBuildError
 from murano_engine.messaging.results import decode_result
 

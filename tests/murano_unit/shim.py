@@ -27,7 +27,7 @@ from murano_engine.dsl.errors import MuranoPlException
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
 from murano_engine.dsl.runtime import FunctionSpec
-from murano_engine.interpreter import build_interpreter
+from murano_engine.engine.interpreter import build_interpreter
 
 from .handles import ObjectHandle, TypeHandle, to_engine, to_plain
 

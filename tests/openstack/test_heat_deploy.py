@@ -49,7 +49,7 @@ Methods:
 
 def _engine(tmp: Path, packages: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "murano_engine.cli", *args, "-l", str(packages),
+        [sys.executable, "-m", "murano_engine.cli.main", *args, "-l", str(packages),
          "--state", str(tmp / "state.json"), "--config", str(tmp / "engine.ini")],
         capture_output=True, text=True, timeout=600, cwd=tmp,
         env={**os.environ, "PYTHONPATH": str(REPO)})

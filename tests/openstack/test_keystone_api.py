@@ -84,7 +84,7 @@ class KeystoneApi:
             for name, options in sections.items()))
         self.log = open(folder / "api.log", "w")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "murano_engine.api.server", "--config-file",
+            [sys.executable, "-m", "murano_engine.server.main", "--config-file",
              str(self.config)], stdout=self.log, stderr=subprocess.STDOUT)
         wait_for_port(self.port, self.process)
 

@@ -16,7 +16,7 @@ import yaml
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.objects import MuranoObject
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.interpreter import build_interpreter
+from murano_engine.engine.interpreter import build_interpreter
 from tests.loopback_http import serving
 
 

@@ -15,12 +15,12 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from murano_agent.config import load_config as load_agent_config
 from murano_agent.service import AgentService
-from murano_engine.config import load_config
 from murano_engine.dsl.errors import MuranoPlException
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.objects import MuranoObject
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.interpreter import build_interpreter
+from murano_engine.engine.config import load_config
+from murano_engine.engine.interpreter import build_interpreter
 from murano_engine.messaging import AgentClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "agent"))

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from murano_engine.config import load_config
 from murano_engine.dsl import values
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
+from murano_engine.engine.config import load_config
 from murano_engine.messaging import AgentClient
 
 

@@ -26,11 +26,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from murano_engine.clouds.local.sandbox import missing_for_namespaces
-from murano_engine.config import load_config
-from murano_engine.deploy import close_services, engine_services
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.interpreter import build_interpreter
-from murano_engine.tasks import run_task
+from murano_engine.engine.config import load_config
+from murano_engine.engine.interpreter import build_interpreter
+from murano_engine.engine.services import close_services, engine_services
+from murano_engine.engine.tasks import run_task
 
 HERE = Path(__file__).parent / "parity"
 CORE_SCRIPTS = Path(__file__).resolve().parents[2] / "meta" / "io.murano" / "Resources" / "scripts"

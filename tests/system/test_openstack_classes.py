@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from murano_engine.config import load_config
 from murano_engine.dsl import values
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.interpreter import build_interpreter
-from murano_engine.journal import Journal
+from murano_engine.engine.config import load_config
+from murano_engine.engine.interpreter import build_interpreter
+from murano_engine.engine.journal import Journal
 
 DRIVER = """\
 Namespaces:

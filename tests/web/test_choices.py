@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from murano_engine import dynamic_ui as ui
+from murano_engine.web import dynamic_ui as ui
 from murano_engine.web.choices import for_cloud, local_choices
 from tests.loopback_http import serving
 

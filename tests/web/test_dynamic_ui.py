@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from murano_engine import dynamic_ui as ui
+from murano_engine.web import dynamic_ui as ui
 
 REPO = Path(__file__).resolve().parents[2]
 

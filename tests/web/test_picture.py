@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from murano_engine import reports
 from murano_engine.clouds.local.sandbox import missing_for_namespaces
+from murano_engine.dsl import reports
 from murano_engine.web import picture
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,7 +103,7 @@ def test_deploy_report_writes_the_picture_of_a_local_run(tmp_path):
                PYTHONPATH=str(REPO))
 
     def engine(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "murano_engine.cli", *args, "-l",
+        return subprocess.run([sys.executable, "-m", "murano_engine.cli.main", *args, "-l",
                                str(REPO / "dsl_packages"), "--state", str(state)],
                               capture_output=True, text=True, timeout=300, cwd=tmp_path,
                               env=env)

@@ -13,7 +13,7 @@ A Linux image runs shell plans for real; a Windows image (name containing
 "win", or ``os_type: windows`` metadata) needs a PowerShell executable on the
 host and fails clearly without one.
 
-``[local_cloud]`` settings (declared in :mod:`murano_engine.config`): ``state_dir``,
+``[local_cloud]`` settings (declared in :mod:`murano_engine.engine.config`): ``state_dir``,
 ``broker_url`` (the broker the agents use instead of the one their config names),
 ``isolation`` (``namespaces`` or ``none``), ``powershell``, ``floating_cidr``,
 ``parallel``, ``stack_timeout``, ``poll_interval``.

@@ -27,6 +27,7 @@ from typing import Any
 
 from murano_engine.clouds.base import (
     DEFAULT_STACK_TIMEOUT,
+    DEFAULT_STATE_DIR,
     CloudError,
     Stack,
     StackConflict,
@@ -47,7 +48,6 @@ from murano_engine.clouds.local.stack import (
     plain,
 )
 from murano_engine.clouds.local.template import Template
-from murano_engine.config import DEFAULT_STATE_DIR
 
 LOG = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Running one step per resource in dependency order, independent ones in parallel.
 
 Threads come from :mod:`threading`, so the runner works in a plain process and,
-green, in one that ``murano_engine.concurrency.setup()`` monkey-patched.
+green, in one that ``murano_engine.dsl.concurrency.setup()`` monkey-patched.
 """
 
 from __future__ import annotations

@@ -9,8 +9,7 @@ from typing import Any
 
 from yaql.language.utils import FrozenDict
 
-from murano_engine import concurrency
-from murano_engine.dsl import values
+from murano_engine.dsl import concurrency, values
 from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.runtime import FunctionSpec
 

@@ -6,8 +6,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
-from murano_engine import concurrency
-from murano_engine.dsl import errors, values
+from murano_engine.dsl import concurrency, errors, values
 from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef, real_object
 from murano_engine.dsl.runtime import NO_VALUE, FunctionSpec, resolve_class

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from murano_engine import boundary
-from murano_engine.dsl import budget, errors
+from murano_engine.dsl import boundary, budget, errors
 from murano_engine.dsl.contexts import frame_of
 from murano_engine.dsl.runtime import FunctionSpec
 

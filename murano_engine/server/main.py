@@ -1,4 +1,11 @@
-"""``murano-api --config-file FILE``: migrate the database and serve the API."""
+"""``murano-api --config-file FILE``: migrate the database and serve the API.
+
+The one place the server side is put together: :func:`build` makes the HTTP API
+(:mod:`murano_engine.api`), mounts the web pages (:mod:`murano_engine.web`) on it
+and gives it its dispatcher, the in-process worker
+(:mod:`murano_engine.server.in_process`) or RabbitMQ's task queue; none of those
+parts imports another of them.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +14,27 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
-from murano_engine import worker
-from murano_engine.api import auth, db, workers
+from murano_engine.api import auth, workers
 from murano_engine.api.app import Api
-from murano_engine.api.config import ConfigError, Settings, load_settings
-from murano_engine.web.pages import token_from_cookie
+from murano_engine.backend import db
+from murano_engine.backend.settings import ConfigError, Settings, load_settings
+from murano_engine.backend.task_queues import QueueMismatch
+from murano_engine.server import worker
+from murano_engine.server.in_process import LocalDispatcher
+from murano_engine.web.pages import WebUi, token_from_cookie
 
 LOG = logging.getLogger(__name__)
+
+
+def compose(settings: Settings, store: db.Store, dispatcher: workers.Dispatcher,
+            identify: Callable[[dict[str, Any]], auth.Context]) -> Api:
+    """The API with the web pages mounted under ``/ui/``."""
+    api = Api(settings, store, dispatcher, identify)
+    api.web = WebUi(api)
+    return api
 
 
 def build(settings: Settings) -> tuple[Any, Any]:
@@ -23,9 +42,9 @@ def build(settings: Settings) -> tuple[Any, Any]:
     store = db.Store(settings.database)
     db.upgrade(store.engine)
     dispatcher: Any = workers.AmqpDispatcher(store, settings) if settings.uses_broker \
-        else workers.LocalDispatcher(store, settings)
+        else LocalDispatcher(store, settings)
     if settings.auth_strategy == "keystone":
-        api = Api(settings, store, dispatcher, auth.keystone_identity)
+        api = compose(settings, store, dispatcher, auth.keystone_identity)
         app: Any = token_from_cookie(auth.wrap_keystone(api, settings.keystone), api.web)
     elif settings.auth_strategy == "tokens":
         if settings.token_file is None:
@@ -35,7 +54,7 @@ def build(settings: Settings) -> tuple[Any, Any]:
         elif not settings.token_file.is_file():
             raise SystemExit(f"error: [auth] token_file {settings.token_file} does not exist "
                              "(murano_engine/api/tokens.yaml.sample shows its format)")
-        app = Api(settings, store, dispatcher, auth.TokenFile(settings.token_file))
+        app = compose(settings, store, dispatcher, auth.TokenFile(settings.token_file))
     else:
         raise SystemExit(f"error: unknown auth strategy {settings.auth_strategy!r}")
     return app, dispatcher
@@ -56,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings(options.config_file)
         app, dispatcher = build(settings)
-    except (ConfigError, worker.QueueMismatch) as exc:
+    except (ConfigError, QueueMismatch) as exc:
         raise SystemExit(f"error: {exc}") from None
 
     from waitress.server import create_server

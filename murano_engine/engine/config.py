@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from murano_common.options import ConfigError, Option, Schema, Section, Values
+from murano_engine.clouds.base import DEFAULT_STACK_TIMEOUT, DEFAULT_STATE_DIR
 from murano_engine.dsl.limits import (
     DEFAULT_TASK_MEMORY_LIMIT,
     DEFAULT_TASK_STEP_LIMIT,
@@ -27,10 +28,6 @@ __all__ = ["SCHEMA", "Config", "ConfigError", "broker_ssl", "broker_url",
 #: Loaded engine configuration: sections by name, each option by attribute or by name.
 Config = Values
 
-#: Where the local cloud keeps its state unless ``[local_cloud] state_dir`` says otherwise.
-DEFAULT_STATE_DIR = "~/.local/state/murano-engine/local-cloud"
-#: Seconds the engine waits for a stack operation unless configured otherwise.
-DEFAULT_STACK_TIMEOUT = 3600.0
 
 ENGINE = Section(
     "engine", "How the engine runs deployments.",

@@ -16,7 +16,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from murano_engine.config import Config, load_config
 from murano_engine.dsl import errors, values
 from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.classes import MethodSpec, MuranoClass
@@ -25,7 +24,8 @@ from murano_engine.dsl.executor import Executor, Frame
 from murano_engine.dsl.objects import TypeRef, real_object
 from murano_engine.dsl.packages import PackageLoader
 from murano_engine.dsl.runtime import FunctionSpec, Interpreter
-from murano_engine.interpreter import build_interpreter
+from murano_engine.engine.config import Config, load_config
+from murano_engine.engine.interpreter import build_interpreter
 from murano_engine.system.test_fixture import AssertionFailed
 
 FIXTURE = "io.murano.test.TestFixture"
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config-file", help="engine configuration (optional)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print timings")
     options = parser.parse_args(argv)
-    from murano_engine import cli
+    from murano_engine.cli import main as cli
     words = cli.split_load_dirs(options.load_packages_from,
                                 ([options.package] if options.package else []) + options.tests)
     if not words:

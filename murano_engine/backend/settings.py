@@ -1,7 +1,7 @@
 """``murano-api`` settings, read from an INI file (Murano's option names where they exist).
 
 The API's options are declared here; the same file holds the engine's sections
-(:mod:`murano_engine.config`), which configure the deployments the API process or
+(:mod:`murano_engine.engine.config`), which configure the deployments the API process or
 its workers run, as in Murano's one murano.conf. :data:`SCHEMA` declares both;
 ``murano-api.conf.sample`` lists them.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from murano_common.options import ConfigError, Option, Schema, Section, SectionValues
-from murano_engine import config as engine_config
+from murano_engine.engine import config as engine_config
 
 __all__ = ["SCHEMA", "ConfigError", "Settings", "load_settings"]
 

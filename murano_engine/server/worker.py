@@ -4,7 +4,7 @@
 time, sends every status report and the final result to the result queue as
 it goes, and acknowledges the task only when it is done, so the broker hands
 the task of a worker that died to another one. Every run is journaled in the
-database (:mod:`murano_engine.api.journal_store`): the worker that takes a
+database (:mod:`murano_engine.backend.journal_store`): the worker that takes a
 task over replays what the dead one did and goes on from there. A task handed
 out ``max_deliveries`` times is dead-lettered; the API fails it. The API also
 runs tasks in its own threads (no broker) with the same
@@ -24,26 +24,26 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from typing import Any, NamedTuple
+from typing import Any
 
-from amqp.exceptions import PreconditionFailed
-from kombu import Connection, Exchange, Queue
+from kombu import Connection
 from kombu.mixins import ConsumerMixin
 from sqlalchemy.exc import SQLAlchemyError
 
 from murano_common.options import Values
-from murano_engine.api import db, environments
-from murano_engine.api.catalog import CatalogLoader
-from murano_engine.api.config import SCHEMA, ConfigError, Settings, load_settings
-from murano_engine.api.journal_store import DbJournalStore
-from murano_engine.config import load_config
-from murano_engine.deploy import close_services, engine_services, project_config
+from murano_engine.backend import db
+from murano_engine.backend.journal_store import DbJournalStore
+from murano_engine.backend.package_loader import CatalogLoader
+from murano_engine.backend.settings import SCHEMA, ConfigError, Settings, load_settings
+from murano_engine.backend.task_queues import QueueMismatch, declare_queues, task_queues
 from murano_engine.dsl import errors, serializer
 from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.executor import Executor
-from murano_engine.interpreter import build_interpreter
-from murano_engine.journal import Journal
-from murano_engine.tasks import describe_failure, run_task
+from murano_engine.engine.config import load_config
+from murano_engine.engine.interpreter import build_interpreter
+from murano_engine.engine.journal import Journal
+from murano_engine.engine.services import close_services, engine_services, project_config
+from murano_engine.engine.tasks import describe_failure, run_task
 
 LOG = logging.getLogger(__name__)
 Reporter = Callable[[dict[str, Any]], None]
@@ -226,64 +226,9 @@ def load_green_threads() -> None:
     lock held when the thread ends: joining it (the dispatcher's shutdown,
     interpreter exit) then never returns and the process hangs at SIGTERM.
     """
-    from murano_engine import concurrency
+    from murano_engine.dsl import concurrency
 
     concurrency.sleep(0)
-
-
-class Queues(NamedTuple):
-    """The queues between the API and its workers."""
-
-    tasks: Queue
-    results: Queue
-    dead: Queue
-
-
-class QueueMismatch(Exception):  # noqa: N818 - reads as the sentence it carries
-    """A queue exists on the broker with other arguments than the configuration asks for."""
-
-
-def task_queues(settings: Settings) -> Queues:
-    """The task queue workers take from, the result queue the API reads, and the
-    dead-letter queue of the tasks no worker finished.
-
-    The task queue is a quorum queue: RabbitMQ counts the times it hands a task
-    out, and when ``max_deliveries`` workers took it and none acknowledged it
-    (each died with it) moves it to the dead-letter queue, at least once (it is
-    never just dropped).
-    """
-    exchange = Exchange("", type="direct")
-    dead = settings.dead_letter_queue
-    tasks = Queue(settings.task_queue, exchange, routing_key=settings.task_queue, durable=True,
-                  queue_arguments={
-                      "x-queue-type": "quorum",
-                      # RabbitMQ's limit counts the returns: the deliveries after the first.
-                      "x-delivery-limit": settings.max_deliveries - 1,
-                      "x-dead-letter-exchange": "",
-                      "x-dead-letter-routing-key": dead,
-                      "x-dead-letter-strategy": "at-least-once",
-                      "x-overflow": "reject-publish"})
-    return Queues(tasks,
-                  Queue(settings.result_queue, exchange, routing_key=settings.result_queue,
-                        durable=True),
-                  Queue(dead, exchange, routing_key=dead, durable=True))
-
-
-def declare_queues(channel: Any, settings: Settings) -> Queues:
-    """Declare the queues of :func:`task_queues` (the dead-letter one first, so nothing
-    dead-lettered is lost); a queue declared otherwise before is a clear error."""
-    queues = task_queues(settings)
-    for queue in (queues.dead, queues.tasks, queues.results):
-        try:
-            queue(channel).declare()
-        except PreconditionFailed as exc:
-            raise QueueMismatch(
-                f"the RabbitMQ queue {queue.name!r} exists with other arguments than the "
-                f"configuration asks for ({exc.reply_text}). It was declared by an earlier "
-                "version (a classic queue) or with another [engine] max_deliveries: once it "
-                f"is empty, delete it (rabbitmqctl delete_queue {queue.name}), or set [engine] "
-                f"task_queue to a new name") from None
-    return queues
 
 
 class Worker(ConsumerMixin):
@@ -324,7 +269,7 @@ class Worker(ConsumerMixin):
         """Run a task (the ``delivery``-th time it is handed out), unless its result is in."""
         task_id = task["task_id"]
         try:
-            if not environments.take_task(self.store, task_id, self.name):
+            if not db.take_task(self.store, task_id, self.name):
                 LOG.info("task %s is finished or its environment is gone; nothing to run",
                          task_id)
                 return

@@ -18,13 +18,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from murano_engine import concurrency
-from murano_engine.dsl import collector, errors, model, serializer
+from murano_engine.dsl import collector, concurrency, errors, model, serializer
 from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.journal import Journal
-from murano_engine.reports import Reporter, report
+from murano_engine.dsl.reports import Reporter, report
+from murano_engine.engine.journal import Journal
 
 LOG = logging.getLogger(__name__)
 def run_task(task: Mapping[str, Any], loader: PackageLoader, *,
@@ -33,7 +32,7 @@ def run_task(task: Mapping[str, Any], loader: PackageLoader, *,
              budget: Budget | None = None,
              outside: Journal | None = None) -> dict[str, Any]:
     """Run one task to the end, within ``budget``; errors become ``isException`` results,
-    never escape (except :class:`murano_engine.journal.Cancelled` when the run is
+    never escape (except :class:`murano_engine.engine.journal.Cancelled` when the run is
     stopped).
 
     With a journal (``outside``), every call leaving the engine is recorded in it, and

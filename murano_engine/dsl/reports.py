@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from murano_engine import boundary
+from murano_engine.dsl import boundary
 
 Reporter = Callable[[dict[str, Any]], None]
 

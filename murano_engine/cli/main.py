@@ -26,7 +26,7 @@ def run_guarded(body: Callable[[], int], debug: bool = False) -> int:
     sys.setrecursionlimit(RECURSION_LIMIT)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     # Commands print a failed task's error themselves, with its MuranoPL stack.
-    logging.getLogger("murano_engine.tasks").setLevel(logging.ERROR)
+    logging.getLogger("murano_engine.engine.tasks").setLevel(logging.ERROR)
     try:
         return body()
     except KeyboardInterrupt:
@@ -71,12 +71,12 @@ def _parse_arg(text: str) -> tuple[str, Any]:
 
 
 def _run(options: argparse.Namespace) -> int:
-    from murano_engine.config import load_config
     from murano_engine.dsl import errors, model, serializer
     from murano_engine.dsl.budget import Budget
     from murano_engine.dsl.executor import Executor
     from murano_engine.dsl.packages import PackageLoader
-    from murano_engine.interpreter import build_interpreter
+    from murano_engine.engine.config import load_config
+    from murano_engine.engine.interpreter import build_interpreter
 
     loader = PackageLoader(options.load_packages_from, build_interpreter())
     # What start-up made (modules, classes, the yaql library) lives as long as the
@@ -119,9 +119,9 @@ def _run(options: argparse.Namespace) -> int:
 
 
 def _environment(options: argparse.Namespace, action: str) -> int:
-    from murano_engine import concurrency
+    from murano_engine.dsl import concurrency
     concurrency.setup()
-    from murano_engine.deploy import run_command
+    from murano_engine.cli.deploy import run_command
     positional = {"deploy": ["model"], "action": ["object_id", "method"]}.get(action, [])
     words = take_positionals(options, action, positional,
                              [getattr(options, n) for n in positional if getattr(options, n)])
@@ -132,13 +132,13 @@ def _environment(options: argparse.Namespace, action: str) -> int:
 
 
 def _worker(options: argparse.Namespace) -> int:
-    from murano_engine.worker import serve_worker
+    from murano_engine.server.worker import serve_worker
     return serve_worker(options)
 
 
 def _validate(options: argparse.Namespace) -> int:
     from murano_engine.dsl.validation import package_warnings, validate_package
-    from murano_engine.interpreter import build_interpreter
+    from murano_engine.engine.interpreter import build_interpreter
     options.path, = take_positionals(options, "validate", ["path"],
                                      [options.path] if options.path else [])
     path = Path(options.path)
@@ -162,7 +162,7 @@ def _ui_model(options: argparse.Namespace) -> int:
 
     from murano_engine.dsl.errors import LoadError
     from murano_engine.dsl.json_loader import load_json
-    from murano_engine.dynamic_ui import UiError, translate
+    from murano_engine.web.dynamic_ui import UiError, translate
     if not options.ui or not options.answers:
         raise SystemExit("error: ui-model takes UI_YAML ANSWERS_JSON")
     try:

@@ -1,6 +1,6 @@
 """The API's deployment journals: a task's entries in the ``journal_entry`` table.
 
-:class:`DbJournalStore` is the :class:`murano_engine.journal.JournalStore` of
+:class:`DbJournalStore` is the :class:`murano_engine.engine.journal.JournalStore` of
 one task. A worker that takes a task another worker was running when it died
 opens the same rows, so its run replays what the dead one recorded. The rows
 go when the API stores the task's outcome (:func:`forget`).
@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import delete, insert, select
 
-from murano_engine.api import db
+from murano_engine.backend import db
 
 
 class DbJournalStore:

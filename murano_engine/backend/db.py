@@ -104,7 +104,7 @@ class Status(Timestamped, Base):
 
 
 class JournalEntry(Base):
-    """One entry of a running task's deployment journal (:mod:`murano_engine.journal`),
+    """One entry of a running task's deployment journal (:mod:`murano_engine.engine.journal`),
     numbered from 0 in the order it was appended; deleted with the task's result."""
 
     __tablename__ = "journal_entry"
@@ -308,3 +308,14 @@ def downgrade(engine: Engine, revision: str) -> None:
     with engine.begin() as connection:
         config.attributes["connection"] = connection
         command.downgrade(config, revision)
+
+
+def take_task(store: Store, task_id: str, worker: str) -> bool:
+    """Note that ``worker`` runs the task; False when there is nothing to run (its
+    result is stored already, or its environment was deleted)."""
+    with store.write() as session:
+        task = session.get(Task, task_id)
+        if task is None or task.finished is not None:
+            return False
+        task.worker = worker
+        return True

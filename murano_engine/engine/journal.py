@@ -13,7 +13,7 @@ done twice.
 Entries are keyed by where the call is made, not by the global order of
 calls: ``<branch>|<kind>|<scope>|<n>``, where ``branch`` names the green
 thread (``Parallel``, ``pselect`` and ``psuper`` give each branch a path of
-its own, see :func:`murano_engine.concurrency.branch`), ``kind`` the call,
+its own, see :func:`murano_engine.dsl.concurrency.branch`), ``kind`` the call,
 ``scope`` the object it is about (an agent's queue, a stack's name), and ``n``
 counts the calls with the same prefix. Code in one branch runs in order, so
 the keys come out the same however branches interleave.
@@ -36,8 +36,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from murano_engine import concurrency
-from murano_engine.boundary import Outside
+from murano_engine.dsl import concurrency
+from murano_engine.dsl.boundary import Outside
 
 LOG = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ destroyed, the others keep their Out properties and attributes. A failed run
 still writes what had been done, so the next deploy continues from it.
 
 While a command runs, its journal (``<state>.journal``, see
-:mod:`murano_engine.journal`) records every call that leaves the engine. A
+:mod:`murano_engine.engine.journal`) records every call that leaves the engine. A
 command that was killed or stopped (Ctrl-C) is resumed by running it again:
 what the journal holds is replayed, not done again. ``destroy`` after an
 interrupted command removes what that command made too.
@@ -20,11 +20,9 @@ interrupted command removes what that command made too.
 from __future__ import annotations
 
 import contextlib
-import copy
 import hashlib
 import json
 import os
-import re
 import signal
 import sys
 import threading
@@ -35,8 +33,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from murano_engine.dsl.errors import LoadError
 from murano_engine.dsl.json_loader import load_json
-from murano_engine.journal import Cancelled, FileJournal, Journal, JournalError
-from murano_engine.reports import is_step
+from murano_engine.dsl.reports import is_step
+from murano_engine.engine.journal import Cancelled, FileJournal, Journal, JournalError
+from murano_engine.engine.services import close_services, engine_services
 
 if TYPE_CHECKING:
     from murano_common.options import Values
@@ -171,46 +170,6 @@ def write_state(path: Path, model: Mapping[str, Any]) -> None:
     temporary.replace(path)
 
 
-def engine_services(config: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """The outside services a run uses: the cloud, the agents' broker, class configs."""
-    from murano_engine.class_configs import ClassConfigFiles
-    from murano_engine.clouds import open_cloud
-    from murano_engine.config import broker_ssl, broker_url
-    from murano_engine.messaging import AgentClient
-    key = config["engine"].get("signing_key") or None
-    signing_key = Path(key).read_text() if key else None
-    services = {"cloud": open_cloud(config),
-                "agents": AgentClient(broker_url(config), signing_key_pem=signing_key,
-                                      ssl=broker_ssl(config)),
-                "config": config}
-    folder = config["engine"].get("class_configs")
-    if folder:
-        services["class_configs"] = ClassConfigFiles(folder)
-    return services
-
-
-def project_config(config: Values, project_id: str) -> Values:
-    """``config`` for one project's tasks: on the local cloud, a state folder of its own
-    (``<state_dir>/projects/<project>``); a Heat cloud scopes projects itself."""
-    from murano_engine.clouds.heat import heat_configured
-    if heat_configured(config["heat"]):
-        return config
-    scoped = copy.deepcopy(config)
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", project_id) or "_"
-    if safe != project_id or safe in (".", ".."):
-        safe = f"{safe[:40]}-{hashlib.sha256(project_id.encode()).hexdigest()[:12]}"
-    base = Path(str(config["local_cloud"]["state_dir"])).expanduser()
-    scoped["local_cloud"]["state_dir"] = str(base / "projects" / safe)
-    return scoped
-
-
-def close_services(services: Mapping[str, Any]) -> None:
-    for name in ("agents", "cloud"):
-        service = services.get(name)
-        if service is not None and hasattr(service, "close"):
-            service.close()
-
-
 def journal_path(state_path: Path) -> Path:
     """Where the journal of a command on ``state_path`` is kept."""
     return state_path.with_name(state_path.name + ".journal")
@@ -274,7 +233,7 @@ class Resources:
     def remove_queues(self, config: Values) -> list[str]:
         """Delete every queue still there (once nothing consumes them any more)."""
         from murano_common import amqp
-        from murano_engine.config import broker_ssl, broker_url
+        from murano_engine.engine.config import broker_ssl, broker_url
         if not self.queues:
             return []
         try:
@@ -394,15 +353,15 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
     The packages run with ``interpreter`` (by default the engine's own). A
     command interrupted earlier is resumed from its journal first.
 
-    The command line calls :func:`murano_engine.concurrency.setup` first, so
+    The command line calls :func:`murano_engine.dsl.concurrency.setup` first, so
     that sockets and subprocesses are cooperative before kombu is imported.
     """
-    from murano_engine import boundary
-    from murano_engine.config import load_config
+    from murano_engine.dsl import boundary
     from murano_engine.dsl.budget import Budget
     from murano_engine.dsl.packages import PackageLoader
-    from murano_engine.interpreter import build_interpreter
-    from murano_engine.tasks import run_task
+    from murano_engine.engine.config import load_config
+    from murano_engine.engine.interpreter import build_interpreter
+    from murano_engine.engine.tasks import run_task
 
     state_path = Path(options.state)
     previous = read_json(state_path, "state file") if state_path.exists() else None

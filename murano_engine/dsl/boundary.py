@@ -2,7 +2,7 @@
 
 Time, sleeping, random names and ids, and every call to a service the engine
 reaches (the cloud, the guest agents) go through an :class:`Outside`: the
-executor's own (a :class:`murano_engine.journal.Journal` when the run is
+executor's own (a :class:`murano_engine.engine.journal.Journal` when the run is
 journaled), else the process's current one, which tests replace with
 :func:`use`. Nothing else in the engine calls ``time``, ``random`` or ``uuid``
 directly.
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
-from murano_engine import concurrency
+from murano_engine.dsl import concurrency
 
 
 class Outside:
