@@ -105,12 +105,14 @@ def test_wizard_checks_then_adds_and_a_failure_shows_the_muranopl_stack(start_ap
     deadline = time.monotonic() + 60
     while True:
         live = browser.get(f"{api.url}/ui/environments/{env_id}/live", timeout=30).json()
-        if live["status"] not in ("deploying", "pending") or time.monotonic() > deadline:
+        if live["status"]["code"] not in ("deploying", "pending") \
+                or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    assert live["status"] == "deploy failure", live
+    assert live["status"] == {"code": "deploy failure", "words": "Deployment failed",
+                              "tone": "failed"}, live
     assert live["failure"]["message"].endswith("web was asked to fail")
-    assert "Echo.yaml" in (live["failure"].get("traceback") or ""), live["failure"]
+    assert "Echo.yaml" in live["failure"]["stack"], live["failure"]
     page = browser.get(f"{api.url}/ui/environments/{env_id}", timeout=30).text
     assert "web was asked to fail" in page and 'class="stack"' in page
     task_id = re.search(r"/deployments/(\w+)\"", page).group(1)

@@ -1,0 +1,20 @@
+// Behaviour every page shares, kept out of the markup (no inline handlers):
+// a form with data-confirm asks first; a form posts once; the package page's "add to environment"
+// form goes to the chosen environment's wizard.
+(function () {
+  "use strict";
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    var question = form.getAttribute("data-confirm");
+    if (form.getAttribute("data-sent")) { event.preventDefault(); return; }  // a double click
+    if (question && !window.confirm(question)) { event.preventDefault(); return; }
+    var wizard = form.getAttribute("data-wizard");
+    if (wizard) {
+      event.preventDefault();
+      location.assign("/ui/environments/" + encodeURIComponent(form.elements.env.value) +
+                      "/add/" + encodeURIComponent(wizard));
+      return;
+    }
+    if (form.method.toLowerCase() === "post") { form.setAttribute("data-sent", "true"); }
+  });
+})();

@@ -1,0 +1,42 @@
+"""How the pages word what the API gives as codes: environment statuses, deployment
+states, and time stamps."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+#: environment status -> (words, tone); the tone is the CSS class that colours it
+STATUSES = {"ready": ("Ready", "ok"), "pending": ("Changes not deployed yet", "busy"),
+            "deploying": ("Deploying", "busy"), "deleting": ("Deleting", "busy"),
+            "deploy failure": ("Deployment failed", "failed"),
+            "delete failure": ("Deletion failed", "failed")}
+#: deployment state -> (words, tone)
+STATES = {"success": ("Succeeded", "ok"), "running": ("Running", "busy"),
+          "running_w_warnings": ("Running, with warnings", "warning"),
+          "running_w_errors": ("Running, with errors", "failed"),
+          "completed_w_warnings": ("Finished with warnings", "warning"),
+          "completed_w_errors": ("Finished with errors", "failed")}
+
+
+def status(code: Any) -> dict[str, str]:
+    """``{code, words, tone}`` of an environment status."""
+    words, tone = STATUSES.get(str(code), (str(code), "busy"))
+    return {"code": str(code), "words": words, "tone": tone}
+
+
+def state(code: Any) -> dict[str, str]:
+    """``{code, words, tone}`` of a deployment state."""
+    words, tone = STATES.get(str(code), (str(code), "busy"))
+    return {"code": str(code), "words": words, "tone": tone}
+
+
+def when(stamp: Any) -> str:
+    """An ISO time stamp the API gives (UTC) as ``YYYY-MM-DD HH:MM:SS UTC``."""
+    if not stamp:
+        return ""
+    try:
+        moment = datetime.fromisoformat(str(stamp))
+    except ValueError:
+        return str(stamp)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
