@@ -298,7 +298,8 @@ class WebUi:
             steps = environments.steps(self.api.store, ctx, env_id, latest["id"])
         return {"env": env, "model": model, "applications": list(shown or []),
                 "pending": pending, "deployments": deployments, "latest": latest,
-                "reports": reports, "steps": steps, "failure": _failure(latest, reports)}
+                "reports": reports, "steps": steps,
+                "failure": _failure(latest, reports, self.api.hide_paths)}
 
     def _picture(self, state: dict[str, Any]) -> str:
         return (picture.timeline_svg(state["steps"], time.time()) + picture.topology_svg(
@@ -436,7 +437,7 @@ class WebUi:
             raise NotFound()
         body = picture.document(f"Deployment of {env['name']}", steps, [
             {**r, "timestamp": _float(r["timestamp"])} for r in reports], objects,
-            _failure(deployment, reports))
+            _failure(deployment, reports, self.api.hide_paths))
         return Response(body, mimetype="text/html")
 
     # -- the wizard ----------------------------------------------------------------------
@@ -602,18 +603,19 @@ def _float(value: Any) -> float | None:
         return None
 
 
-def _failure(deployment: dict[str, Any] | None,
-             reports: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+def _failure(deployment: dict[str, Any] | None, reports: list[dict[str, Any]],
+             hide: Callable[[str], str]) -> dict[str, Any] | None:
     """The MuranoPL error of a failed deployment: ``{message, kind, stack}`` (the stack
-    from the result, else from the error report that carried it)."""
+    from the result, else from the error report that carried it), the server's own
+    folders hidden (``hide``)."""
     result = (deployment or {}).get("result") or {}
     if not result.get("isException"):
         return None
     error = result.get("result") or {}
     message = str(error.get("message") or "the deployment failed")
     stack = error.get("traceback") or error.get("details") or next(
-        (r["details"] for r in reversed(reports or []) if r.get("level") == "error"
+        (r["details"] for r in reversed(reports) if r.get("level") == "error"
          and r.get("details") and str(r.get("text")) == message), None)
     names = error.get("names") or []
-    return {"message": message, "kind": str(names[0]) if names else "",
-            "stack": str(stack or "")}
+    return {"message": hide(message), "kind": str(names[0]) if names else "",
+            "stack": hide(str(stack or ""))}
