@@ -404,3 +404,22 @@ def test_wizard_titles_back_and_a_single_name_field(start_api, tmp_path):
     assert added.url.endswith(f"/ui/environments/{env['id']}")
     session = re.search(r"<strong>([^<]*)</strong>", added.text)
     assert session and session.group(1) == "mine"
+
+
+def test_removing_a_pending_application_only_changes_the_session(start_api, tmp_path):
+    api = start_api(environment_class="com.example.apitest.Environment")
+    browser = login(api)
+    env_id, _ = added_echo(api, browser, tmp_path)
+    package = api.ok("GET", "/v1/catalog/packages?fqn=com.example.apitest")["packages"][0]
+    added = browser.post(f"{api.url}/ui/environments/{env_id}/add/{package['id']}",
+                         data={"_step": "0", "_answers": "{}", "who": "later",
+                               "application_name": "later echo"}, timeout=30)
+    later = re.search(r'<tr class="application" data-id="(\w+)"><td><strong>later echo<',
+                      added.text)
+    assert later, added.text
+    kept = browser.post(f"{api.url}/ui/environments/{env_id}/applications/{later.group(1)}"
+                        f"/remove", timeout=30)
+    assert 'id="pending"' in kept.text and "later echo" not in kept.text
+    assert "echo web" in kept.text  # the deployed one stays
+    deployments = api.ok("GET", f"/v1/environments/{env_id}/deployments")["deployments"]
+    assert len(deployments) == 1  # nothing deployed for it
