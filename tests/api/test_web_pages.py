@@ -334,6 +334,13 @@ def test_a_second_deploy_click_comes_back_to_the_environment(start_api, tmp_path
                            cookies=session_cookie, allow_redirects=False)
     assert first.status_code == second.status_code == 302, second.text
     assert second.headers["Location"].endswith(f"/ui/environments/{env_id}")
+    # while it runs the page shows what is being deployed: applications and topology
+    live = browser.get(f"{api.url}/ui/environments/{env_id}/live", timeout=30).json()
+    assert live["status"]["code"] == "deploying", live
+    assert "API test application" in live["applications"], live["applications"]
+    assert "No application yet" not in live["applications"]
+    assert 'class="topology"' in live["picture"] and 'data-name="API test application"' \
+        in live["picture"]
     wait_live(browser, api, env_id)
     assert len(api.ok("GET", f"/v1/environments/{env_id}/deployments")["deployments"]) == 1
 
