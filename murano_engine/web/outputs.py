@@ -26,7 +26,7 @@ def out_properties(cls: Any) -> set[str]:
     return {name for name, specs in cls.all_properties().items() if specs[0].usage == "Out"}
 
 
-def outputs(app: Mapping[str, Any], names: set[str]) -> list[tuple[str, str]]:
+def output_values(app: Mapping[str, Any], names: set[str]) -> list[tuple[str, str]]:
     """``(name, value)`` of the plain values among an application's ``names`` (a
     mapping's entries as ``name.key``), lists joined with commas."""
     found: list[tuple[str, Any]] = []
@@ -41,6 +41,8 @@ def outputs(app: Mapping[str, Any], names: set[str]) -> list[tuple[str, str]]:
 
 @dataclass
 class Server:
+    """A server an application holds, as the page lists it."""
+
     name: str
     addresses: list[str]
     namespace: str | None  # the network namespace a sandboxed server's addresses live in

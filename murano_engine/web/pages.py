@@ -317,7 +317,7 @@ class WebUi:
                                                                 str(header.get("type"))))
             except ApiError:  # its package left the catalog: no outputs to tell
                 names = set()
-            values = outputs.outputs(app, names)
+            values = outputs.output_values(app, names)
             held = outputs.servers(app)
             details[str(header.get("id"))] = {
                 "actions": actions.actions_of(app), "outputs": values, "servers": held,

@@ -17,4 +17,10 @@
     }
     if (form.method.toLowerCase() === "post") { form.setAttribute("data-sent", "true"); }
   });
+  // a page the browser brings back (Back button) may post again
+  window.addEventListener("pageshow", function (event) {
+    if (!event.persisted) { return; }
+    Array.prototype.forEach.call(document.querySelectorAll("form[data-sent]"),
+                                 function (form) { form.removeAttribute("data-sent"); });
+  });
 })();
