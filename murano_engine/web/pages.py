@@ -333,8 +333,7 @@ class WebUi:
             state["applications"]
         return self.page("environment.html", ctx, packages=packages,
                          picture=self._picture(state), legend=picture.legend(),
-                         details=self._details(ctx, deployed),
-                         message=request.args.get("message"), **state)
+                         details=self._details(ctx, deployed), **state)
 
     def on_live(self, request: Request, ctx: Context, env_id: str) -> Response:
         try:
@@ -361,13 +360,11 @@ class WebUi:
     def on_deploy(self, request: Request, ctx: Context, env_id: str) -> Response:
         session_id = self._session_id(request, ctx, env_id)
         env = environments.show_env(self.api.store, ctx, env_id, None)
-        if env["status"] in environments.BUSY:  # a second click: the first one deploys
-            response = redirect(f"/ui/environments/{env_id}")
-        else:
+        if env["status"] not in environments.BUSY:  # else a second click: the first deploys
             if session_id is None:
                 session_id = environments.configure(self.api.store, ctx, env_id)["id"]
             self.api.submit(environments.deploy(self.api.store, ctx, env_id, session_id))
-            response = redirect(f"/ui/environments/{env_id}")
+        response = redirect(f"/ui/environments/{env_id}")
         response.delete_cookie(SESSION_COOKIE + env_id)
         return response
 
@@ -473,7 +470,7 @@ class WebUi:
                 if spec.type in ("boolean", "floatingip") and spec.name not in answers[
                         form.name]:
                     answers[form.name][spec.name] = ""
-            if request.form.get("_back") and step > 0:  # kept unchecked for the return
+            if request.form.get("_back") and step > 0:  # answers kept, checked on return
                 step -= 1
             else:
                 data, errors = self._clean_until(ui, answers, step, choices)
