@@ -75,12 +75,12 @@ class WebUi:
         self.templates = jinja2.Environment(
             loader=jinja2.PackageLoader("murano_engine.web", "templates"),
             autoescape=True, undefined=jinja2.StrictUndefined)
-        self.templates.filters["clock"] = picture.clock
         self.templates.filters["service_name"] = _service_name
         self.templates.filters["classname"] = lambda t: str(t or "").split("/", 1)[0]
         self.templates.filters["status"] = words.status
         self.templates.filters["state"] = words.state
         self.templates.filters["when"] = words.when
+        self.templates.filters["report_time"] = words.report_time
         # placeholder until the merge with branch webguard, whose csrf_field() replaces it
         self.templates.globals["csrf_field"] = lambda: markupsafe.Markup("")
         self._cloud: Callable[[], dynamic_ui.Choices] | None = None

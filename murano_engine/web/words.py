@@ -1,9 +1,10 @@
 """How the pages word what the API gives as codes: environment statuses, deployment
-states, and time stamps."""
+states, and time stamps (all in UTC)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 #: environment status -> (words, tone); the tone is the CSS class that colours it
@@ -40,3 +41,16 @@ def when(stamp: Any) -> str:
     except ValueError:
         return str(stamp)
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def report_time(report: Mapping[str, Any]) -> str:
+    """When a report was made, ``HH:MM:SS`` UTC: the engine's time stamp (seconds since
+    the epoch), else when the API stored it (the API's own reports have no stamp)."""
+    try:
+        moment = datetime.fromtimestamp(float(report.get("timestamp") or ""), UTC)
+    except (TypeError, ValueError):
+        try:
+            moment = datetime.fromisoformat(str(report.get("created")))
+        except ValueError:
+            return ""
+    return moment.strftime("%H:%M:%S")
