@@ -81,6 +81,7 @@ class WebUi:
         self.templates.filters["state"] = words.state
         self.templates.filters["when"] = words.when
         self.templates.filters["report_time"] = words.report_time
+        self.templates.filters["returned"] = words.returned
         # placeholder until the merge with branch webguard, whose csrf_field() replaces it
         self.templates.globals["csrf_field"] = lambda: markupsafe.Markup("")
         self._cloud: Callable[[], dynamic_ui.Choices] | None = None

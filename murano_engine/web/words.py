@@ -3,6 +3,7 @@ states, and time stamps (all in UTC)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -54,3 +55,14 @@ def report_time(report: Mapping[str, Any]) -> str:
         except ValueError:
             return ""
     return moment.strftime("%H:%M:%S")
+
+
+def returned(deployment: Mapping[str, Any]) -> str:
+    """What an action other than deploy returned (JSON), as the deployments list shows
+    it; nothing for deployments, failures and actions that return nothing."""
+    action = deployment.get("action") or {}
+    result = deployment.get("result") or {}
+    if action.get("method") in (None, "deploy") or result.get("isException") \
+            or result.get("result") is None:
+        return ""
+    return "returned " + json.dumps(result["result"])

@@ -23,3 +23,12 @@ def test_times_are_readable():
     assert words.report_time({"timestamp": None, "created": "2026-12-01T20:26:19.5"}) \
         == "20:26:19"
     assert words.report_time({"timestamp": "", "created": None}) == ""
+
+
+def test_what_an_action_returned():
+    done = {"action": {"method": "greet"}, "result": {"isException": False, "result": "hi"}}
+    assert words.returned(done) == 'returned "hi"'
+    assert words.returned({**done, "action": {"method": "deploy"}}) == ""
+    assert words.returned({**done, "action": None}) == ""  # a deletion
+    assert words.returned({**done, "result": {"isException": True, "result": {}}}) == ""
+    assert words.returned({**done, "result": {"isException": False, "result": None}}) == ""
