@@ -19,6 +19,7 @@ import zipfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote as url_quote
 
 import jinja2
 import markupsafe
@@ -211,6 +212,9 @@ class WebUi:
 
     def on_package(self, request: Request, ctx: Context, package_id: str) -> Response:
         package = catalog.show_package(self.api.store, ctx, package_id)
+        chosen = request.args.get("env")
+        if chosen:  # its "add to environment" form: to that environment's wizard
+            return redirect(f"/ui/environments/{url_quote(chosen, safe='')}/add/{package_id}")
         manifest = self._manifest(ctx, package_id)
         versions = [p for p in catalog.list_packages(
             self.api.store, self.api.settings, ctx,

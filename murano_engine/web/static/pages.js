@@ -1,6 +1,5 @@
 // Behaviour every page shares, kept out of the markup (no inline handlers):
-// a form with data-confirm asks first; a form posts once; the package page's "add to environment"
-// form goes to the chosen environment's wizard.
+// a form with data-confirm asks first, and a form posts once.
 (function () {
   "use strict";
   document.addEventListener("submit", function (event) {
@@ -8,13 +7,6 @@
     var question = form.getAttribute("data-confirm");
     if (form.getAttribute("data-sent")) { event.preventDefault(); return; }  // a double click
     if (question && !window.confirm(question)) { event.preventDefault(); return; }
-    var wizard = form.getAttribute("data-wizard");
-    if (wizard) {
-      event.preventDefault();
-      location.assign("/ui/environments/" + encodeURIComponent(form.elements.env.value) +
-                      "/add/" + encodeURIComponent(wizard));
-      return;
-    }
     if (form.method.toLowerCase() === "post") { form.setAttribute("data-sent", "true"); }
   });
   // a page the browser brings back (Back button) may post again
