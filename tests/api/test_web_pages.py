@@ -248,6 +248,10 @@ def test_an_action_runs_from_a_form_of_its_argument_contracts(start_api, tmp_pat
     form = browser.get(form_url, timeout=30)
     assert form.status_code == 200
     assert 'data-argument="who" data-kind="string"' in form.text and "who *" in form.text
+    # the same arguments /v1/schemas describes
+    schema = api.ok("GET", "/v1/schemas/com.example.apitest.Echo/greet")["greet"]
+    assert re.findall(r'data-argument="(\w+)"', form.text) == list(schema["properties"])
+    assert schema["required"] == ["who"]
     missing = browser.post(form_url, data={"who": " "}, timeout=30)
     assert missing.status_code == 400
     assert field_errors(missing.text) == {"who": "This argument is required."}
