@@ -163,6 +163,7 @@ def _force_cleanup(folder: Path) -> None:
         except (OSError, ValueError, KeyError):
             pass
     kv_nodes.force_cleanup(ids, networks)
+    assert not kv_nodes.namespaces_left(ids, networks), "namespaces left after the cleanup"
 
 
 def package_zip(folder: Path, name: str) -> Path:
@@ -352,6 +353,12 @@ def test_the_whole_job_through_the_pages(start_api, browser, tmp_path):
             "return s && e && e.getAttribute('data-busy') === 'false' ? "
             "s.getAttribute('data-code') : null"), 300)
         if gone == "delete failure" and TEMPLATE_REMOVAL_BUG in pages.text("#failure h2"):
+            assert pages.text("#env-status") == "Deletion failed"
+            # the way out until then: abandon it (its servers are cleaned up below)
+            pages.css("#abandon").click()
+            pages.click_to_load("#delete-env", confirm=True)
+            assert browser.current_url.endswith("/ui/environments")
+            assert "webdemo" not in pages.text("#environments")
             pytest.xfail("the engine cannot remove HelloWeb yet (issue #23 item 1)")
         assert gone in ("listed", "not found"), gone
         pages.go("/ui/environments")
