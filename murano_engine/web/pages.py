@@ -358,7 +358,8 @@ class WebUi:
                     details={}),
                 "reports": self.templates.get_template("reports.html").render(
                     reports=state["reports"]),
-                "failure": state["failure"],
+                "failure": self.templates.get_template("failure.html").render(
+                    failure=state["failure"]) if state["failure"] else None,
                 "picture": self._picture(state)}
         return Response(json.dumps(body), mimetype="application/json")
 

@@ -19,15 +19,8 @@
   function showFailure(failure) {
     var box = document.getElementById("failure");
     if (!failure) { return; }
+    box.innerHTML = failure;
     box.hidden = false;
-    box.textContent = "";
-    var title = document.createElement("h2");
-    title.textContent = "Failed: " + failure.message;
-    var stack = document.createElement("pre");
-    stack.className = "stack";
-    stack.textContent = failure.stack || "(no MuranoPL stack: the error came from outside MuranoPL)";
-    box.appendChild(title);
-    box.appendChild(stack);
   }
 
   function poll() {
