@@ -254,12 +254,6 @@ def topology_svg(objects: Mapping[str, Any] | None, servers: Iterable[str] = ())
     return "".join(parts)
 
 
-#: the legend's colour swatches as CSS classes (no style attribute: the pages'
-#: Content-Security-Policy allows only their own style sheets)
-SWATCHES = "".join(f".legend i.swatch-{n} {{ background: {c}; }}\n"
-                   for n, c in {**COLOURS, "stack": "#7a4fb5"}.items())
-
-
 STYLE = """
 body { font-family: sans-serif; margin: 1.5em; color: #222; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.1em; margin-top: 1.5em; }
@@ -271,12 +265,13 @@ table.reports td { border-bottom: 1px solid #eee; padding: 3px 8px; vertical-ali
 tr.error td { color: #b00; } tr.warning td { color: #a60; }
 pre.stack { background: #fff4f4; border: 1px solid #e99; padding: 8px; white-space: pre-wrap; }
 svg { max-width: 100%; height: auto; }
-""" + SWATCHES
+"""
 
 
 def legend() -> str:
-    items = "".join(f'<span><i class="swatch-{n}"></i>{n}</span>' for n in COLOURS)
-    return (f'<p class="legend">{items}<span><i class="swatch-stack"></i>stack '
+    items = "".join(f'<span><i style="background:{c}"></i>{n}</span>'
+                    for n, c in COLOURS.items())
+    return (f'<p class="legend">{items}<span><i style="background:#7a4fb5"></i>stack '
             f'push</span><span>→ a result used by a later plan</span></p>')
 
 

@@ -158,10 +158,3 @@ def test_a_server_template_is_not_a_server():
                                                     "id": "tpl"}}}}}]}
     assert picture.topology(objects)["applications"] == [
         {"name": "hello", "type": "io.murano.apps.linux.HelloWeb", "servers": ["hello-1"]}]
-
-
-def test_the_legend_has_no_style_attribute_and_the_pages_colour_it():
-    assert "style=" not in picture.legend()
-    sheet = (REPO / "murano_engine" / "web" / "static" / "pages.css").read_text()
-    assert picture.SWATCHES.strip() in sheet  # the pages' own style sheet has the colours
-    assert picture.SWATCHES in picture.STYLE  # and the self-contained file
