@@ -17,7 +17,7 @@ import re
 import time
 import zipfile
 from collections.abc import Callable, Iterable
-from pathlib import Path
+from importlib import resources
 from typing import Any
 from urllib.parse import quote as url_quote
 
@@ -37,11 +37,10 @@ from murano_engine.web import actions, outputs, picture, words
 from murano_engine.web.choices import for_cloud
 
 COOKIE = "murano_token"
-STATIC_DIR = Path(__file__).parent / "static"
-#: the files served under /ui/static/ and their media types
-STATIC = {"environment.js": "text/javascript", "pages.js": "text/javascript",
-          "pages.css": "text/css"}
 SESSION_COOKIE = "murano_session_"
+#: the pages' own scripts and style sheets (``/ui/static/<name>``)
+STATIC = resources.files("murano_engine.web") / "static"
+STATIC_TYPES = {".css": "text/css", ".js": "text/javascript"}
 
 #: (path, endpoint, methods) of each page
 RULES: list[tuple[str, str, tuple[str, ...]]] = [
@@ -144,11 +143,11 @@ class WebUi:
                          problems=problems or [], back=back)
 
     def on_static(self, request: Request, name: str) -> Response:
-        """The pages' own scripts and styles (``murano_engine/web/static``)."""
-        if name not in STATIC:
+        resource = STATIC / name
+        media_type = STATIC_TYPES.get("." + name.rpartition(".")[2])
+        if media_type is None or "/" in name or not resource.is_file():
             raise NotFound()
-        data = (STATIC_DIR / name).read_bytes()
-        return Response(data, mimetype=STATIC[name])
+        return Response(resource.read_bytes(), mimetype=media_type)
 
     def identify(self, request: Request) -> Context | None:
         token = request.cookies.get(COOKIE)
@@ -569,7 +568,7 @@ def token_from_cookie(protected: Callable, web: WebUi) -> Callable:
     pages carry their cookie's token as ``X-Auth-Token`` (no cookie: to the login)."""
     def app(environ: dict, start_response: Callable) -> Iterable[bytes]:
         path = environ.get("PATH_INFO") or ""
-        if path.rstrip("/") == "/ui/login":
+        if path.rstrip("/") == "/ui/login" or path.startswith("/ui/static/"):
             return web(environ, start_response)
         if (path == "/ui" or path.startswith("/ui/")) and not environ.get("HTTP_X_AUTH_TOKEN"):
             token = Request(environ).cookies.get(COOKIE)

@@ -435,3 +435,18 @@ def test_removing_a_pending_application_only_changes_the_session(start_api, tmp_
     assert "echo web" in kept.text  # the deployed one stays
     deployments = api.ok("GET", f"/v1/environments/{env_id}/deployments")["deployments"]
     assert len(deployments) == 1  # nothing deployed for it
+
+
+def test_a_packages_add_form_leads_to_the_chosen_environments_wizard(start_api, tmp_path):
+    api = start_api(environment_class="com.example.apitest.Environment")
+    browser = login(api)
+    package = api.ok("POST", "/v1/catalog/packages",
+                     files={"file": ("apitest.zip", echo_package(tmp_path))})
+    env = api.ok("POST", "/v1/environments", json={"name": "chosen"})
+    page = browser.get(f"{api.url}/ui/packages/{package['id']}", timeout=30).text
+    assert f'<option value="{env["id"]}">chosen</option>' in page
+    # the form sent as it is (a GET of this page with env=): to that wizard
+    wizard = browser.get(f"{api.url}/ui/packages/{package['id']}", params={"env": env["id"]},
+                         timeout=30)
+    assert wizard.url.endswith(f"/ui/environments/{env['id']}/add/{package['id']}")
+    assert 'id="f-who"' in wizard.text
