@@ -17,7 +17,7 @@ def _label(obj: Any) -> str:
     target = real_object(obj)
     if target is None:
         return str(obj)
-    return f"{target.murano_class.name} {target.props.get('name') or target.id}"
+    return f"{target.murano_class.name} {target.props.get('name') or target.name or target.id}"
 
 
 @native_class("io.murano.system.InstanceNotifier")

@@ -422,7 +422,7 @@ def parse(text: str | bytes, filename: str = "ui.yaml", app_name: str = "") -> U
     header = root["Application"].get("?") if isinstance(root["Application"], Mapping) else None
     if not app_name and isinstance(header, Mapping) and isinstance(header.get("type"), str):
         app_name = header["type"].rsplit(".", 1)[-1]
-    if version >= (2, 2):
+    if version >= (2, 2) and _name_field(forms) is None:
         forms[-1].fields.append(Field(
             name=APP_NAME_FIELD, type="string", form=forms[-1].name, label="Application name",
             initial=app_name, help_text="How the environment lists this application",
@@ -665,10 +665,22 @@ def _add_ids(value: Any) -> Any:
     return value
 
 
+def _name_field(forms: list[Form]) -> Field | None:
+    """The package's own name field (a string field ``name``): it names the application,
+    so the form asks for the name once."""
+    return next((f for form in forms for f in form.fields
+                 if f.name == "name" and f.type == "string"), None)
+
+
 def application_name(ui: UiDefinition, data: Mapping[str, Any]) -> str:
-    if ui.version >= (2, 2):
-        return str((data.get(ui.forms[-1].name) or {}).get(APP_NAME_FIELD) or "")
-    return ""
+    """The name the environment lists the application by (2.2 and later): the added
+    application name field, or the package's own name field."""
+    if ui.version < (2, 2):
+        return ""
+    own = _name_field(ui.forms)
+    if own is not None:
+        return str((data.get(own.form) or {}).get(own.name) or "")
+    return str((data.get(ui.forms[-1].name) or {}).get(APP_NAME_FIELD) or "")
 
 
 def evaluate_application(ui: UiDefinition, data: Mapping[str, Mapping[str, Any]]) -> dict:

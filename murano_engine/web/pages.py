@@ -13,12 +13,16 @@ from __future__ import annotations
 import html
 import io
 import json
+import re
 import time
 import zipfile
 from collections.abc import Callable, Iterable
+from importlib import resources
 from typing import Any
+from urllib.parse import quote as url_quote
 
 import jinja2
+import markupsafe
 import yaml
 from werkzeug.exceptions import HTTPException, NotFound
 from werkzeug.routing import Map, Rule
@@ -28,16 +32,20 @@ from werkzeug.wrappers import Request, Response
 from murano_engine.api import catalog, environments
 from murano_engine.api.auth import Context
 from murano_engine.api.errors import ApiError, BadRequest
-from murano_engine.web import dynamic_ui, picture
+from murano_engine.web import actions, dynamic_ui, outputs, picture, words
 from murano_engine.web.choices import for_cloud
 
 COOKIE = "murano_token"
 SESSION_COOKIE = "murano_session_"
+#: the pages' own scripts and style sheets (``/ui/static/<name>``)
+STATIC = resources.files("murano_engine.web") / "static"
+STATIC_TYPES = {".css": "text/css", ".js": "text/javascript"}
 
 #: (path, endpoint, methods) of each page
 RULES: list[tuple[str, str, tuple[str, ...]]] = [
     ("/ui/", "catalog", ("GET",)),
     ("/ui/login", "login", ("GET", "POST")),
+    ("/ui/static/<name>", "static", ("GET",)),
     ("/ui/logout", "logout", ("POST",)),
     ("/ui/packages", "upload", ("POST",)),
     ("/ui/packages/<package_id>", "package", ("GET",)),
@@ -47,6 +55,9 @@ RULES: list[tuple[str, str, tuple[str, ...]]] = [
     ("/ui/environments/<env_id>", "environment", ("GET",)),
     ("/ui/environments/<env_id>/live", "live", ("GET",)),
     ("/ui/environments/<env_id>/deploy", "deploy", ("POST",)),
+    ("/ui/environments/<env_id>/delete", "delete_env", ("POST",)),
+    ("/ui/environments/<env_id>/applications/<app_id>/remove", "remove_app", ("POST",)),
+    ("/ui/environments/<env_id>/actions/<action_id>", "action", ("GET", "POST")),
     ("/ui/environments/<env_id>/add/<package_id>", "wizard",
      ("GET", "POST")),
     ("/ui/environments/<env_id>/deployments/<task_id>", "deployment", ("GET",)),
@@ -63,9 +74,15 @@ class WebUi:
         self.templates = jinja2.Environment(
             loader=jinja2.PackageLoader("murano_engine.web", "templates"),
             autoescape=True, undefined=jinja2.StrictUndefined)
-        self.templates.filters["clock"] = picture.clock
         self.templates.filters["service_name"] = _service_name
         self.templates.filters["classname"] = lambda t: str(t or "").split("/", 1)[0]
+        self.templates.filters["status"] = words.status
+        self.templates.filters["state"] = words.state
+        self.templates.filters["when"] = words.when
+        self.templates.filters["report_time"] = words.report_time
+        self.templates.filters["returned"] = words.returned
+        # placeholder until the merge with branch webguard, whose csrf_field() replaces it
+        self.templates.globals["csrf_field"] = lambda: markupsafe.Markup("")
         self._cloud: Callable[[], dynamic_ui.Choices] | None = None
 
     def parameters_source(self, ctx: Context, package: dict[str, Any]
@@ -103,21 +120,44 @@ class WebUi:
 
     def respond(self, request: Request) -> Response:
         """The page for ``request`` (errors of the API become an error page)."""
+        ctx = None
         try:
             endpoint, args = self.url_map.bind_to_environ(request.environ).match()
             if endpoint == "login":
                 response = self.on_login(request)
+            elif endpoint == "static":
+                response = self.on_static(request, **args)
             else:
                 ctx = self.identify(request)
                 response = redirect("/ui/login") if ctx is None else \
                     getattr(self, "on_" + endpoint)(request, ctx, **args)
         except ApiError as exc:
-            response = self.page("error.html", None, status=exc.status, code=exc.status,
-                                 message=self.api.hide_paths(exc.message),
-                                 problems=[self.api.hide_paths(p) for p in exc.problems or []])
+            response = self.error_page(request, ctx, exc.status,
+                                       self.api.hide_paths(exc.message),
+                                       [self.api.hide_paths(p) for p in exc.problems or []])
         except HTTPException as exc:
-            response = exc.get_response()
+            response = self.error_page(request, ctx, exc.code or 500,
+                                       exc.description or exc.name)
         return response
+
+    def error_page(self, request: Request, ctx: Context | None, code: int, message: str,
+                   problems: list[str] | None = None) -> Response:
+        """An error in the pages' frame, with a way back: the page the user came from
+        (when it is one of these pages), else the catalog."""
+        came_from = request.referrer or ""
+        origin = request.host_url.rstrip("/")
+        back = came_from[len(origin):] if came_from.startswith(origin + "/ui") else "/ui/"
+        if back == request.full_path.rstrip("?"):
+            back = "/ui/"
+        return self.page("error.html", ctx, status=code, code=code, message=message,
+                         problems=problems or [], back=back)
+
+    def on_static(self, request: Request, name: str) -> Response:
+        resource = STATIC / name
+        media_type = STATIC_TYPES.get("." + name.rpartition(".")[2])
+        if media_type is None or "/" in name or not resource.is_file():
+            raise NotFound()
+        return Response(resource.read_bytes(), mimetype=media_type)
 
     def identify(self, request: Request) -> Context | None:
         token = request.cookies.get(COOKIE)
@@ -181,6 +221,9 @@ class WebUi:
 
     def on_package(self, request: Request, ctx: Context, package_id: str) -> Response:
         package = catalog.show_package(self.api.store, ctx, package_id)
+        chosen = request.args.get("env")
+        if chosen:  # its "add to environment" form: to that environment's wizard
+            return redirect(f"/ui/environments/{url_quote(chosen, safe='')}/add/{package_id}")
         manifest = self._manifest(ctx, package_id)
         versions = [p for p in catalog.list_packages(
             self.api.store, self.api.settings, ctx,
@@ -249,7 +292,15 @@ class WebUi:
         return session_id if found.get("state") == "opened" else None
 
     def _state(self, ctx: Context, env_id: str, session_id: str | None) -> dict[str, Any]:
+        """What the environment page and its live updates show. While a deployment runs
+        the applications and the model are the ones it deploys (the environment's own
+        change only when it ends)."""
         env = environments.show_env(self.api.store, ctx, env_id, None)
+        running = env["acquired_by"] if env["status"] in environments.BUSY else None
+        model = environments.get_model(self.api.store, ctx, env_id, "", running)
+        if model is None:  # being deleted: what is being destroyed
+            model = environments.get_model(self.api.store, ctx, env_id, "", None)
+        shown = model.get("services") if isinstance(model, dict) else None
         pending = environments.show_env(self.api.store, ctx, env_id, session_id)["services"] \
             if session_id else None
         deployments = environments.list_deployments(self.api.store, ctx, env_id)["deployments"]
@@ -259,44 +310,132 @@ class WebUi:
             reports = environments.reports(self.api.store, ctx, env_id, latest["id"],
                                            [])["reports"]
             steps = environments.steps(self.api.store, ctx, env_id, latest["id"])
-        return {"env": env, "pending": pending, "deployments": deployments,
-                "latest": latest, "reports": reports, "steps": steps}
+        return {"env": env, "model": model, "applications": list(shown or []),
+                "pending": pending, "deployments": deployments, "latest": latest,
+                "reports": reports, "steps": steps,
+                "failure": _failure(latest, reports, self.api.hide_paths)}
 
-    def _picture(self, ctx: Context, env_id: str, state: dict[str, Any]) -> str:
-        objects = environments.get_model(self.api.store, ctx, env_id, "", None)
+    def _picture(self, state: dict[str, Any]) -> str:
         return (picture.timeline_svg(state["steps"], time.time()) + picture.topology_svg(
-            objects, picture.lanes(state["steps"])))
+            state["model"], picture.lanes(state["steps"])))
+
+    def _details(self, ctx: Context, applications: list[dict[str, Any]]
+                 ) -> dict[str, dict[str, Any]]:
+        """Each deployed application's actions, outputs, servers and the commands that
+        reach them, by object id."""
+        details = {}
+        for app in applications:
+            header = app.get("?") or {}
+            try:
+                names = outputs.out_properties(actions.class_of(self.api, ctx,
+                                                                str(header.get("type"))))
+            except ApiError:  # its package left the catalog: no outputs to tell
+                names = set()
+            values = outputs.output_values(app, names)
+            held = outputs.servers(app)
+            details[str(header.get("id"))] = {
+                "actions": actions.actions_of(app), "outputs": values, "servers": held,
+                "reach": outputs.reach_commands(values, held)}
+        return details
 
     def on_environment(self, request: Request, ctx: Context, env_id: str) -> Response:
         session_id = self._session_id(request, ctx, env_id)
         state = self._state(ctx, env_id, session_id)
         packages = catalog.list_packages(self.api.store, self.api.settings, ctx,
                                          {"type": ["Application"]})["packages"]
+        deployed = [] if state["env"]["status"] in environments.BUSY else \
+            state["applications"]
         return self.page("environment.html", ctx, packages=packages,
-                         picture=self._picture(ctx, env_id, state),
-                         legend=picture.legend(), failure=_failure(state["latest"]),
-                         **state)
+                         picture=self._picture(state), legend=picture.legend(),
+                         details=self._details(ctx, deployed), **state)
 
     def on_live(self, request: Request, ctx: Context, env_id: str) -> Response:
-        state = self._state(ctx, env_id, None)
+        try:
+            state = self._state(ctx, env_id, None)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            body = {"gone": True}  # its deletion ended
+            return Response(json.dumps(body), mimetype="application/json")
         latest = state["latest"]
-        body = {"status": state["env"]["status"],
-                "deployment": latest and {"id": latest["id"], "state": latest["state"],
+        body = {"status": words.status(state["env"]["status"]),
+                "deployment": latest and {"id": latest["id"],
+                                          "state": words.state(latest["state"]),
                                           "finished": latest["finished"]},
+                "applications": self.templates.get_template("applications.html").render(
+                    applications=state["applications"], env=state["env"], pending=None,
+                    details={}),
                 "reports": self.templates.get_template("reports.html").render(
                     reports=state["reports"]),
-                "failure": _failure(latest),
-                "picture": self._picture(ctx, env_id, state)}
+                "failure": self.templates.get_template("failure.html").render(
+                    failure=state["failure"]) if state["failure"] else None,
+                "picture": self._picture(state)}
         return Response(json.dumps(body), mimetype="application/json")
 
     def on_deploy(self, request: Request, ctx: Context, env_id: str) -> Response:
         session_id = self._session_id(request, ctx, env_id)
-        if session_id is None:
-            session_id = environments.configure(self.api.store, ctx, env_id)["id"]
-        self.api.submit(environments.deploy(self.api.store, ctx, env_id, session_id))
+        env = environments.show_env(self.api.store, ctx, env_id, None)
+        if env["status"] not in environments.BUSY:  # else a second click: the first deploys
+            if session_id is None:
+                session_id = environments.configure(self.api.store, ctx, env_id)["id"]
+            self.api.submit(environments.deploy(self.api.store, ctx, env_id, session_id))
         response = redirect(f"/ui/environments/{env_id}")
         response.delete_cookie(SESSION_COOKIE + env_id)
         return response
+
+    def on_delete_env(self, request: Request, ctx: Context, env_id: str) -> Response:
+        """Delete the environment through the engine (it destroys what it deployed), or
+        abandon it: forget it without touching its servers."""
+        abandon = bool(request.form.get("abandon"))
+        self.api.submit(environments.delete_env(self.api.store, ctx, env_id, abandon))
+        try:
+            environments.show_env(self.api.store, ctx, env_id, None)
+        except ApiError:  # gone at once (abandoned, or never deployed)
+            return redirect("/ui/environments")
+        response = redirect(f"/ui/environments/{env_id}")
+        response.delete_cookie(SESSION_COOKIE + env_id)
+        return response
+
+    def on_remove_app(self, request: Request, ctx: Context, env_id: str,
+                      app_id: str) -> Response:
+        """Take an application out of the user's changes; a deployed one is then
+        removed from the cloud at once (a deployment of the changes)."""
+        session_id = self._session_id(request, ctx, env_id) or environments.configure(
+            self.api.store, ctx, env_id)["id"]
+        environments.edit_services(self.api.store, ctx, env_id, session_id, "DELETE",
+                                   f"/{app_id}")
+        deployed = environments.show_env(self.api.store, ctx, env_id, None)["services"]
+        response = redirect(f"/ui/environments/{env_id}")
+        if any(str((s.get("?") or {}).get("id")) == app_id for s in deployed
+               if isinstance(s, dict)):
+            self.api.submit(environments.deploy(self.api.store, ctx, env_id, session_id))
+            response.delete_cookie(SESSION_COOKIE + env_id)
+        else:
+            response.set_cookie(SESSION_COOKIE + env_id, session_id, httponly=True,
+                                samesite="Strict")
+        return response
+
+    def on_action(self, request: Request, ctx: Context, env_id: str,
+                  action_id: str) -> Response:
+        """An action's form (its arguments from the method's contracts); posted, the
+        action runs on the deployed model."""
+        env = environments.show_env(self.api.store, ctx, env_id, None)
+        model = environments.get_model(self.api.store, ctx, env_id, "", None)
+        action = actions.find_action(model, action_id)
+        schema = actions.arguments_schema(self.api, ctx, action)
+        posted, errors = None, {}
+        if request.method == "POST":
+            posted = {k: v for k, v in request.form.items() if not k.startswith("_")}
+            args, errors = actions.parse_arguments(schema, posted)
+            if not errors:
+                task = environments.call_action(self.api.store, ctx, env_id, action_id, args)
+                self.api.submit(task)
+                return redirect(f"/ui/environments/{env_id}")
+        owner = next((o for o in actions.objects(model) if str(o["?"].get("id")) ==
+                      action.object_id), {})
+        return self.page("action.html", ctx, status=400 if errors else 200, env=env,
+                         action=action, owner=owner,
+                         fields=actions.argument_fields(schema, posted, errors))
 
     def on_deployment(self, request: Request, ctx: Context, env_id: str,
                       task_id: str) -> Response:
@@ -310,7 +449,7 @@ class WebUi:
             raise NotFound()
         body = picture.document(f"Deployment of {env['name']}", steps, [
             {**r, "timestamp": _float(r["timestamp"])} for r in reports], objects,
-            _failure(deployment))
+            _failure(deployment, reports, self.api.hide_paths))
         return Response(body, mimetype="text/html")
 
     # -- the wizard ----------------------------------------------------------------------
@@ -346,11 +485,14 @@ class WebUi:
                 if spec.type in ("boolean", "floatingip") and spec.name not in answers[
                         form.name]:
                     answers[form.name][spec.name] = ""
-            data, errors = self._clean_until(ui, answers, step, choices)
-            if not errors:
-                if step == len(ui.forms) - 1:
-                    return self._add(request, ctx, env_id, ui, data)
-                step += 1
+            if request.form.get("_back") and step > 0:  # answers kept, checked on return
+                step -= 1
+            else:
+                data, errors = self._clean_until(ui, answers, step, choices)
+                if not errors:
+                    if step == len(ui.forms) - 1:
+                        return self._add(request, ctx, env_id, ui, data)
+                    step += 1
         data, _ = self._clean_until(ui, answers, step - 1, choices) if step else ({}, {})
         form = ui.forms[step]
         given = answers.get(form.name)
@@ -358,9 +500,10 @@ class WebUi:
                   for spec in form.fields]
         return self.page("wizard.html", ctx, status=400 if errors else 200, env=env,
                          package=package, ui=ui, step=step, form=form, fields=fields,
+                         titles=[_step_title(f) for f in ui.forms],
                          form_error=errors.get(""), answers=json.dumps(
                              {k: v for k, v in answers.items()
-                              if k in [f.name for f in ui.forms[:step]]}))
+                              if k in [f.name for f in ui.forms]}))
 
     def _choices_in(self, ctx: Context, env_id: str, session_id: str | None
                     ) -> dynamic_ui.Choices:
@@ -435,7 +578,7 @@ def token_from_cookie(protected: Callable, web: WebUi) -> Callable:
     pages carry their cookie's token as ``X-Auth-Token`` (no cookie: to the login)."""
     def app(environ: dict, start_response: Callable) -> Iterable[bytes]:
         path = environ.get("PATH_INFO") or ""
-        if path.rstrip("/") == "/ui/login":
+        if path.rstrip("/") == "/ui/login" or path.startswith("/ui/static/"):
             return web(environ, start_response)
         if (path == "/ui" or path.startswith("/ui/")) and not environ.get("HTTP_X_AUTH_TOKEN"):
             token = Request(environ).cookies.get(COOKIE)
@@ -447,10 +590,22 @@ def token_from_cookie(protected: Callable, web: WebUi) -> Callable:
 
 
 def _service_name(service: dict[str, Any]) -> str:
-    """How an application is shown: its name in the UI, else its name property or class."""
+    """How an application is shown: its name in the UI, else its object name, its name
+    property or its class."""
     header = service.get("?") or {}
     return str((header.get(dynamic_ui.DASHBOARD_KEY) or {}).get("name") or
-               service.get("name") or header.get("type"))
+               header.get("name") or service.get("name") or
+               str(header.get("type")).split("/", 1)[0])
+
+
+def _step_title(form: dynamic_ui.Form) -> str:
+    """A wizard step's title: the first ``descriptionTitle`` of its fields, else its name
+    in words (``appConfiguration``: "App configuration")."""
+    for spec in form.fields:
+        if isinstance(spec.description_title, str) and spec.description_title.strip():
+            return spec.description_title.strip()
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", form.name).replace("_", " ").strip()
+    return spaced[:1].upper() + spaced[1:].lower()
 
 
 def _float(value: Any) -> float | None:
@@ -460,9 +615,19 @@ def _float(value: Any) -> float | None:
         return None
 
 
-def _failure(deployment: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The MuranoPL error of a failed deployment: message and stack."""
+def _failure(deployment: dict[str, Any] | None, reports: list[dict[str, Any]],
+             hide: Callable[[str], str]) -> dict[str, Any] | None:
+    """The MuranoPL error of a failed deployment: ``{message, kind, stack}`` (the stack
+    from the result, else from the error report that carried it), the server's own
+    folders hidden (``hide``)."""
     result = (deployment or {}).get("result") or {}
     if not result.get("isException"):
         return None
-    return result.get("result") or {"message": "the deployment failed"}
+    error = result.get("result") or {}
+    message = str(error.get("message") or "the deployment failed")
+    stack = error.get("traceback") or error.get("details") or next(
+        (r["details"] for r in reversed(reports) if r.get("level") == "error"
+         and r.get("details") and str(r.get("text")) == message), None)
+    names = error.get("names") or []
+    return {"message": hide(message), "kind": str(names[0]) if names else "",
+            "stack": hide(str(stack or ""))}

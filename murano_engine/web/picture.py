@@ -15,6 +15,7 @@ writes.
 from __future__ import annotations
 
 import html
+import math
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -90,11 +91,11 @@ def timeline_svg(steps: list[Mapping[str, Any]], now: float | None = None) -> st
              f'font-size="11"><defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" '
              f'markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path '
              f'd="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>']
-    for tick in range(6):
-        t = start + span * tick / 5
+    for offset, label in ticks(span):
+        t = start + offset
         parts.append(f'<line x1="{x(t):.1f}" y1="30" x2="{x(t):.1f}" y2="{height - 15}" '
                      f'stroke="#eee"/><text x="{x(t):.1f}" y="22" text-anchor="middle" '
-                     f'fill="#777">{t - start:.1f}s</text>')
+                     f'fill="#777">{label}</text>')
     for index, lane in enumerate(lanes):
         y = 34 + index * LANE
         label = "Heat stack" if lane == "stack" else lane
@@ -142,6 +143,17 @@ def timeline_svg(steps: list[Mapping[str, Any]], now: float | None = None) -> st
     return "".join(parts)
 
 
+def ticks(span: float, most: int = 6) -> list[tuple[float, str]]:
+    """``(seconds, label)`` of the time axis: at most ``most`` round steps (1, 2 or 5 times
+    a power of ten) from 0 to ``span``, each label different from the others."""
+    raw = max(span, 0.001) / (most - 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    decimals = max(0, -math.floor(math.log10(step)))
+    count = int(span / step + 1e-9)
+    return [(i * step, f"{i * step:.{decimals}f}s") for i in range(count + 1)]
+
+
 def lanes(steps: Iterable[Mapping[str, Any]]) -> list[str]:
     """The servers plans went to."""
     return list(dict.fromkeys(str(s.get("lane")) for s in steps if s.get("kind") == "plan"))
@@ -158,11 +170,14 @@ def _short(bar: Mapping[str, Any], width: float) -> str:
 
 
 def _objects(value: Any) -> Iterable[Mapping[str, Any]]:
+    """The objects in ``value``, less templates (a ``template`` property holds the
+    shape of servers to come, not a server)."""
     if isinstance(value, Mapping):
         if isinstance(value.get("?"), Mapping):
             yield value
-        for item in value.values():
-            yield from _objects(item)
+        for key, item in value.items():
+            if key != "template":
+                yield from _objects(item)
     elif isinstance(value, list):
         for item in value:
             yield from _objects(item)
@@ -190,7 +205,8 @@ def topology(objects: Mapping[str, Any] | None, servers: Iterable[str] = ()
         if not isinstance(app, Mapping) or not isinstance(app.get("?"), Mapping):
             continue
         header = app["?"]
-        shown = (header.get("_26411a1861294160833743e45d0eaad9") or {}).get("name")
+        shown = (header.get("_26411a1861294160833743e45d0eaad9") or {}).get("name") \
+            or header.get("name")
         servers = list(dict.fromkeys(str(o.get("name") or o["?"].get("id"))
                                      for o in _objects(app) if o is not app and is_server(o)))
         apps.append({"name": str(shown or app.get("name") or _type(app).rsplit(".", 1)[-1]),
@@ -211,7 +227,8 @@ def topology_svg(objects: Mapping[str, Any] | None, servers: Iterable[str] = ())
     rows = max([len(a["servers"]) for a in shape["applications"]] + [0])
     height = 110 + 30 * rows
     parts = [f'<svg class="topology" xmlns="http://www.w3.org/2000/svg" width="{width}" '
-             f'height="{height}" font-family="sans-serif" font-size="12">']
+             f'height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" '
+             f'font-size="12">']
     nets = ", ".join(shape["networks"]) or "the environment's network"
     parts.append(f'<rect x="10" y="8" width="{width - 20}" height="24" rx="12" '
                  f'fill="#e3eefc"/><text x="20" y="24" class="network">network: '
@@ -247,6 +264,7 @@ table.reports { border-collapse: collapse; font-size: 0.9em; }
 table.reports td { border-bottom: 1px solid #eee; padding: 3px 8px; vertical-align: top; }
 tr.error td { color: #b00; } tr.warning td { color: #a60; }
 pre.stack { background: #fff4f4; border: 1px solid #e99; padding: 8px; white-space: pre-wrap; }
+svg { max-width: 100%; height: auto; }
 """
 
 
@@ -288,8 +306,9 @@ def document(title: str, steps: list[Mapping[str, Any]], reports: list[Mapping[s
     start = min(stamps) if stamps else None
     failed = ""
     if failure:
+        stack = failure.get("stack") or failure.get("traceback") or failure.get("details")
         failed = (f'<h2>Failed: {_esc(failure.get("message"))}</h2><pre class="stack">'
-                  f'{_esc(failure.get("traceback") or failure.get("details") or "")}</pre>')
+                  f'{_esc(stack or "")}</pre>')
     return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{_esc(title)}</title>'
             f'<style>{STYLE}</style></head><body><h1>{_esc(title)}</h1>{failed}'
             f'<h2>Timeline</h2>{legend()}{timeline_svg(steps)}'

@@ -106,12 +106,15 @@ def test_wizard_checks_then_adds_and_a_failure_shows_the_muranopl_stack(start_ap
     deadline = time.monotonic() + 60
     while True:
         live = browser.get(f"{api.url}/ui/environments/{env_id}/live", timeout=30).json()
-        if live["status"] not in ("deploying", "pending") or time.monotonic() > deadline:
+        if live["status"]["code"] not in ("deploying", "pending") \
+                or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    assert live["status"] == "deploy failure", live
-    assert live["failure"]["message"].endswith("web was asked to fail")
-    assert "Echo.yaml" in (live["failure"].get("traceback") or ""), live["failure"]
+    assert live["status"] == {"code": "deploy failure", "words": "Deployment failed",
+                              "tone": "failed"}, live
+    assert "web was asked to fail</h2>" in live["failure"]
+    stack = re.search(r'<pre class="stack">([^<]*)</pre>', live["failure"])
+    assert stack and "Echo.yaml" in stack.group(1), live["failure"]
     page = browser.get(f"{api.url}/ui/environments/{env_id}", timeout=30).text
     assert "web was asked to fail" in page and 'class="stack"' in page
     task_id = re.search(r"/deployments/(\w+)\"", page).group(1)
@@ -202,3 +205,249 @@ def test_parameters_source_runs_the_packages_static_method(start_api, tmp_path):
     page = browser.get(f"{api.url}/ui/environments/{env['id']}/add/{package['id']}",
                        timeout=30)
     assert 'value="from-muranopl"' in page.text  # the initial value, from the parameters
+
+
+def wait_live(browser: requests.Session, api, env_id: str, timeout: float = 60) -> dict:
+    """The live state once no deployment runs (``{"gone": True}`` after a deletion)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        live = browser.get(f"{api.url}/ui/environments/{env_id}/live", timeout=30).json()
+        if live.get("gone") or live["status"]["code"] not in ("deploying", "deleting"):
+            return live
+        assert time.monotonic() < deadline, live
+        time.sleep(0.2)
+
+
+def added_echo(api, browser: requests.Session, tmp_path: Path, who: str = "web"
+               ) -> tuple[str, str]:
+    """An environment with one Echo added through the wizard and deployed: its id and
+    the Echo's object id (the package is uploaded once)."""
+    found = api.ok("GET", "/v1/catalog/packages?fqn=com.example.apitest")["packages"]
+    package = found[0] if found else api.ok(
+        "POST", "/v1/catalog/packages",
+        files={"file": ("apitest.zip", echo_package(tmp_path))})
+    env_id = browser.post(api.url + "/ui/environments", data={"name": f"acts-{who}"},
+                          timeout=30).url.rsplit("/", 1)[1]
+    browser.post(f"{api.url}/ui/environments/{env_id}/add/{package['id']}", timeout=30,
+                 data={"_step": "0", "_answers": "{}", "who": who,
+                       "application_name": f"echo {who}"})
+    assert browser.post(f"{api.url}/ui/environments/{env_id}/deploy",
+                        timeout=30).status_code == 200
+    assert wait_live(browser, api, env_id)["status"]["code"] == "ready"
+    echo_id = api.ok("GET", f"/v1/environments/{env_id}")["services"][0]["?"]["id"]
+    return env_id, echo_id
+
+
+def test_an_action_runs_from_a_form_of_its_argument_contracts(start_api, tmp_path):
+    api = start_api(environment_class="com.example.apitest.Environment")
+    browser = login(api)
+    env_id, echo_id = added_echo(api, browser, tmp_path)
+    page = browser.get(f"{api.url}/ui/environments/{env_id}", timeout=30).text
+    # the output the deployment set, and a link per action
+    assert re.search(r'data-key="greeting">hello from web<', page), page
+    form_url = f"{api.url}/ui/environments/{env_id}/actions/{echo_id}_greet"
+    assert f'href="/ui/environments/{env_id}/actions/{echo_id}_greet"' in page
+    form = browser.get(form_url, timeout=30)
+    assert form.status_code == 200
+    assert 'data-argument="who" data-kind="string"' in form.text and "who *" in form.text
+    # the same arguments /v1/schemas describes
+    schema = api.ok("GET", "/v1/schemas/com.example.apitest.Echo/greet")["greet"]
+    assert re.findall(r'data-argument="(\w+)"', form.text) == list(schema["properties"])
+    assert schema["required"] == ["who"]
+    missing = browser.post(form_url, data={"who": " "}, timeout=30)
+    assert missing.status_code == 400
+    assert field_errors(missing.text) == {"who": "This argument is required."}
+    ran = browser.post(form_url, data={"who": "bob"}, timeout=30)
+    assert ran.url.endswith(f"/ui/environments/{env_id}")
+    wait_live(browser, api, env_id)
+    page = browser.get(f"{api.url}/ui/environments/{env_id}", timeout=30).text
+    assert 'data-key="greeting">web greets bob<' in page, page  # the output it changed
+    assert ">greet<" in page and "Succeeded" in page  # the deployments list names it
+    assert 'class="returned">returned &#34;web greets bob&#34;<' in page, page
+    assert browser.get(f"{api.url}/ui/environments/{env_id}/actions/nothing",
+                       timeout=30).status_code == 404
+
+
+def test_arguments_are_read_by_their_contract_types():
+    from murano_engine.web.actions import argument_fields, parse_arguments
+    schema = {"properties": {"n": {"type": "integer"}, "x": {"type": ["number", "null"]},
+                             "on": {"type": "boolean", "default": True},
+                             "items": {"type": "array"}, "s": {"type": "string",
+                                                               "default": "a"}},
+              "required": ["n"]}
+    assert [(f.name, f.kind, f.required, f.value) for f in argument_fields(schema)] == [
+        ("n", "integer", True, ""), ("x", "number", False, ""), ("on", "boolean", False, "on"),
+        ("items", "json", False, ""), ("s", "string", False, "a")]
+    assert parse_arguments(schema, {"n": "3", "x": "1.5", "items": "[1, 2]", "s": "b"}) == (
+        {"n": 3, "x": 1.5, "on": False, "items": [1, 2], "s": "b"}, {})
+    args, errors = parse_arguments(schema, {"n": "three", "items": "[1,"})
+    assert errors == {"n": "Enter a whole number.", "items": errors["items"]}
+    assert errors["items"].startswith("Enter a JSON value")
+
+
+def test_removing_an_application_deploys_its_removal(start_api, tmp_path):
+    api = start_api(environment_class="com.example.apitest.Environment")
+    browser = login(api)
+    env_id, echo_id = added_echo(api, browser, tmp_path)
+    removed = browser.post(
+        f"{api.url}/ui/environments/{env_id}/applications/{echo_id}/remove", timeout=30)
+    assert removed.url.endswith(f"/ui/environments/{env_id}")
+    assert wait_live(browser, api, env_id)["status"]["code"] == "ready"
+    assert api.ok("GET", f"/v1/environments/{env_id}")["services"] == []
+    page = browser.get(f"{api.url}/ui/environments/{env_id}", timeout=30).text
+    assert "No application yet." in page and 'id="pending"' not in page
+
+
+def test_deleting_and_abandoning_environments(start_api, tmp_path):
+    api = start_api(environment_class="com.example.apitest.Environment")
+    browser = login(api)
+    env_id, _ = added_echo(api, browser, tmp_path)
+    deleted = browser.post(f"{api.url}/ui/environments/{env_id}/delete", timeout=30)
+    assert deleted.status_code == 200
+    assert wait_live(browser, api, env_id) == {"gone": True}
+    assert api.request("GET", f"/v1/environments/{env_id}").status_code == 404
+    assert api.ok("GET", "/v1/deployments")["deployments"] == []
+
+    env_id, _ = added_echo(api, browser, tmp_path, who="again")
+    abandoned = browser.post(f"{api.url}/ui/environments/{env_id}/delete",
+                             data={"abandon": "on"}, timeout=30)
+    assert abandoned.url.endswith("/ui/environments")  # gone at once
+    assert api.request("GET", f"/v1/environments/{env_id}").status_code == 404
+    gone = browser.get(f"{api.url}/ui/environments/{env_id}", timeout=30)
+    assert gone.status_code == 404 and 'href="/ui/environments"' in gone.text
+    assert "<header>" in gone.text and 'id="back"' in gone.text
+
+
+def test_a_second_deploy_click_comes_back_to_the_environment(start_api, tmp_path):
+    api = start_api(environment_class="com.example.apitest.Environment")
+    browser = login(api)
+    package = api.ok("POST", "/v1/catalog/packages",
+                     files={"file": ("apitest.zip", echo_package(tmp_path))})
+    env_id = browser.post(api.url + "/ui/environments", data={"name": "twice"},
+                          timeout=30).url.rsplit("/", 1)[1]
+    browser.post(f"{api.url}/ui/environments/{env_id}/add/{package['id']}", timeout=30,
+                 data={"_step": "0", "_answers": "{}", "who": "slow"})
+    session_cookie = dict(browser.cookies)
+    # a deployment that lasts (3 s): the second click comes while it runs
+    header = {"X-Configuration-Session": session_cookie[f"murano_session_{env_id}"]}
+    echo = api.ok("GET", f"/v1/environments/{env_id}/services", headers=header)[0]
+    api.ok("PUT", f"/v1/environments/{env_id}/services/{echo['?']['id']}", headers=header,
+           json={**echo, "delay": 3})
+    first = browser.post(f"{api.url}/ui/environments/{env_id}/deploy", timeout=30,
+                         allow_redirects=False)
+    # the double click: the same cookies as the first, sent before its answer came
+    second = requests.post(f"{api.url}/ui/environments/{env_id}/deploy", timeout=30,
+                           cookies=session_cookie, allow_redirects=False)
+    assert first.status_code == second.status_code == 302, second.text
+    assert second.headers["Location"].endswith(f"/ui/environments/{env_id}")
+    # while it runs the page shows what is being deployed: applications and topology
+    live = browser.get(f"{api.url}/ui/environments/{env_id}/live", timeout=30).json()
+    assert live["status"]["code"] == "deploying", live
+    assert "API test application" in live["applications"], live["applications"]
+    assert "No application yet" not in live["applications"]
+    assert 'class="topology"' in live["picture"] and 'data-name="API test application"' \
+        in live["picture"]
+    wait_live(browser, api, env_id)
+    assert len(api.ok("GET", f"/v1/environments/{env_id}/deployments")["deployments"]) == 1
+
+
+def test_the_environment_page_words_states_and_times(start_api, tmp_path):
+    api = start_api(environment_class="com.example.apitest.Environment")
+    browser = login(api)
+    env_id, _ = added_echo(api, browser, tmp_path)
+    page = browser.get(f"{api.url}/ui/environments/{env_id}", timeout=30).text
+    assert 'data-code="ready">Ready<' in page and ">Succeeded<" in page
+    assert not re.search(r"\d\d:\d\d:\d\d\.\d{6}", page)  # no raw ISO with microseconds
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", page)
+    listing = browser.get(f"{api.url}/ui/environments", timeout=30).text
+    assert not re.search(r"T\d\d:\d\d:\d\d\.\d{6}", listing)
+    # no inline script (the pages' Content-Security-Policy allows only their own files)
+    assert "<script>" not in page and "onsubmit" not in page and "onclick" not in page
+    assert '<script src="/ui/static/environment.js"></script>' in page
+    script = browser.get(f"{api.url}/ui/static/environment.js", timeout=30)
+    assert script.status_code == 200 and "javascript" in script.headers["Content-Type"]
+    assert browser.get(f"{api.url}/ui/static/nothing.js", timeout=30).status_code == 404
+
+
+TWO_FORMS_UI = """
+Version: 2.2
+Application:
+  ?: {type: com.example.apitest.Echo}
+  name: $.appConfiguration.name
+Forms:
+  - appConfiguration:
+      fields:
+        - {name: name, type: string, label: Name}
+  - moreSettings:
+      fields:
+        - {name: delay, type: integer, initial: 0, descriptionTitle: Timing,
+           description: How long deploy sleeps}
+"""
+
+
+def test_wizard_titles_back_and_a_single_name_field(start_api, tmp_path):
+    api = start_api(environment_class="com.example.apitest.Environment")
+    browser = login(api)
+    folder = tmp_path / "apitest"
+    shutil.copytree(PACKAGES / "apitest", folder)
+    (folder / "UI").mkdir()
+    (folder / "UI" / "ui.yaml").write_text(TWO_FORMS_UI)
+    package = api.ok("POST", "/v1/catalog/packages",
+                     files={"file": ("apitest.zip", pack_folder(folder))})
+    env = api.ok("POST", "/v1/environments", json={"name": "steps"})
+    wizard = f"{api.url}/ui/environments/{env['id']}/add/{package['id']}"
+    first = browser.get(wizard, timeout=30).text
+    assert re.findall(r"<li[^>]*>\d\. ([^<]*)</li>", first) == ["App configuration",
+                                                                "Timing"]
+    assert 'id="back"' not in first
+    second = browser.post(wizard, data={"_step": "0", "_answers": "{}", "name": "mine"},
+                          timeout=30).text
+    assert "Step 2 of 2: Timing" in second and 'id="back"' in second
+    assert 'id="f-application_name"' not in second  # the package's name field names it
+    answers = html.unescape(re.search(r'name="_answers" value="([^"]*)"', second).group(1))
+    back = browser.post(wizard, data={"_step": "1", "_answers": answers, "delay": "x",
+                                      "_back": "1"}, timeout=30).text
+    assert "Step 1 of 2: App configuration" in back and 'value="mine"' in back
+    answers = html.unescape(re.search(r'name="_answers" value="([^"]*)"', back).group(1))
+    again = browser.post(wizard, data={"_step": "0", "_answers": answers, "name": "mine"},
+                         timeout=30).text
+    assert 'value="x"' in again  # what the step had when the user went back
+    added = browser.post(wizard, data={"_step": "1", "_answers": html.unescape(re.search(
+        r'name="_answers" value="([^"]*)"', again).group(1)), "delay": "0"}, timeout=30)
+    assert added.url.endswith(f"/ui/environments/{env['id']}")
+    session = re.search(r"<strong>([^<]*)</strong>", added.text)
+    assert session and session.group(1) == "mine"
+
+
+def test_removing_a_pending_application_only_changes_the_session(start_api, tmp_path):
+    api = start_api(environment_class="com.example.apitest.Environment")
+    browser = login(api)
+    env_id, _ = added_echo(api, browser, tmp_path)
+    package = api.ok("GET", "/v1/catalog/packages?fqn=com.example.apitest")["packages"][0]
+    added = browser.post(f"{api.url}/ui/environments/{env_id}/add/{package['id']}",
+                         data={"_step": "0", "_answers": "{}", "who": "later",
+                               "application_name": "later echo"}, timeout=30)
+    later = re.search(r'<tr class="application" data-id="(\w+)"><td><strong>later echo<',
+                      added.text)
+    assert later, added.text
+    kept = browser.post(f"{api.url}/ui/environments/{env_id}/applications/{later.group(1)}"
+                        f"/remove", timeout=30)
+    assert 'id="pending"' in kept.text and "later echo" not in kept.text
+    assert "echo web" in kept.text  # the deployed one stays
+    deployments = api.ok("GET", f"/v1/environments/{env_id}/deployments")["deployments"]
+    assert len(deployments) == 1  # nothing deployed for it
+
+
+def test_a_packages_add_form_leads_to_the_chosen_environments_wizard(start_api, tmp_path):
+    api = start_api(environment_class="com.example.apitest.Environment")
+    browser = login(api)
+    package = api.ok("POST", "/v1/catalog/packages",
+                     files={"file": ("apitest.zip", echo_package(tmp_path))})
+    env = api.ok("POST", "/v1/environments", json={"name": "chosen"})
+    page = browser.get(f"{api.url}/ui/packages/{package['id']}", timeout=30).text
+    assert f'<option value="{env["id"]}">chosen</option>' in page
+    # the form sent as it is (a GET of this page with env=): to that wizard
+    wizard = browser.get(f"{api.url}/ui/packages/{package['id']}", params={"env": env["id"]},
+                         timeout=30)
+    assert wizard.url.endswith(f"/ui/environments/{env['id']}/add/{package['id']}")
+    assert 'id="f-who"' in wizard.text

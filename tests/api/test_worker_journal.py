@@ -20,7 +20,7 @@ from sqlalchemy import select
 from murano_engine.api.catalog import pack_folder
 from murano_engine.backend import db
 from murano_engine.backend.settings import ConfigError, Settings, load_settings
-from murano_engine.server.worker import QueueMismatch, declare_queues
+from murano_engine.backend.task_queues import QueueMismatch, declare_queues
 from tests.api.conftest import AMQP, PACKAGES, throwaway_pg_database
 
 RESUMED = "again, after another worker stopped"

@@ -43,7 +43,8 @@ def _engine(tmp: Path, *args: str) -> subprocess.CompletedProcess:
 def _reports(output: str) -> list[str]:
     """The framework's and the application's status reports (not the instance notifier's)."""
     found = [m.group(2) for m in map(REPORT.match, output.splitlines()) if m]
-    return [r for r in found if not re.search(r" is (running|released)$", r)]
+    return [r for r in found
+            if not re.search(r" is (running|released|deployed \(\d+ units\))$", r)]
 
 
 def _app(tmp: Path) -> dict:
@@ -123,6 +124,9 @@ def test_deploy_reconfigure_scale_destroy(tmp_path: Path):
             CONFIGURED]
         assert _app(tmp_path)["urls"] == urls
         assert f"urls: {', '.join(urls)}" in done.stdout
+        # the progress counts the application once it is deployed
+        assert re.search(r"1/1 apps\] info +[0-9a-f]{8} io.murano.apps.linux.HelloWeb hello "
+                         r"is deployed \(2 units\)", done.stdout), done.stdout
         assert [(i["installs"], i["configures"]) for i in _check_serving(servers, "Hello")] \
             == [(1, 1), (1, 1)]
 

@@ -406,3 +406,15 @@ def test_parameters_source_results_join_the_parameters():
         ui.translate(SOURCED.format(source="uiParams"), {})
     with pytest.raises(ui.UiError, match="returned list, not a mapping"):
         ui.translate(SOURCED.format(source="uiParams"), {}, source=lambda c, m: [1])
+
+
+def test_a_package_with_its_own_name_field_is_asked_the_name_once():
+    text = (REPO / "dsl_packages" / "io.murano.apps.linux.ReplicatedKV" / "UI" /
+            "ui.yaml").read_text()
+    definition = ui.parse(text, "ui.yaml", "Replicated key-value store")
+    names = [f.name for form in definition.forms for f in form.fields]
+    assert ui.APP_NAME_FIELD not in names and names.count("name") == 1
+    model = ui.translate(text, {
+        "appConfiguration": {"name": "store", "nodeCount": "2", "basePort": "18700"},
+        "instanceConfiguration": {"osImage": "debian-12", "flavor": "m1.small"}})
+    assert model["name"] == "store" and model["?"][ui.DASHBOARD_KEY] == {"name": "store"}

@@ -124,3 +124,37 @@ def test_deploy_report_writes_the_picture_of_a_local_run(tmp_path):
         assert 'class="plan success" data-name="install the key-value service' in lane
     assert "class=\"stack-mark\"" in page and 'class="flow"' in page
     assert "is deployed" in page and 'class="server" data-name="kv-1"' in page
+
+
+def test_axis_labels_are_round_and_never_repeat():
+    for span in (0.02, 0.3, 1.0, 7.3, 95.0, 1234.0):
+        labels = [label for _, label in picture.ticks(span)]
+        assert len(labels) == len(set(labels)) and 2 <= len(labels) <= 6, (span, labels)
+        assert labels[0] in ("0s", "0.0s", "0.00s", "0.000s")
+    assert [label for _, label in picture.ticks(0.3)] == ["0.0s", "0.1s", "0.2s", "0.3s"]
+    svg = picture.timeline_svg([plan("sent", "a", "vm", 10.0),
+                                plan("answered", "a", "vm", 10.2, result="success")])
+    axis = re.findall(r'fill="#777">([^<]+)</text>', svg)
+    assert len(axis) == len(set(axis)) >= 2, axis
+
+
+def test_pictures_scale_to_their_page():
+    svg = picture.timeline_svg(STEPS, now=6.0) + picture.topology_svg(
+        {"applications": [{"?": {"type": "A", "id": str(i)}} for i in range(5)]})
+    assert len(re.findall(r'<svg [^>]*viewBox="0 0 \d+ \d+"', svg)) == 2
+    assert "svg { max-width: 100%; height: auto; }" in picture.STYLE
+
+
+def test_a_server_template_is_not_a_server():
+    objects = {"applications": [{
+        "?": {"type": "io.murano.apps.linux.HelloWeb", "id": "h", "name": "hello"},
+        "servers": {"?": {"type": "io.murano.applications.ServerReplicationGroup"},
+                    "items": [{"?": {"type": "io.murano.resources.LinuxMuranoInstance",
+                                     "id": "s1"}, "name": "hello-1"}],
+                    "provider": {"?": {"type": "io.murano.applications."
+                                               "TemplateServerProvider"},
+                                 "template": {"?": {"type": "io.murano.resources."
+                                                            "LinuxMuranoInstance",
+                                                    "id": "tpl"}}}}}]}
+    assert picture.topology(objects)["applications"] == [
+        {"name": "hello", "type": "io.murano.apps.linux.HelloWeb", "servers": ["hello-1"]}]
