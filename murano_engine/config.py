@@ -29,6 +29,8 @@ Config = Values
 
 #: Where the local cloud keeps its state unless ``[local_cloud] state_dir`` says otherwise.
 DEFAULT_STATE_DIR = "~/.local/state/murano-engine/local-cloud"
+#: Where the deployment journals' key is kept unless ``[engine] journal_key_file`` says.
+DEFAULT_JOURNAL_KEY_FILE = "~/.local/state/murano-engine/journal.key"
 #: Seconds the engine waits for a stack operation unless configured otherwise.
 DEFAULT_STACK_TIMEOUT = 3600.0
 
@@ -45,6 +47,11 @@ ENGINE = Section(
     Option("signing_key", str, "",
            "RSA private key file (PEM) plans are signed with; agents then check the "
            "signatures. Empty: plans are not signed."),
+    Option("journal_key_file", str, DEFAULT_JOURNAL_KEY_FILE,
+           "The key of the deployment journals' chained digests (HMAC-SHA256), made "
+           "(random, mode 0600) on first use. Keep it outside the state files' folders; "
+           "API workers on several hosts need the same file. Empty: unkeyed digests, "
+           "which catch an edit by hand but not a forger."),
     Option("class_configs", str, "",
            "Folder of class config files (<class name>-<version>.json or .yaml) giving "
            "classes' Config property values."),
