@@ -271,3 +271,19 @@ def test_a_held_state_file_is_refused_naming_the_holder(tmp_path, packages):
         f"{os.getpid()}) and run this command again")
     assert INSTALLED == [] and not lock_path(tmp_path / "state.json").exists()
     assert deploy(tmp_path, packages, model("a")) == 0
+
+
+def test_deploy_without_a_model_only_carries_an_interrupted_deploy_on(tmp_path):
+    import os
+    import subprocess
+    import sys
+    work = tmp_path / "work"
+    work.mkdir()
+    env = dict(os.environ, MURANO_ENGINE_JOURNAL_KEY_FILE=str(tmp_path / "journal.key"))
+    for state in ([], ["--state", "s.json"]):
+        done = subprocess.run([sys.executable, "-m", "murano_engine.cli", "deploy", *state],
+                              cwd=work, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1
+        assert done.stderr == ("error: deploy takes MODEL (only an interrupted deploy is "
+                               "carried on with --state alone)\n")
+        assert list(work.iterdir()) == []

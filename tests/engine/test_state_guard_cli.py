@@ -91,7 +91,7 @@ def site(tmp_path: Path) -> Path:
     yield tmp_path
     if (tmp_path / "murano-state.json").exists():  # after a failed assertion only
         subprocess.run(command(tmp_path, "destroy"), cwd=tmp_path, capture_output=True,
-                       timeout=120)
+                       timeout=120, env=environ(tmp_path))
 
 
 def command(root: Path, *args: str, config: str = "engine.ini") -> list[str]:
@@ -100,9 +100,14 @@ def command(root: Path, *args: str, config: str = "engine.ini") -> list[str]:
             "--config", str(root / config)]
 
 
+def environ(root: Path) -> dict[str, str]:
+    """The commands' environment: a journal key of the test's own."""
+    return dict(os.environ, MURANO_ENGINE_JOURNAL_KEY_FILE=str(root / "keys" / "journal.key"))
+
+
 def run(root: Path, *args: str, config: str = "engine.ini") -> subprocess.CompletedProcess:
     return subprocess.run(command(root, *args, config=config), cwd=root, capture_output=True,
-                          text=True, timeout=300, env=dict(os.environ))
+                          text=True, timeout=300, env=environ(root))
 
 
 def servers(root: Path) -> list[str]:
@@ -122,10 +127,10 @@ def test_the_default_state_file_keeps_its_one_environment(site: Path) -> None:
 
     # Two deploys 0.3 s apart: one runs, the other is refused at once naming it.
     one = subprocess.Popen(command(site, "deploy", str(first)), cwd=site, text=True,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                           env=environ(site), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(0.3)
     two = subprocess.Popen(command(site, "deploy", str(first)), cwd=site, text=True,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                           env=environ(site), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     while one.poll() is None and two.poll() is None:
         time.sleep(0.05)
     refused, winner = (one, two) if one.returncode is not None else (two, one)
