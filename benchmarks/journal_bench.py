@@ -35,7 +35,7 @@ import figures
 from sqlalchemy import create_engine, text
 
 from murano_engine.api import db
-from murano_engine.api.journal_store import DbJournalStore, _canonical
+from murano_engine.api.journal_store import DbJournalStore, canonical
 from murano_engine.journal import Chain, FileJournal, Journal, journal_key
 from tests.api.conftest import throwaway_pg_database
 
@@ -134,7 +134,7 @@ def measure_digest(key: bytes) -> None:
     def seal_row() -> None:
         chain = Chain(key, b"task")
         for _ in range(DIGEST_BATCH):
-            chain.seal(_canonical(entry))
+            chain.seal(canonical(entry))
 
     per_entry = 1e6 / DIGEST_BATCH
     for name, func in (("file: digest of an entry appended", seal),

@@ -122,29 +122,40 @@ def journal_key(path: str | Path | None) -> bytes | None:
     if not path:
         return None
     path = Path(path).expanduser()
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, secrets.token_hex(_KEY_BYTES).encode("ascii") + b"\n")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(temporary, path)  # the first process to make it wins
-        except FileExistsError:
-            pass
-        finally:
-            temporary.unlink()
-    if path.stat().st_mode & 0o077:
-        raise JournalError(f"{path}: the journal key must be readable by its owner only "
-                           f"(chmod 600 {path})")
-    key = path.read_bytes().strip()
+    try:
+        if not path.exists():
+            _make_key(path)
+        if path.stat().st_mode & 0o077:
+            raise JournalError(f"{path}: the journal key must be readable by its owner only "
+                               f"(chmod 600 {path})")
+        key = path.read_bytes().strip()
+    except OSError as exc:
+        raise JournalError(
+            f"{path}: cannot make or read the journal key ({exc.strerror}); set [engine] "
+            "journal_key_file (or MURANO_ENGINE_JOURNAL_KEY_FILE) to a file of yours, or "
+            "to nothing for unkeyed digests") from None
     if len(key) < _KEY_BYTES:
         raise JournalError(f"{path}: the journal key is shorter than {_KEY_BYTES} bytes "
                            "(remove the file to have a new one made)")
     return key
+
+
+def _make_key(path: Path) -> None:
+    """A new random key at ``path``, unless another process makes one first."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, secrets.token_hex(_KEY_BYTES).encode("ascii") + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.link(temporary, path)  # the first process to make it wins
+    except FileExistsError:
+        pass
+    finally:
+        temporary.unlink()
 
 
 #: Why a record whose digest does not match is refused.

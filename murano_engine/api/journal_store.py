@@ -46,7 +46,7 @@ class DbJournalStore:
             entry = dict(stored) if isinstance(stored, dict) else {}
             digest = entry.pop("d", None)
             if seq != expected or not isinstance(digest, str) or \
-                    not self._chain.follows(_canonical(entry), digest):
+                    not self._chain.follows(canonical(entry), digest):
                 raise JournalError(f"the journal of task {task_id}, entry {seq}: {TAMPERED}")
             self._entries.append(entry)
         self._next = rows[-1].seq + 1 if rows else 0
@@ -60,7 +60,7 @@ class DbJournalStore:
         stored = json.loads(json.dumps(entry, default=str))
         with self._lock:
             last = self._chain.last
-            digest = self._chain.seal(_canonical(stored))
+            digest = self._chain.seal(canonical(stored))
             try:
                 with self.store.write() as session:
                     session.execute(insert(db.JournalEntry).values(
@@ -75,7 +75,7 @@ class DbJournalStore:
         """Nothing to release: every append used a pooled connection and gave it back."""
 
 
-def _canonical(entry: dict[str, Any]) -> bytes:
+def canonical(entry: dict[str, Any]) -> bytes:
     """The bytes an entry's digest covers: its JSON with sorted keys (what a JSON column
     gives back may order them otherwise)."""
     return json.dumps(entry, sort_keys=True, separators=(",", ":")).encode("utf-8")

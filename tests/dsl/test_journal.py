@@ -268,3 +268,8 @@ def test_the_journal_key_is_made_once_for_its_owner_only(tmp_path):
     os.chmod(path, 0o644)
     with pytest.raises(JournalError, match=r"readable by its owner only \(chmod 600"):
         journal_key(path)
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(JournalError, match=r"a-file/journal\.key: cannot make or read the "
+                                           r"journal key \(File exists\); set \[engine\] "
+                                           r"journal_key_file"):
+        journal_key(tmp_path / "a-file" / "journal.key")
