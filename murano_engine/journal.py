@@ -159,7 +159,7 @@ def _make_key(path: Path) -> None:
 
 
 #: Why a record whose digest does not match is refused.
-TAMPERED = ("this line does not follow from the ones before it (its digest does not "
+TAMPERED = ("this entry does not follow from the ones before it (its digest does not "
             "match: the journal was edited, reordered or spliced, or written with another "
             "journal key)")
 
