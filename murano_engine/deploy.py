@@ -139,10 +139,11 @@ def _merge(value: Any, before: Mapping[str, Mapping]) -> Any:
 
 
 def print_outputs(given: Mapping[str, Any], deployed: Mapping[str, Any],
-                  stream: TextIO = sys.stdout) -> None:
+                  stream: TextIO | None = None) -> None:
     """Each application's outputs: the plain values (and lists of them) the deployment
     set, and those of a mapping it set (a HOT application's ``templateOutputs``) as
     ``key.name``."""
+    stream = stream or sys.stdout  # looked up now: a caller may have replaced it
     given_apps = {str((a.get("?") or {}).get("id")): a for a in given.get("applications") or ()
                   if isinstance(a, Mapping)}
     for app in deployed.get("applications") or ():
@@ -521,7 +522,8 @@ def _run_held(options: Any, action: str, interpreter: Interpreter | None) -> int
         header = {"command": action, "task": task, "base": _digest(state_path),
                   "started": time.time()}
         if action == "deploy":
-            header["given"] = str(options.model)
+            header["given"] = str(options.model)  # and what it held, for the outputs
+            header["given_model"] = _given_model(options)
         store = FileJournal.create(journal_path(state_path), header, key)
     objects = task["model"].get("Objects") or {}
     environment_id = task["id"]
@@ -593,7 +595,8 @@ def _run_held(options: Any, action: str, interpreter: Interpreter | None) -> int
     if action == "deploy":
         # Outputs are what the run set beyond the user's own model (the merged model
         # already carries an earlier run's outputs).
-        given = read_json(options.model, "model") if options.model else task["model"]
+        given = read_json(options.model, "model") if options.model else \
+            store.header.get("given_model")
         given = given.get("Objects", given) if isinstance(given, Mapping) else {}
         print_outputs(given or {}, result["model"].get("Objects") or {})
     elif action != "destroy":

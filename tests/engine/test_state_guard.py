@@ -51,14 +51,14 @@ CLASSES = {
         Properties:
           name:
             Contract: $.string()
-          apps:
+          applications:
             Contract: [$.class(App).notNull()]
         Methods:
           deploy:
             Scope: Public
             Body:
               - For: app
-                In: $.apps
+                In: $.applications
                 Do:
                   - $app.deploy()
     """,
@@ -105,7 +105,7 @@ def packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def model(*apps: str, env: str = "env1", fail: str = "") -> dict:
     return {"?": {"id": env, "type": "t.guard.Env"}, "name": f"{env}-name",
-            "apps": [{"?": {"id": name, "type": "t.guard.App"}, "name": name,
+            "applications": [{"?": {"id": name, "type": "t.guard.App"}, "name": name,
                       "fail": name == fail} for name in apps]}
 
 
@@ -151,7 +151,7 @@ def test_a_resumed_deploy_replays_what_was_installed(tmp_path, packages):
     assert deploy(tmp_path, packages, model("a", "b", "c")) == 0
     assert INSTALLED == ["b", "c"]
     state = json.loads((tmp_path / "state.json").read_text())
-    assert [app["result"] for app in state["Objects"]["apps"]] == \
+    assert [app["result"] for app in state["Objects"]["applications"]] == \
         ["installed a", "installed b", "installed c"]
 
 
@@ -188,7 +188,7 @@ def test_an_edited_header_is_refused(tmp_path, packages):
     refused_journal(tmp_path, packages, 1)
 
 
-def test_another_model_is_refused_while_a_deploy_is_interrupted(tmp_path, packages):
+def test_another_model_is_refused_while_a_deploy_is_interrupted(tmp_path, packages, capsys):
     interrupted(tmp_path, packages, "a", "b", "c", at="b")
     with pytest.raises(SystemExit) as caught:
         deploy(tmp_path, packages, model("a", "x"))
@@ -201,8 +201,12 @@ def test_another_model_is_refused_while_a_deploy_is_interrupted(tmp_path, packag
         f"(what it recorded is then done again, and what it made is not in {state})")
     assert INSTALLED == [] and not state.exists()
 
+    capsys.readouterr()
     assert deploy(tmp_path, packages, None) == 0  # --state alone carries it on
     assert INSTALLED == ["b", "c"]
+    out = capsys.readouterr().out
+    assert "resuming the run interrupted earlier" in out
+    assert "a (t.guard.App)\n  result: installed a\nb (t.guard.App)\n  result: installed b" in out
     assert deploy(tmp_path, packages, model("a", "x")) == 0
     assert INSTALLED == ["b", "c", "a", "x"]  # a redeploy installs again
     with pytest.raises(SystemExit, match="deploy takes MODEL"):
