@@ -468,10 +468,7 @@ def _run_held(options: Any, action: str, interpreter: Interpreter | None) -> int
     previous = read_json(state_path, "state file") if state_path.exists() else None
     run = remembered_run(options, previous)
     config = load_config(run["config"])
-    try:
-        key = journal_key(config["engine"]["journal_key_file"])
-    except JournalError as exc:
-        raise SystemExit(f"error: {exc}") from None
+    key = _journal_key(config, state_path)
     resources = Resources((previous or {}).get("Resources"))
     interrupted = open_interrupted(state_path, key)
     command = interrupted.header.get("command") if interrupted is not None else None
@@ -617,6 +614,22 @@ def write_picture(path: Path, title: str, printer: ProgressPrinter,
     path.write_text(document(title, printer.steps, printer.reports, objects, failure),
                     encoding="utf-8")
     print(f"deployment picture written to {path}", flush=True)
+
+
+def _journal_key(config: Values, state_path: Path) -> bytes | None:
+    """The journal key the configuration names; a warning when it is kept beside the
+    state file (whoever may edit the journal could then read the key)."""
+    key_file = config["engine"]["journal_key_file"]
+    try:
+        key = journal_key(key_file)
+    except JournalError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    if key_file and Path(key_file).expanduser().resolve().parent == \
+            state_path.resolve().parent:
+        print(f"warning: the journal key {key_file} is in the state file's folder; keep it "
+              "elsewhere ([engine] journal_key_file), or a journal can be forged by whoever "
+              "may write there", file=sys.stderr)
+    return key
 
 
 def _worth_keeping(options: Any, previous: Mapping[str, Any] | None,

@@ -291,3 +291,14 @@ def test_deploy_without_a_model_only_carries_an_interrupted_deploy_on(tmp_path):
         assert done.stderr == ("error: deploy takes MODEL (only an interrupted deploy is "
                                "carried on with --state alone)\n")
         assert list(work.iterdir()) == []
+
+
+def test_a_journal_key_beside_the_state_file_is_warned_about(tmp_path, packages, monkeypatch,
+                                                             capsys):
+    monkeypatch.setenv("MURANO_ENGINE_JOURNAL_KEY_FILE", str(tmp_path / "journal.key"))
+    assert deploy(tmp_path, packages, model("a")) == 0
+    assert (f"warning: the journal key {tmp_path / 'journal.key'} is in the state file's "
+            "folder") in capsys.readouterr().err
+    monkeypatch.setenv("MURANO_ENGINE_JOURNAL_KEY_FILE", "")  # unkeyed digests: no key file
+    assert deploy(tmp_path, packages, model("a", "b")) == 0
+    assert "warning" not in capsys.readouterr().err
