@@ -398,6 +398,7 @@ class FileJournal:
         self._entries = entries
         self._fd = fd
         self._chain = chain
+        self._lock = threading.Lock()  # lines go to the file in the chain's order
 
     @classmethod
     def create(cls, path: str | Path, header: dict[str, Any],
@@ -465,7 +466,8 @@ class FileJournal:
         return list(self._entries)
 
     def append(self, entry: dict[str, Any]) -> None:
-        os.write(self._fd, _sealed(entry, self._chain))
+        with self._lock:
+            os.write(self._fd, _sealed(entry, self._chain))
         _datasync(self._fd)
 
     def close(self) -> None:

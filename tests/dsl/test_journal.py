@@ -273,3 +273,19 @@ def test_the_journal_key_is_made_once_for_its_owner_only(tmp_path):
                                            r"journal key \(File exists\); set \[engine\] "
                                            r"journal_key_file"):
         journal_key(tmp_path / "a-file" / "journal.key")
+
+
+def test_threads_appending_at_once_leave_a_chain_that_checks_out(tmp_path):
+    path = tmp_path / "run.journal"
+    store = FileJournal.create(path, {}, KEY)
+
+    def append(thread: int) -> None:
+        for n in range(200):
+            store.append({"k": f"{thread}|id||{n}", "t": "end", "v": n})
+
+    threads = [threading.Thread(target=append, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(FileJournal.open(path, KEY).load()) == 1600
