@@ -449,6 +449,9 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
     """
     from murano_engine.state_lock import StateBusy, holding
     state_path = Path(options.state or DEFAULT_STATE)
+    if not state_path.parent.is_dir():
+        raise SystemExit(f"error: {state_path}: the state file's folder "
+                         f"{state_path.parent} does not exist")
     try:
         with holding(state_path):
             return _run_held(options, action, interpreter)

@@ -302,3 +302,11 @@ def test_a_journal_key_beside_the_state_file_is_warned_about(tmp_path, packages,
     monkeypatch.setenv("MURANO_ENGINE_JOURNAL_KEY_FILE", "")  # unkeyed digests: no key file
     assert deploy(tmp_path, packages, model("a", "b")) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_a_state_file_in_a_missing_folder_is_named(tmp_path, packages):
+    with pytest.raises(SystemExit) as caught:
+        deploy(tmp_path, packages, model("a"), state="no-such/state.json")
+    assert str(caught.value) == (f"error: {tmp_path / 'no-such' / 'state.json'}: the state "
+                                 f"file's folder {tmp_path / 'no-such'} does not exist")
+    assert INSTALLED == []
