@@ -15,6 +15,12 @@ While a command runs, its journal (``<state>.journal``, see
 command that was killed or stopped (Ctrl-C) is resumed by running it again:
 what the journal holds is replayed, not done again. ``destroy`` after an
 interrupted command removes what that command made too.
+
+A state file is one environment's: a deploy of another environment onto it is
+refused, and so is a second command while another process holds the file
+(:mod:`murano_engine.cli.state_lock`). A journal that was tampered with, or that
+records a deploy of another model than the one given, is refused too; one
+whose run recorded nothing (it failed before it began) is removed.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from murano_engine.dsl.errors import LoadError
 from murano_engine.dsl.json_loader import load_json
 from murano_engine.dsl.reports import is_step
-from murano_engine.engine.journal import Cancelled, FileJournal, Journal, JournalError
+from murano_engine.engine.journal import Cancelled, FileJournal, Journal, JournalError, journal_key
 from murano_engine.engine.services import close_services, engine_services
 
 if TYPE_CHECKING:
@@ -132,10 +138,11 @@ def _merge(value: Any, before: Mapping[str, Mapping]) -> Any:
 
 
 def print_outputs(given: Mapping[str, Any], deployed: Mapping[str, Any],
-                  stream: TextIO = sys.stdout) -> None:
+                  stream: TextIO | None = None) -> None:
     """Each application's outputs: the plain values (and lists of them) the deployment
     set, and those of a mapping it set (a HOT application's ``templateOutputs``) as
     ``key.name``."""
+    stream = stream or sys.stdout  # looked up now: a caller may have replaced it
     given_apps = {str((a.get("?") or {}).get("id")): a for a in given.get("applications") or ()
                   if isinstance(a, Mapping)}
     for app in deployed.get("applications") or ():
@@ -183,21 +190,24 @@ def _digest(state_path: Path) -> str:
         return ""
 
 
-def open_interrupted(state_path: Path) -> FileJournal | None:
+def open_interrupted(state_path: Path, key: bytes | None) -> FileJournal | None:
     """The journal of a command on ``state_path`` that was cut short, if there is one.
 
     A journal whose run did end (its state was written, the process died before
-    removing the journal) is removed.
+    removing the journal), or that recorded nothing (the run failed before it
+    began), is removed. One that does not check out with ``key`` is refused.
     """
     path = journal_path(state_path)
     if not path.exists():
         return None
     try:
-        journal = FileJournal.open(path)
+        journal = FileJournal.open(path, key)
     except JournalError as exc:
-        raise SystemExit(f"error: {exc}; move it away to start afresh "
-                         "(what it recorded is then done again)") from None
-    if journal.header.get("base") != _digest(state_path):
+        raise SystemExit(
+            f"error: {exc}. Nothing was run from it. To start afresh, move it away "
+            f"(mv {path} {path}.untrusted): what the interrupted run did is then done "
+            f"again, and what it made is not in {state_path}") from None
+    if journal.header.get("base") != _digest(state_path) or not journal.load():
         journal.remove()
         return None
     return journal
@@ -280,10 +290,11 @@ def stop_on_signals(journal: Journal, stream: TextIO = sys.stderr) -> Iterator[N
 
 def _task_for(action: str, options: Any, previous: Mapping[str, Any] | None) -> dict[str, Any]:
     if action == "deploy":
-        model = incoming_model(read_json(options.model, "model"), previous)
+        model = incoming_model(_given_model(options), previous)
     else:
         if previous is None:
-            raise SystemExit(f"error: state file {options.state} does not exist")
+            raise SystemExit(f"error: state file {options.state or DEFAULT_STATE} does not "
+                             "exist")
         model = {k: v for k, v in previous.items() if k not in ("Resources", "Run")}
     objects = model.get("Objects") or {}
     environment_id = str((objects.get("?") or {}).get("id") or "")
@@ -296,6 +307,43 @@ def _task_for(action: str, options: Any, previous: Mapping[str, Any] | None) -> 
         task_action = {"object_id": options.object_id, "method": options.method,
                        "args": dict(options.args)}
     return {"id": environment_id, "action": task_action, "model": model}
+
+
+def _given_model(options: Any) -> Any:
+    """The model file given to ``deploy``, read."""
+    if not getattr(options, "model", None):
+        raise SystemExit("error: deploy takes MODEL (only an interrupted deploy is carried "
+                         "on with --state alone)")
+    return read_json(options.model, "model")
+
+
+def _environment_of(objects: Any) -> tuple[str, str]:
+    """The id and name of the environment object ``objects`` (empty when none)."""
+    if not isinstance(objects, Mapping):
+        return "", ""
+    name = objects.get("name")
+    return str((objects.get("?") or {}).get("id") or ""), name if isinstance(name, str) else ""
+
+
+def _shown(environment: tuple[str, str]) -> str:
+    return f"{environment[0]} ({environment[1]})" if environment[1] else environment[0]
+
+
+def check_same_environment(state_path: Path, previous: Mapping[str, Any] | None,
+                           options: Any) -> None:
+    """Refuse to deploy another environment onto the state file of one (which would
+    destroy it to deploy the new one), naming both and a state file to use."""
+    held = _environment_of((previous or {}).get("Objects"))
+    given = _given_model(options)
+    wanted = _environment_of(given.get("Objects", given) if isinstance(given, Mapping) else None)
+    if not held[0] or not wanted[0] or held[0] == wanted[0]:
+        return
+    own = Path(options.model).with_suffix(".state.json").name
+    raise SystemExit(
+        f"error: {state_path} holds environment {_shown(held)}; {options.model} is "
+        f"environment {_shown(wanted)}. Each environment has its own state file: deploy it "
+        f"with --state {own}, or first remove the other with "
+        f"`murano-engine destroy --state {state_path}`")
 
 
 def remembered_run(options: Any, previous: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -351,11 +399,26 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
     """Run deploy, destroy or an action; print reports; save the state.
 
     The packages run with ``interpreter`` (by default the engine's own). A
-    command interrupted earlier is resumed from its journal first.
+    command interrupted earlier is resumed from its journal first. The state
+    file (``options.state``, else :data:`DEFAULT_STATE`) is held by this process
+    meanwhile: a command another process runs on it is refused.
 
     The command line calls :func:`murano_engine.dsl.concurrency.setup` first, so
     that sockets and subprocesses are cooperative before kombu is imported.
     """
+    from murano_engine.cli.state_lock import StateBusy, holding
+    state_path = Path(options.state or DEFAULT_STATE)
+    if not state_path.parent.is_dir():
+        raise SystemExit(f"error: {state_path}: the state file's folder "
+                         f"{state_path.parent} does not exist")
+    try:
+        with holding(state_path):
+            return _run_held(options, action, interpreter)
+    except StateBusy as exc:
+        raise SystemExit(f"error: {exc}") from None
+
+
+def _run_held(options: Any, action: str, interpreter: Interpreter | None) -> int:
     from murano_engine.dsl import boundary
     from murano_engine.dsl.budget import Budget
     from murano_engine.dsl.packages import PackageLoader
@@ -363,20 +426,30 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
     from murano_engine.engine.interpreter import build_interpreter
     from murano_engine.engine.tasks import run_task
 
-    state_path = Path(options.state)
+    state_path = Path(options.state or DEFAULT_STATE)
     previous = read_json(state_path, "state file") if state_path.exists() else None
     run = remembered_run(options, previous)
     config = load_config(run["config"])
+    key = _journal_key(config, state_path)
     resources = Resources((previous or {}).get("Resources"))
-    interrupted = open_interrupted(state_path)
+    interrupted = open_interrupted(state_path, key)
     command = interrupted.header.get("command") if interrupted is not None else None
     if interrupted is not None and action == "destroy" and command != "destroy":
         return _destroy_after_interrupt(options, interrupted, previous, resources, config,
                                         interpreter)
+    if action == "deploy" and (interrupted is None or getattr(options, "model", None)):
+        try:
+            check_same_environment(state_path, previous, options)
+        except SystemExit:
+            if interrupted is not None:
+                interrupted.close()
+            raise
     loader = PackageLoader(run["packages"], interpreter or build_interpreter())
     for problem in loader.problems:
         print(f"warning: {problem}", file=sys.stderr)
-    wanted = _task_for(action, options, previous)
+    resuming_deploy = interrupted is not None and action == "deploy" == command
+    wanted = None if resuming_deploy and not options.model else \
+        _task_for(action, options, previous)
     if interrupted is not None:
         task = interrupted.header["task"]
         if command != action or (action == "action" and wanted["action"] != task["action"]):
@@ -387,27 +460,40 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
                 f"error: a {what} of this environment was interrupted "
                 f"({journal_path(state_path)}); run it again to finish it, or "
                 "`murano-engine destroy` to remove what it made")
+        if wanted is not None and wanted != task:
+            interrupted.close()
+            raise SystemExit(
+                f"error: a deploy of another model ({interrupted.header.get('given')}) was "
+                f"interrupted on {state_path}; {options.model} differs from it, so nothing was "
+                f"run. Carry the interrupted deploy on with `murano-engine deploy --state "
+                f"{state_path}` (no model), then deploy the new model; or move "
+                f"{journal_path(state_path)} away to start afresh (what it recorded is then "
+                f"done again, and what it made is not in {state_path})")
         recorded = len(interrupted.load())
         print(f"{action}: resuming the run interrupted earlier ({recorded} journal entries; "
               "what they record is not done again)", flush=True)
-        if action == "deploy" and wanted != task:
-            print("note: the model changed since; deploy again afterwards to apply it",
-                  flush=True)
         store = interrupted
     else:
         if action == "action":
             check_action(loader, wanted["model"], options.object_id, options.method,
                          dict(options.args))
         task = wanted
-        store = FileJournal.create(journal_path(state_path), {
-            "command": action, "task": task, "base": _digest(state_path),
-            "started": time.time()})
+        header = {"command": action, "task": task, "base": _digest(state_path),
+                  "started": time.time()}
+        if action == "deploy":
+            header["given"] = str(options.model)  # and what it held, for the outputs
+            header["given_model"] = _given_model(options)
+        store = FileJournal.create(journal_path(state_path), header, key)
     objects = task["model"].get("Objects") or {}
     environment_id = task["id"]
     applications = objects.get("applications") if action == "deploy" else None
     printer = ProgressPrinter(len(applications) if isinstance(applications, list) else 0)
     journal = Journal(store)
-    services = engine_services(config)
+    try:
+        services = engine_services(config)
+    except BaseException:
+        _close_journal(store, journal)
+        raise
     try:
         print(f"{action}: environment {environment_id or '(none)'}", flush=True)
         with stop_on_signals(journal), boundary.use(journal.stoppable()):
@@ -423,7 +509,7 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
         return 130
     except BaseException:
         close_services(services)
-        store.close()
+        _close_journal(store, journal)
         raise
     resources.add(journal.touched())
     outcome = result["action"]
@@ -441,6 +527,8 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
                 print(f"error: could not remove {problem}", file=sys.stderr)
             return 1
         state_path.unlink(missing_ok=True)
+    elif outcome["isException"] and not _worth_keeping(options, previous, resources):
+        close_services(services)
     else:
         close_services(services)
         write_state(state_path, {**result["model"], "Resources": resources.as_dict(),
@@ -458,13 +546,16 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
         if failure.get("traceback"):
             print("MuranoPL stack (most recent call last):\n" + failure["traceback"],
                   file=sys.stderr)
+        saved = f"state saved to {state_path}" if state_path.exists() else \
+            "it made nothing, so no state file was written"
         print(f"{action} failed after {elapsed:.1f} s ({', '.join(failure['names'])}); "
-              f"state saved to {state_path}", file=sys.stderr)
+              f"{saved}", file=sys.stderr)
         return 1
     if action == "deploy":
         # Outputs are what the run set beyond the user's own model (the merged model
         # already carries an earlier run's outputs).
-        given = read_json(options.model, "model")
+        given = read_json(options.model, "model") if options.model else \
+            store.header.get("given_model")
         given = given.get("Objects", given) if isinstance(given, Mapping) else {}
         print_outputs(given or {}, result["model"].get("Objects") or {})
     elif action != "destroy":
@@ -487,6 +578,39 @@ def write_picture(path: Path, title: str, printer: ProgressPrinter,
     print(f"deployment picture written to {path}", flush=True)
 
 
+def _journal_key(config: Values, state_path: Path) -> bytes | None:
+    """The journal key the configuration names; a warning when it is kept beside the
+    state file (whoever may edit the journal could then read the key)."""
+    key_file = config["engine"]["journal_key_file"]
+    try:
+        key = journal_key(key_file)
+    except JournalError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    if key_file and Path(key_file).expanduser().resolve().parent == \
+            state_path.resolve().parent:
+        print(f"warning: the journal key {key_file} is in the state file's folder; keep it "
+              "elsewhere ([engine] journal_key_file), or a journal can be forged by whoever "
+              "may write there", file=sys.stderr)
+    return key
+
+
+def _worth_keeping(options: Any, previous: Mapping[str, Any] | None,
+                   resources: Resources) -> bool:
+    """Whether a failed command's state is saved: always with ``--state``; without it
+    (the default state file) only when there was one or the run made something."""
+    return bool(options.state) or previous is not None or \
+        bool(resources.stacks or resources.queues)
+
+
+def _close_journal(store: FileJournal, journal: Journal) -> None:
+    """Close the journal of a command that ended in an error: removed when nothing was
+    recorded in it (the run never began, so there is nothing to carry on)."""
+    if journal.recorded or journal.resuming:
+        store.close()
+    else:
+        store.remove()
+
+
 def _destroy_after_interrupt(options: Any, interrupted: FileJournal,
                              previous: Mapping[str, Any] | None, resources: Resources,
                              config: Values, interpreter: Interpreter | None) -> int:
@@ -496,14 +620,14 @@ def _destroy_after_interrupt(options: Any, interrupted: FileJournal,
     interrupted.close()
     print(f"destroy: the {interrupted.header.get('command')} interrupted earlier is "
           "abandoned; removing what it made too", flush=True)
-    state_path = Path(options.state)
+    state_path = Path(options.state or DEFAULT_STATE)
     if previous is not None:
         write_state(state_path, {**previous, "Resources": resources.as_dict()})
     else:
         write_state(state_path, {"Objects": None, "Resources": resources.as_dict()})
     interrupted.remove()
     if previous is not None and (previous.get("Objects") or None) is not None:
-        return run_command(options, "destroy", interpreter)
+        return _run_held(options, "destroy", interpreter)
     problems = resources.remove_all(engine_services(config), config)
     for problem in problems:
         print(f"error: could not remove {problem}", file=sys.stderr)

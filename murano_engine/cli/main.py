@@ -123,9 +123,11 @@ def _environment(options: argparse.Namespace, action: str) -> int:
     concurrency.setup()
     from murano_engine.cli.deploy import run_command
     positional = {"deploy": ["model"], "action": ["object_id", "method"]}.get(action, [])
+    # ``deploy --state FILE`` with no model carries on an interrupted deploy.
     words = take_positionals(options, action, positional,
-                             [getattr(options, n) for n in positional if getattr(options, n)])
-    for name, value in zip(positional, words, strict=True):
+                             [getattr(options, n) for n in positional if getattr(options, n)],
+                             optional=action == "deploy")
+    for name, value in zip(positional[:len(words)], words, strict=True):
         setattr(options, name, value)
     options.args = [_parse_arg(a) for a in getattr(options, "raw_args", [])]
     return run_command(options, action)
@@ -221,13 +223,15 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--config", help="engine configuration (INI); default: the one "
                              "the state file remembers, else the local cloud, RabbitMQ on "
                              "127.0.0.1:5672")
-        command.add_argument("--state", default="murano-state.json",
-                             help="the environment's state file (default %(default)s)")
+        command.add_argument("--state",
+                             help="the environment's state file (default murano-state.json)")
         return command
 
     deploy = environment_command("deploy", "deploy an environment (again) from a model",
                                  "MODEL ")
-    deploy.add_argument("model", nargs="?", help="object model (JSON; required)")
+    deploy.add_argument("model", nargs="?",
+                        help="object model (JSON; required, except to carry on an "
+                             "interrupted deploy with --state alone)")
     deploy.add_argument("--report", metavar="FILE.html",
                         help="write the deployment picture (timeline per server, topology, "
                              "reports) to this self-contained HTML file")
@@ -293,12 +297,13 @@ def _version() -> str:
 
 
 def take_positionals(options: argparse.Namespace, command: str, names: list[str],
-                     given: list[str]) -> list[str]:
+                     given: list[str], optional: bool = False) -> list[str]:
     """The command's positional words, whether they came before or after ``-l DIR...``.
 
     A word ``-l`` swallowed that is no folder is a positional (``-l DIR CLASS.METHOD``);
     where that makes one word too many, or a ``-l`` folder does not exist, the error
-    names the folder. Exits with a usage error otherwise.
+    names the folder. Exits with a usage error otherwise (no words at all are fine
+    when ``optional``).
     """
     load_dirs = options.load_packages_from
     moved = split_load_dirs(load_dirs, [])
@@ -310,7 +315,7 @@ def take_positionals(options: argparse.Namespace, command: str, names: list[str]
     for folder in load_dirs:
         if not Path(folder).exists():
             raise SystemExit(f"error: {folder}: package folder does not exist")
-    if len(words) != len(names):
+    if len(words) != len(names) and not (optional and not words):
         wanted = " ".join(n.upper() for n in names) if names else "no positional arguments"
         raise SystemExit(f"error: {command} takes {wanted}")
     return words

@@ -28,6 +28,8 @@ __all__ = ["SCHEMA", "Config", "ConfigError", "broker_ssl", "broker_url",
 #: Loaded engine configuration: sections by name, each option by attribute or by name.
 Config = Values
 
+#: Where the deployment journals' key is kept unless ``[engine] journal_key_file`` says.
+DEFAULT_JOURNAL_KEY_FILE = "~/.local/state/murano-engine/journal.key"
 
 ENGINE = Section(
     "engine", "How the engine runs deployments.",
@@ -42,6 +44,11 @@ ENGINE = Section(
     Option("signing_key", str, "",
            "RSA private key file (PEM) plans are signed with; agents then check the "
            "signatures. Empty: plans are not signed."),
+    Option("journal_key_file", str, DEFAULT_JOURNAL_KEY_FILE,
+           "The key of the deployment journals' chained digests (HMAC-SHA256), made "
+           "(random, mode 0600) on first use. Keep it outside the state files' folders; "
+           "API workers on several hosts need the same file. Empty: unkeyed digests, "
+           "which catch an edit by hand but not a forger."),
     Option("class_configs", str, "",
            "Folder of class config files (<class name>-<version>.json or .yaml) giving "
            "classes' Config property values."),

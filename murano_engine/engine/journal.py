@@ -23,14 +23,23 @@ recorded twice: their *intent* before they start (a plan's id), their outcome
 when they end. An intent without an outcome is carried out again with the
 same intent: a plan is re-sent with its id, and the agent answers it from its
 own journal.
+
+Every record carries a digest chained to the one before it (:class:`Chain`):
+an HMAC keyed with the journal key (:func:`journal_key`, a file kept outside
+the state folder) where one is configured. A record edited, moved, removed or
+added by hand breaks the chain there, and the journal is refused naming the
+line, so a run never replays what it did not record itself.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import importlib
 import json
 import logging
 import os
+import secrets
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -65,7 +74,94 @@ class JournalStore(Protocol):
 
 
 class JournalError(Exception):
-    """A journal that cannot be read (names the file and line)."""
+    """A journal that cannot be read or trusted (names the file and line)."""
+
+
+#: Hex digits of a record's digest (128 bits).
+DIGEST_HEX = 32
+#: What every chain starts from (with the store's own seed).
+_CHAIN_START = b"murano-engine journal 1\n"
+
+
+class Chain:
+    """The digests of a journal's records, each covering its record and the digest
+    before it: an HMAC-SHA256 keyed with ``key``, or a plain SHA-256 without one (which
+    catches an edit by hand, not a forger who recomputes the chain)."""
+
+    def __init__(self, key: bytes | None, seed: bytes = b"") -> None:
+        self._key = key
+        self.last = hashlib.sha256(_CHAIN_START + seed).hexdigest()[:DIGEST_HEX]
+
+    def _next(self, body: bytes) -> str:
+        data = self.last.encode("ascii") + body
+        if self._key:
+            return hmac.new(self._key, data, hashlib.sha256).hexdigest()[:DIGEST_HEX]
+        return hashlib.sha256(data).hexdigest()[:DIGEST_HEX]
+
+    def seal(self, body: bytes) -> str:
+        """The digest of the record ``body`` that follows the last one."""
+        self.last = self._next(body)
+        return self.last
+
+    def follows(self, body: bytes, digest: str) -> bool:
+        """Whether ``digest`` is the one of ``body`` after the last record (then it is
+        the last one)."""
+        expected = self._next(body)
+        if not hmac.compare_digest(expected, digest):
+            return False
+        self.last = expected
+        return True
+
+
+_KEY_BYTES = 32
+
+
+def journal_key(path: str | Path | None) -> bytes | None:
+    """The key in the file ``path``, made (random, mode 0600) on first use; None
+    without a path (digests are then unkeyed)."""
+    if not path:
+        return None
+    path = Path(path).expanduser()
+    try:
+        if not path.exists():
+            _make_key(path)
+        if path.stat().st_mode & 0o077:
+            raise JournalError(f"{path}: the journal key must be readable by its owner only "
+                               f"(chmod 600 {path})")
+        key = path.read_bytes().strip()
+    except OSError as exc:
+        raise JournalError(
+            f"{path}: cannot make or read the journal key ({exc.strerror}); set [engine] "
+            "journal_key_file (or MURANO_ENGINE_JOURNAL_KEY_FILE) to a file of yours, or "
+            "to nothing for unkeyed digests") from None
+    if len(key) < _KEY_BYTES:
+        raise JournalError(f"{path}: the journal key is shorter than {_KEY_BYTES} bytes "
+                           "(remove the file to have a new one made)")
+    return key
+
+
+def _make_key(path: Path) -> None:
+    """A new random key at ``path``, unless another process makes one first."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, secrets.token_hex(_KEY_BYTES).encode("ascii") + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.link(temporary, path)  # the first process to make it wins
+    except FileExistsError:
+        pass
+    finally:
+        temporary.unlink()
+
+
+#: Why a record whose digest does not match is refused.
+TAMPERED = ("this entry does not follow from the ones before it (its digest does not "
+            "match: the journal was edited, reordered or spliced, or written with another "
+            "journal key)")
 
 
 class Cancelled(BaseException):  # noqa: N818 - a stop, not an error MuranoPL may catch
@@ -286,41 +382,50 @@ def _rebuild_error(record: dict[str, Any]) -> Exception:
 
 
 class FileJournal:
-    """A journal file: a header line (what the run is) and one JSON line per entry.
+    """A journal file: a header line (what the run is) and one JSON line per entry,
+    each line starting with its digest (``{"d":"<digest>",...}``, see :class:`Chain`).
 
     Each append is written and fdatasync'ed before it returns. A line torn by a
     crash can only be the last one; it is dropped (the call it recorded is done
-    again, as after any crash before its end was recorded).
+    again, as after any crash before its end was recorded). Any other line that
+    does not follow from the ones before it makes :meth:`open` fail.
     """
 
     def __init__(self, path: Path, header: dict[str, Any], entries: list[dict[str, Any]],
-                 fd: int) -> None:
+                 fd: int, chain: Chain) -> None:
         self.path = path
         self.header = header
         self._entries = entries
         self._fd = fd
+        self._chain = chain
+        self._lock = threading.Lock()  # lines go to the file in the chain's order
 
     @classmethod
-    def create(cls, path: str | Path, header: dict[str, Any]) -> FileJournal:
-        """A new journal (replacing any file there) starting with ``header``."""
+    def create(cls, path: str | Path, header: dict[str, Any],
+               key: bytes | None = None) -> FileJournal:
+        """A new journal (replacing any file there) starting with ``header``, its
+        digests keyed with ``key``."""
         path = Path(path)
+        chain = Chain(key)
         tmp = path.with_name(path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            os.write(fd, _line({"header": header}))
+            os.write(fd, _sealed({"header": header, "nonce": secrets.token_hex(8)}, chain))
             os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
         _sync_folder(path.parent)
-        return cls(path, header, [], os.open(path, os.O_WRONLY | os.O_APPEND))
+        return cls(path, header, [], os.open(path, os.O_WRONLY | os.O_APPEND), chain)
 
     @classmethod
-    def open(cls, path: str | Path) -> FileJournal:
-        """An existing journal, to replay and go on appending to."""
+    def open(cls, path: str | Path, key: bytes | None = None) -> FileJournal:
+        """An existing journal, to replay and go on appending to; :class:`JournalError`
+        naming the line when it was not written as it is with ``key``."""
         path = Path(path)
         raw = path.read_bytes()
-        lines = raw.split(b"\n")
+        *lines, tail = raw.split(b"\n")  # a tail with no newline is a torn write
+        chain = Chain(key)
         header: dict[str, Any] | None = None
         entries: list[dict[str, Any]] = []
         good = 0
@@ -330,31 +435,39 @@ class FileJournal:
                 continue
             try:
                 record = json.loads(line)
-                if not isinstance(record, dict):
-                    raise ValueError("not a JSON object")
             except ValueError as exc:
-                if number >= len(lines) - 1:  # the last line, torn by a crash
+                if number == len(lines) and not tail:  # the last line, torn by a crash
                     break
                 raise JournalError(f"{path}:{number}: not a journal entry ({exc})") from None
+            try:
+                digest, body = _unsealed(line, record)
+            except ValueError as exc:
+                raise JournalError(f"{path}:{number}: not a journal entry ({exc})") from None
+            if not chain.follows(body, digest):
+                raise JournalError(f"{path}:{number}: {TAMPERED}")
             if header is None:
-                if "header" not in record:
+                if not isinstance(record.get("header"), dict):
                     raise JournalError(f"{path}:{number}: the journal has no header line")
                 header = record["header"]
+            elif "header" in record:
+                raise JournalError(f"{path}:{number}: a second header line")
             else:
                 entries.append(record)
             good += len(line) + 1
         if header is None:
             raise JournalError(f"{path}: the journal is empty")
-        fd = os.open(path, os.O_WRONLY)
-        os.ftruncate(fd, min(good, len(raw)))  # drop a torn tail before appending
-        os.close(fd)
-        return cls(path, header, entries, os.open(path, os.O_WRONLY | os.O_APPEND))
+        if good < len(raw):
+            fd = os.open(path, os.O_WRONLY)
+            os.ftruncate(fd, good)  # drop a torn tail before appending
+            os.close(fd)
+        return cls(path, header, entries, os.open(path, os.O_WRONLY | os.O_APPEND), chain)
 
     def load(self) -> list[dict[str, Any]]:
         return list(self._entries)
 
     def append(self, entry: dict[str, Any]) -> None:
-        os.write(self._fd, _line(entry))
+        with self._lock:
+            os.write(self._fd, _sealed(entry, self._chain))
         _datasync(self._fd)
 
     def close(self) -> None:
@@ -369,8 +482,26 @@ class FileJournal:
         _sync_folder(self.path.parent)
 
 
-def _line(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode("utf-8")
+_DIGEST_FIELD = b'{"d":"'
+_BODY_START = len(_DIGEST_FIELD) + DIGEST_HEX + 2  # past the digest and its '",'
+
+
+def _sealed(record: dict[str, Any], chain: Chain) -> bytes:
+    """``record``'s line: its digest first, then its fields as JSON."""
+    body = json.dumps(record, separators=(",", ":"), default=str).encode("utf-8")
+    digest = chain.seal(body)
+    return _DIGEST_FIELD + digest.encode("ascii") + b'",' + body[1:] + b"\n"
+
+
+def _unsealed(line: bytes, record: Any) -> tuple[str, bytes]:
+    """The digest of a line holding ``record`` (which loses it) and the JSON it covers."""
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    if not line.startswith(_DIGEST_FIELD) or line[_BODY_START - 2:_BODY_START] != b'",':
+        raise ValueError("no digest: written by hand or by an engine older than digests")
+    record.pop("d", None)
+    digest = line[len(_DIGEST_FIELD):_BODY_START - 2].decode("ascii", "replace")
+    return digest, b"{" + line[_BODY_START:]
 
 
 def _sync_folder(folder: Path) -> None:

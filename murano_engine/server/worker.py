@@ -41,7 +41,7 @@ from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.executor import Executor
 from murano_engine.engine.config import load_config
 from murano_engine.engine.interpreter import build_interpreter
-from murano_engine.engine.journal import Journal
+from murano_engine.engine.journal import Journal, journal_key
 from murano_engine.engine.services import close_services, engine_services, project_config
 from murano_engine.engine.tasks import describe_failure, run_task
 
@@ -72,6 +72,11 @@ class EngineServices:
     def config(self) -> Values:
         """The engine sections of the configuration file, read once."""
         return load_config(self.settings.config_file, schema=SCHEMA)
+
+    @functools.cached_property
+    def journal_key(self) -> bytes | None:
+        """The key of the tasks' journal digests (``[engine] journal_key_file``)."""
+        return journal_key(self.config["engine"]["journal_key_file"])
 
     def budget(self, seconds: float | None = None) -> Budget:
         """A fresh budget for one task, as the configuration gives it; its clock no
@@ -108,7 +113,7 @@ def run_engine_task(store: db.Store, settings: Settings, task: Mapping[str, Any]
     with the number of steps the journal already holds.
     """
     try:
-        recorded = DbJournalStore(store, str(task["task_id"]))
+        recorded = DbJournalStore(store, str(task["task_id"]), services.journal_key)
         if begin is not None:
             begin(sum(1 for entry in recorded.load() if entry.get("t") != "begin"))
         journal = Journal(recorded)

@@ -6,12 +6,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import exc, select
+from sqlalchemy import delete, exc, select, update
 
 from murano_engine.api import environments
 from murano_engine.backend import db
 from murano_engine.backend.journal_store import DbJournalStore
-from murano_engine.engine.journal import Journal
+from murano_engine.engine.journal import TAMPERED, Journal, JournalError
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -133,3 +133,59 @@ def test_entries_go_with_the_environment(store: db.Store) -> None:
     with store.write() as session:
         session.delete(session.get(db.Environment, session.get(db.Task, task_id).environment_id))
     assert stored(store, task_id) == []
+
+
+KEY = b"k" * 32
+
+
+def rows(store: db.Store, task_id: str) -> list[dict]:
+    with store.read() as session:
+        return list(session.scalars(select(db.JournalEntry.entry)
+                                    .where(db.JournalEntry.task_id == task_id)
+                                    .order_by(db.JournalEntry.seq)))
+
+
+def set_row(store: db.Store, task_id: str, seq: int, entry: dict) -> None:
+    with store.write() as session:
+        session.execute(update(db.JournalEntry).where(db.JournalEntry.task_id == task_id,
+                                                      db.JournalEntry.seq == seq)
+                        .values(entry=entry))
+
+
+def recorded(store: db.Store) -> str:
+    task_id = new_task(store)
+    journal = Journal(DbJournalStore(store, task_id, KEY))
+    journal.new_id()
+    journal.effect("agent.call", "q", lambda: {"id": "plan-1"}, lambda intent: {"ok": 1})
+    return task_id
+
+
+def test_rows_edited_moved_removed_or_from_another_task_are_refused(store: db.Store) -> None:
+    task_id = recorded(store)
+    assert len(DbJournalStore(store, task_id, KEY).load()) == 3
+    original = rows(store, task_id)
+    assert all(len(row["d"]) == 32 for row in original)
+
+    def refused(seq: int) -> None:
+        with pytest.raises(JournalError) as caught:
+            DbJournalStore(store, task_id, KEY)
+        assert str(caught.value) == f"the journal of task {task_id}, entry {seq}: {TAMPERED}"
+
+    set_row(store, task_id, 2, {**original[2], "v": {"ok": 0}})  # a forged result
+    refused(2)
+    set_row(store, task_id, 1, original[2])
+    set_row(store, task_id, 2, original[1])  # two rows swapped
+    refused(1)
+    other = rows(store, recorded(store))
+    set_row(store, task_id, 1, other[1])
+    set_row(store, task_id, 2, other[2])  # the same entries, another task's chain
+    refused(1)
+    for seq, entry in enumerate(original):
+        set_row(store, task_id, seq, entry)
+    assert len(DbJournalStore(store, task_id, KEY).load()) == 3  # as it was: accepted
+    with pytest.raises(JournalError):
+        DbJournalStore(store, task_id, b"x" * 32)  # another key
+    with store.write() as session:
+        session.execute(delete(db.JournalEntry).where(db.JournalEntry.task_id == task_id,
+                                                      db.JournalEntry.seq == 1))
+    refused(2)

@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 from kombu import Connection, Queue
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from murano_engine.api.catalog import pack_folder
 from murano_engine.backend import db
 from murano_engine.backend.settings import ConfigError, Settings, load_settings
 from murano_engine.backend.task_queues import QueueMismatch, declare_queues
+from murano_engine.engine.journal import TAMPERED
 from tests.api.conftest import AMQP, PACKAGES, throwaway_pg_database
 
 RESUMED = "again, after another worker stopped"
@@ -110,6 +111,35 @@ def test_killed_worker_task_resumes_from_its_journal(start_api, database):
     assert env["services"][0]["greeting"] == "hello from stepper after 6 steps"
     assert api.ok("GET", f"{base}/deployments")["deployments"][0]["state"] == "success"
     assert _journal(database, task_id) == []  # gone with the stored result
+
+
+def test_a_tampered_journal_fails_the_task_and_runs_nothing(start_api, database):
+    api = start_api(database, broker=True)
+    first = api.start_worker()
+    env_id, base, task_id = _deploy_stepper(api, steps=6, pause=1)
+    _wait("2 steps reported", lambda: sum(" step " in t for t in _texts(api, base, task_id))
+          >= 2)
+    _kill(first)
+    sent = [t for t in _texts(api, base, task_id) if " step " in t]
+    entries = _journal(database, task_id)
+    seq = max(n for n, e in enumerate(entries) if e["t"] == "end" and "|report|" in e["k"])
+    store = db.Store(database)
+    try:
+        with store.write() as session:  # a made-up value in place of what was recorded
+            session.execute(update(db.JournalEntry).where(
+                db.JournalEntry.task_id == task_id, db.JournalEntry.seq == seq).values(
+                entry={**entries[seq], "v": "forged"}))
+    finally:
+        store.engine.dispose()
+
+    api.start_worker()
+    env = api.wait_env(env_id, ("deploy failure",), timeout=60)
+    reason = f"the journal of task {task_id}, entry {seq}: {TAMPERED}"
+    deployment = api.ok("GET", f"{base}/deployments")["deployments"][0]
+    assert deployment["state"] == "completed_w_errors"
+    assert deployment["result"]["result"]["message"] == reason
+    assert [t for t in _texts(api, base, task_id) if " step " in t] == sent  # none ran
+    assert env["acquired_by"] is None
 
 
 def test_task_no_worker_finishes_is_dead_lettered(start_api, database):

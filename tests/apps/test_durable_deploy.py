@@ -28,6 +28,7 @@ import pytest
 
 from murano_engine.clouds.local import netns
 from murano_engine.clouds.local.sandbox import missing_for_namespaces
+from murano_engine.engine.journal import TAMPERED, Chain
 from tests import processes
 from tests.apps import kv_nodes
 from tests.tcp_forwarder import TcpForwarder
@@ -250,6 +251,44 @@ def test_a_second_ctrl_c_ends_the_process_at_once(tmp_path):
         assert engine.returncode == 128 + signal.SIGINT
         assert (site.root / "state.json.journal").exists()  # intact, to resume or destroy
         site.destroy_and_check()
+    finally:
+        _force_cleanup(site)
+
+
+def test_a_forged_result_for_a_plan_in_flight_is_refused(tmp_path):
+    site = Site(tmp_path, slow="configure.sh")
+    try:
+        engine = site.deploy_until(4)  # configure.sh runs on both nodes now (for 1.5 s)
+        time.sleep(0.5)
+        engine.kill()
+        engine.communicate(timeout=30)
+        journal = site.root / "state.json.journal"
+        lines = journal.read_bytes().splitlines(keepends=True)
+        entries = [json.loads(line) for line in lines[1:]]
+        ended = {e["k"] for e in entries if e["t"] == "end"}
+        in_flight = [e for e in entries if e["t"] == "begin" and e["k"] not in ended]
+        answered = [e["v"] for e in entries if e["t"] == "end" and "|agent." in e["k"]]
+        assert in_flight and answered, "no plan was in flight, or none had been answered"
+        # A made-up answer to the plan in flight, shaped as a real one, chained as well
+        # as one can without the journal key.
+        forged = {"k": in_flight[0]["k"], "t": "end", "v": answered[-1]}
+        chain = Chain(None)
+        chain.last = entries[-1]["d"]
+        body = json.dumps(forged, separators=(",", ":")).encode()
+        journal.write_bytes(b"".join(lines) + b'{"d":"' + chain.seal(body).encode() + b'",'
+                            + body[1:] + b"\n")
+        time.sleep(2.0)  # the plans in flight end in their servers
+        steps = site.steps()
+
+        again = subprocess.run(site.command("deploy", str(site.model)), capture_output=True,
+                               text=True, timeout=300, cwd=site.root)
+
+        assert again.returncode == 1
+        assert again.stderr.startswith(f"error: {journal}:{len(lines) + 1}: {TAMPERED}. "
+                                       "Nothing was run from it."), again.stderr
+        assert site.steps() == steps and not site.state.exists()
+        journal.write_bytes(b"".join(lines))  # as the killed run left it: destroy removes
+        site.destroy_and_check()               # what it made
     finally:
         _force_cleanup(site)
 

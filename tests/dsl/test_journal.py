@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import threading
 from pathlib import Path
@@ -13,7 +15,15 @@ from murano_engine.dsl import concurrency
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
 from murano_engine.engine.interpreter import build_interpreter
-from murano_engine.engine.journal import Cancelled, FileJournal, Journal, JournalError
+from murano_engine.engine.journal import (
+    TAMPERED,
+    Cancelled,
+    Chain,
+    FileJournal,
+    Journal,
+    JournalError,
+    journal_key,
+)
 from murano_engine.messaging.errors import AgentError
 
 
@@ -156,3 +166,126 @@ def test_a_cancelled_run_stops_and_murano_code_cannot_catch_it(tmp_path):
 
     with pytest.raises(Cancelled):
         executor.invoke(cls.find_method("run"), executor.new_object(cls), [], {}, None)
+
+
+KEY = b"k" * 32
+
+
+def recorded_run(path: Path, key: bytes | None = KEY) -> list[bytes]:
+    """A journal of a run that sent a plan and got its answer, then sent a second one
+    that was in flight when the process died; its lines."""
+    journal = Journal(FileJournal.create(path, {"command": "deploy", "model": "m1"}, key))
+    journal.new_id()
+    journal.effect("agent.call", "q", lambda: {"id": "plan-1"}, lambda intent: {"ok": 1})
+
+    def die(intent):
+        raise Crash
+
+    with pytest.raises(Crash):
+        journal.effect("agent.call", "q", lambda: {"id": "plan-2"}, die)
+    return path.read_bytes().splitlines(keepends=True)
+
+
+def refused(path: Path, line: int, key: bytes | None = KEY) -> None:
+    with pytest.raises(JournalError) as caught:
+        FileJournal.open(path, key)
+    assert str(caught.value) == f"{path}:{line}: {TAMPERED}"
+
+
+def test_a_forged_result_for_a_plan_in_flight_is_refused(tmp_path):
+    path = tmp_path / "run.journal"
+    lines = recorded_run(path)
+    last = json.loads(lines[-1])
+    assert last["t"] == "begin" and last["v"] == {"id": "plan-2"}
+    forged = {"k": last["k"], "t": "end", "v": {"stdout": "made up"}}
+    # A forger who knows the format but not the key: an unkeyed digest after the last.
+    chain = Chain(None)
+    chain.last = last["d"]
+    body = json.dumps(forged, separators=(",", ":")).encode()
+    line = b'{"d":"' + chain.seal(body).encode() + b'",' + body[1:] + b"\n"
+    path.write_bytes(b"".join(lines) + line)
+    refused(path, len(lines) + 1)
+    no_digest = json.dumps(forged).encode() + b"\n"
+    path.write_bytes(b"".join(lines) + no_digest)
+    with pytest.raises(JournalError, match=rf"run\.journal:{len(lines) + 1}: not a journal "
+                                           r"entry \(no digest"):
+        FileJournal.open(path, KEY)
+    assert path.read_bytes() == b"".join(lines) + no_digest  # left as it was
+
+
+def test_reordered_removed_and_spliced_lines_are_refused(tmp_path):
+    path = tmp_path / "run.journal"
+    lines = recorded_run(path)
+    path.write_bytes(b"".join([lines[0], lines[2], lines[1], *lines[3:]]))
+    refused(path, 2)
+    path.write_bytes(b"".join([lines[0], *lines[2:]]))
+    refused(path, 2)
+    other = recorded_run(tmp_path / "other.journal")
+    path.write_bytes(b"".join([*lines[:3], other[3], *lines[4:]]))
+    refused(path, 4)  # the same entry, but another run's: its chain is not this one's
+
+
+def test_an_edited_header_is_refused(tmp_path):
+    path = tmp_path / "run.journal"
+    lines = recorded_run(path)
+    path.write_bytes(b"".join([lines[0].replace(b'"m1"', b'"m2"'), *lines[1:]]))
+    refused(path, 1)
+
+
+def test_a_journal_checks_out_only_with_its_own_key(tmp_path):
+    path = tmp_path / "run.journal"
+    lines = recorded_run(path)
+    refused(path, 1, key=b"x" * 32)
+    refused(path, 1, key=None)
+    journal = Journal(FileJournal.open(path, KEY))
+    assert journal.effect("agent.call", "q", dict, lambda intent: pytest.fail("sent")) == \
+        {"ok": 1}
+    unkeyed = tmp_path / "unkeyed.journal"
+    recorded_run(unkeyed, key=None)
+    assert len(FileJournal.open(unkeyed).load()) == len(lines) - 1
+
+
+def test_a_whole_last_line_without_its_newline_is_torn_and_dropped(tmp_path):
+    path = tmp_path / "run.journal"
+    lines = recorded_run(path)
+    path.write_bytes(b"".join(lines)[:-1])  # the write that ended in the newline was cut
+    journal = FileJournal.open(path, KEY)
+    assert len(journal.load()) == len(lines) - 2
+    resumed = Journal(journal)
+    assert resumed.effect("agent.call", "q", dict, lambda intent: None) == {"ok": 1}
+    resumed.effect("agent.call", "q", lambda: {"id": "plan-2"},
+                   lambda intent: None)  # appends where the dropped line was
+    assert len(FileJournal.open(path, KEY).load()) == len(lines)
+
+
+def test_the_journal_key_is_made_once_for_its_owner_only(tmp_path):
+    path = tmp_path / "keys" / "journal.key"
+    key = journal_key(path)
+    assert key is not None and len(key) == 64
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert journal_key(path) == key
+    assert journal_key("") is None
+    os.chmod(path, 0o644)
+    with pytest.raises(JournalError, match=r"readable by its owner only \(chmod 600"):
+        journal_key(path)
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(JournalError, match=r"a-file/journal\.key: cannot make or read the "
+                                           r"journal key \(File exists\); set \[engine\] "
+                                           r"journal_key_file"):
+        journal_key(tmp_path / "a-file" / "journal.key")
+
+
+def test_threads_appending_at_once_leave_a_chain_that_checks_out(tmp_path):
+    path = tmp_path / "run.journal"
+    store = FileJournal.create(path, {}, KEY)
+
+    def append(thread: int) -> None:
+        for n in range(200):
+            store.append({"k": f"{thread}|id||{n}", "t": "end", "v": n})
+
+    threads = [threading.Thread(target=append, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(FileJournal.open(path, KEY).load()) == 1600
