@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from cryptography.hazmat.primitives import hashes, serialization
@@ -28,8 +29,8 @@ def engine_key(path: Path) -> bytes:
                             serialization.PrivateFormat.TraditionalOpenSSL,
                             serialization.NoEncryption())
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
+    temporary = Path(name)
     try:
         os.write(fd, pem)
         os.fsync(fd)

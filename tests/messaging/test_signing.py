@@ -167,3 +167,45 @@ def test_keyed_agent_answers_every_refusal_and_never_replays_a_result(
         elsewhere.close()
     assert counter.read_text().split() == ["first"]
     assert reader.empty(0.5)
+
+
+def test_engine_key_is_made_once_private_and_shared_by_racing_engines(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from murano_engine.messaging.signing import engine_key
+
+    path = tmp_path / "state" / "signing-key.pem"
+    with ThreadPoolExecutor(4) as pool:
+        keys = set(pool.map(lambda _: engine_key(path), range(4)))
+    assert len(keys) == 1 and path.read_bytes() in keys
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in path.parent.iterdir()) == ["signing-key.pem"]
+    assert engine_key(path) == path.read_bytes()
+    PlanSigner(path.read_bytes())  # a usable RSA key
+
+
+def test_unsigned_mode_engine_has_no_key_and_keyless_agents_run_its_plans(
+    make_client, make_agent, tmp_path
+):
+    """[engine] sign_plans = false (Murano's unsigned mode): no key is made, agents are
+    given none, and an agent without engine_key runs the unsigned plans."""
+    from murano_engine.config import load_config
+    from murano_engine.deploy import close_services, engine_services, signing_key_file
+
+    ini = tmp_path / "engine.ini"
+    ini.write_text(f"[engine]\nsign_plans = false\n[local_cloud]\nstate_dir = {tmp_path}/c\n"
+                   "[rabbitmq]\nurl = memory://\n")
+    config = load_config(ini, {})
+    assert signing_key_file(config) is None
+    services = engine_services(config)
+    try:
+        assert services["agents"].signing_key("\t") == ""
+    finally:
+        close_services(services)
+    assert not (tmp_path / "c" / "signing-key.pem").exists()
+
+    engine = make_client()
+    agent = make_agent(engine)  # no engine_key
+    plan = engine.build_plan({"FormatVersion": "2.0.0", "Body": "return 6 * 7", "Scripts": {}},
+                             lambda n: b"")
+    assert engine.call(agent.queue, plan, 10) == 42
