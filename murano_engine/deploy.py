@@ -188,6 +188,7 @@ def engine_services(config: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
                 "agents": AgentClient(broker_url(config), signing_key_pem=signing_key,
                                       ssl=broker_ssl(config)),
                 "config": config}
+    services["agents"].watch_guests(services["cloud"].guest_failure)
     folder = config["engine"].get("class_configs")
     if folder:
         services["class_configs"] = ClassConfigFiles(folder)
