@@ -228,6 +228,9 @@ class NamespaceLauncher:
         name = netns.server_namespace(spec.server_id)
         if self.running(spec):  # left by a previous engine: give it its broker relay again
             self._relay(spec, name)
+            inside = netns.pids(name)
+            if inside and _read_pid(_sandbox_pid_file(spec)) is None:  # made before pids
+                _sandbox_pid_file(spec).write_text(str(min(inside)))  # were kept: its oldest
             return
         uid = _uid_for(spec.server_id)
         (spec.folder / "agent.effective.conf").write_text(
