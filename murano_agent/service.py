@@ -155,10 +155,10 @@ class AgentService(amqp.QueueConsumer):
             digest = hashlib.sha256(body).hexdigest()
         try:
             arrivals = self._store.redelivered(digest) if digest else 0
-            if arrivals > MAX_ATTEMPTS:
+            if arrivals > MAX_ATTEMPTS:  # unread, so unchecked: no reply-to of its own
                 self._refuse(
                     amqp_id,
-                    reply_to,
+                    reply_to if self._verifier is None else None,
                     plans.ERROR_UNEXPECTED,
                     f"message arrived {arrivals} times and the agent stopped while reading it "
                     f"each time before; it is not read again",
