@@ -222,12 +222,13 @@ class AgentService(amqp.QueueConsumer):
         except Rejected as exc:  # answered (murano-agent drops it): the engine need not wait
             self._notify(plan_id, reply_to, str(exc))
             raise
-        self._stamps.accept(stamp)
         if self._store.has_result(plan_id):
             LOG.info("plan %s already ran; answering with its stored result", plan_id)
+            self._stamps.accept(stamp)
             self._store.resend(plan_id, reply_to)
             return
-        self._store.receive(plan_id, body, reply_to)
+        self._store.receive(plan_id, body, reply_to)  # first: a crash before the stamp is
+        self._stamps.accept(stamp)  # kept leaves a redelivery that is_queued() recognises
         LOG.debug("plan %s received", plan_id)
 
     def _notify(self, plan_id: str | None, reply_to: str | None, text: str) -> None:
