@@ -9,7 +9,6 @@ import os
 import signal
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -79,6 +78,8 @@ def test_a_server_whose_agent_cannot_start_is_in_error_and_its_plan_fails_at_onc
         assert not netns.pids(netns.server_namespace(server_id)), "the sandbox is gone"
         remove_stack(cloud, "dead-start")
         assert cloud.guest_failure(queue) is None
+        cloud.settle()
+        assert list((tmp_path / "state" / "servers-records").iterdir()) == []
     finally:
         close_services(services)
 
@@ -94,6 +95,9 @@ def test_a_killed_agent_that_cannot_restart_makes_its_server_error_and_plans_fai
     agent = _agent_pid(server_id)
     folder = tmp_path / "state" / "servers" / server_id
     (folder / "agent.effective.conf").unlink()  # what the init would restart it with
+    # The guest may rewrite the config in its folder; the server's queue stays as booted.
+    conf = folder / "agent.conf"
+    conf.write_text(conf.read_text().replace(queue, "e-other-h-other"))
 
     outcome: dict = {}
 
@@ -113,6 +117,7 @@ def test_a_killed_agent_that_cannot_restart_makes_its_server_error_and_plans_fai
             "restarted") in message, message
     assert "agent.effective.conf" in message, message  # why it could not come back
     assert "cannot be restarted" in message, message
+    assert region.cloud.guest_failure("e-other-h-other") is None
 
     # The ERROR outlives the engine: a later cloud on the folder does not revive it.
     region.cloud.close()
@@ -123,6 +128,6 @@ def test_a_killed_agent_that_cannot_restart_makes_its_server_error_and_plans_fai
         assert not netns.pids(netns.server_namespace(server_id))
         remove_stack(later, "dead-kill")
         assert later.guest_failure(queue) is None
-        assert not (Path(tmp_path / "state" / "servers") / f".{server_id}.error").exists()
+        assert not (tmp_path / "state" / "servers-records" / f"{server_id}.error").exists()
     finally:
         later.close()

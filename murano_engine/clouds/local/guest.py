@@ -7,7 +7,7 @@ ports) and the agent's storage (``agent/``), log and output.
 A guest that dies is a server in ERROR, as Nova would have it: a watcher sees
 a server's agent end for good (it could not start, or ended and could not be
 restarted) and records why, with the agent's last output, in
-``<servers>/.<server id>.error`` (out of the guest's reach); plans waiting on
+``<servers>-records/<server id>.error`` (out of the guest's reach); plans waiting on
 the server's queue fail with that text (:meth:`Guests.queue_failure`). A
 server in ERROR is not started again by a later engine; deleting it clears it. The agent is the
 real ``murano-agent``, started by a launcher (:mod:`.sandbox`): in a sandbox of
@@ -78,6 +78,10 @@ class Guests:
     ) -> None:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
+        #: what the engine keeps of each server out of the guest's reach (its queue as
+        #: booted, why it is in ERROR): ``<servers>-records/<server id>.queue|.error``
+        self._records = root.with_name(root.name + "-records")
+        self._records.mkdir(exist_ok=True)
         self.launcher = launcher
         self._broker_url = broker_url
         self._powershell = powershell
@@ -113,6 +117,7 @@ class Guests:
         if ini is None:
             return False
         (folder / "agent.conf").write_text(ini, encoding="utf-8")
+        self._queue_file(server_id).write_text(_input_queue(ini) or "", encoding="utf-8")
         (folder / "server.json").write_text(json.dumps({
             "hostname": hostname, "powershell": powershell,
             "interfaces": [vars(i) for i in interfaces]}), encoding="utf-8")
@@ -185,6 +190,7 @@ class Guests:
         finally:
             shutil.rmtree(self.sandbox(server_id), ignore_errors=True)
             self._error_file(server_id).unlink(missing_ok=True)
+            self._queue_file(server_id).unlink(missing_ok=True)
             with self._lock:
                 self._releases.pop(server_id, None)
 
@@ -225,17 +231,22 @@ class Guests:
         self.launcher.close()
 
     def input_queue(self, server_id: str) -> str | None:
-        """The queue the server's agent consumes (None when it has no agent config)."""
+        """The queue the server's agent consumes (None when it has no agent config): as
+        its user data said at boot, kept out of the guest's reach (the agent.conf in its
+        folder is the guest's to change); read from that file for a server booted
+        before the queue was kept."""
+        try:
+            return self._queue_file(server_id).read_text(encoding="utf-8") or None
+        except FileNotFoundError:
+            pass
         try:
             ini = (self.sandbox(server_id) / "agent.conf").read_text(encoding="utf-8")
         except OSError:
             return None
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            parser.read_string(ini)
-        except configparser.Error:
-            return None
-        return parser.get("rabbitmq", "input_queue", fallback=None)
+        return _input_queue(ini)
+
+    def _queue_file(self, server_id: str) -> Path:
+        return self._records / f"{server_id}.queue"
 
     def running(self) -> set[str]:
         with self._lock:
@@ -271,7 +282,7 @@ class Guests:
                  spec.folder)
 
     def _error_file(self, server_id: str) -> Path:
-        return self.root / f".{server_id}.error"
+        return self._records / f"{server_id}.error"
 
     def _watch(self) -> None:
         """Mark ERROR, at once, every running server whose agent ended for good."""
@@ -312,3 +323,13 @@ def _tail(path: Path, chars: int) -> str:
             return handle.read().decode("utf-8", "replace").strip()
     except OSError:
         return ""
+
+
+def _input_queue(ini: str) -> str | None:
+    """The ``[rabbitmq] input_queue`` of an agent config (None when it names none)."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(ini)
+    except configparser.Error:
+        return None
+    return parser.get("rabbitmq", "input_queue", fallback=None)
