@@ -155,10 +155,10 @@ class AgentService(amqp.QueueConsumer):
             digest = hashlib.sha256(body).hexdigest()
         try:
             arrivals = self._store.redelivered(digest) if digest else 0
-            if arrivals > MAX_ATTEMPTS:
+            if arrivals > MAX_ATTEMPTS:  # unread, so unchecked: no reply-to of its own
                 self._refuse(
                     amqp_id,
-                    reply_to,
+                    reply_to if self._verifier is None else None,
                     plans.ERROR_UNEXPECTED,
                     f"message arrived {arrivals} times and the agent stopped while reading it "
                     f"each time before; it is not read again",
@@ -190,9 +190,22 @@ class AgentService(amqp.QueueConsumer):
         self, body: bytes, amqp_id: str | None, reply_to: str | None, headers: dict
     ) -> None:
         """Check one message and keep it on disk, or answer it with an error when it is
-        not a plan (raises Rejected for refused ones)."""
-        if self._verifier is not None:
-            self._verifier.verify(body, headers.get("signature"))
+        not a plan to run (raises Rejected for refused ones, after answering them).
+
+        With a key, the signature is checked first and nothing unsigned is trusted:
+        the answer goes to the signed ``ReplyTo`` (never the message's own reply-to
+        property), and the stamp must grow before anything is done for the plan,
+        answering from storage included, so a replayed old message gets an error.
+        """
+        signed = self._verifier is not None
+        if signed:
+            try:
+                self._verifier.verify(body, headers.get("signature"))
+            except Rejected as exc:
+                self._notify(_claimed_id(body, self._cfg.max_message_bytes) or amqp_id,
+                             None, str(exc))
+                raise
+            reply_to = None
         try:
             plan = plans.decode(body, self._cfg.max_message_bytes)
             plan_id = plans.short_string(plan, "ID") or amqp_id or uuid.uuid4().hex
@@ -203,19 +216,29 @@ class AgentService(amqp.QueueConsumer):
         if self._store.is_queued(plan_id):
             LOG.info("plan %s is already queued; ignoring the repeated delivery", plan_id)
             return
-        if self._store.has_result(plan_id):
-            LOG.info("plan %s already ran; answering with its stored result", plan_id)
-            self._store.resend(plan_id, reply_to)
-            return
         stamp = plan.get("Stamp")
         try:
-            self._stamps.check(stamp, required=self._verifier is not None)
+            self._stamps.check(stamp, required=signed)
         except Rejected as exc:  # answered (murano-agent drops it): the engine need not wait
-            self._refuse(plan_id, reply_to, plans.ERROR_INVALID, str(exc))
+            self._notify(plan_id, reply_to, str(exc))
+            raise
+        if self._store.has_result(plan_id):
+            LOG.info("plan %s already ran; answering with its stored result", plan_id)
+            self._stamps.accept(stamp)
+            self._store.resend(plan_id, reply_to)
             return
-        self._store.receive(plan_id, body, reply_to)
-        self._stamps.accept(stamp)
+        self._store.receive(plan_id, body, reply_to)  # first: a crash before the stamp is
+        self._stamps.accept(stamp)  # kept leaves a redelivery that is_queued() recognises
         LOG.debug("plan %s received", plan_id)
+
+    def _notify(self, plan_id: str | None, reply_to: str | None, text: str) -> None:
+        """Answer a refused message with an error result that is not kept as its plan's
+        result (a genuine plan of that ID may still come and run)."""
+        if not plan_id:
+            LOG.error("dropped a refused message with no ID to answer to: %s", text)
+            return
+        self._store.notify(plan_id, reply_to, results.v2_failure(plan_id, plans.ERROR_INVALID,
+                                                                 text))
 
     # -- running -----------------------------------------------------------------------
 
@@ -278,6 +301,14 @@ class AgentService(amqp.QueueConsumer):
             done.stderr.strip(),
         )
         self._awaiting_reboot.discard(plan_id)
+
+
+def _claimed_id(body: bytes, max_bytes: int) -> str | None:
+    """The ``ID`` an unverified message claims, to address its refusal (None if none)."""
+    try:
+        return plans.short_string(plans.decode(body, max_bytes), "ID")
+    except plans.PlanError:
+        return None
 
 
 class _ResultSender:

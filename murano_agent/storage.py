@@ -92,6 +92,7 @@ class Outgoing:
     plan_id: str
     reply_to: str | None
     result: dict[str, Any]
+    kept: bool = True  # False for a refusal not kept as the plan's result
 
 
 def write_in_place(path: Path, text: str, sync: bool = False) -> None:
@@ -197,6 +198,9 @@ class PlanStore:
                 self._calls.pop(seq, None)
             self._keep(plan_id, result)
             self._outgoing.append(Outgoing(plan_id, reply_to, result))
+        elif kind == "N":
+            _, plan_id, reply_to, result = record
+            self._outgoing.append(Outgoing(plan_id, reply_to, result, kept=False))
         elif kind == "S":
             self._drop_outgoing(record[1])
         elif kind == "K":
@@ -231,7 +235,7 @@ class PlanStore:
     def _compact_if_big(self) -> None:
         if self._size < COMPACT_BYTES:
             return
-        unsent = {outgoing.plan_id for outgoing in self._outgoing}
+        unsent = {outgoing.plan_id for outgoing in self._outgoing if outgoing.kept}
         lines = [_line(["K", pid, res]) for pid, res in self._results.items() if pid not in unsent]
         for message in self._pending.values():
             data = base64.b64encode(message.body).decode("ascii")
@@ -241,7 +245,8 @@ class PlanStore:
                 lines.append(_line(_call_record(message.seq, index, call)))
                 if call.outcome is not None:
                     lines.append(_line(["F", message.seq, index, call.outcome]))
-        lines.extend(_line(["R", None, o.plan_id, o.reply_to, o.result]) for o in self._outgoing)
+        lines.extend(_line(["R", None, o.plan_id, o.reply_to, o.result] if o.kept
+                           else ["N", o.plan_id, o.reply_to, o.result]) for o in self._outgoing)
         for digest, count in self._deliveries.items():
             lines.extend(_line(["D", digest]) for _ in range(count))
         tmp = self._path.with_name("journal.tmp")
@@ -353,6 +358,12 @@ class PlanStore:
         self._append(["R", None, plan_id, reply_to, result])
         self._keep(plan_id, result)
         self._outgoing.append(Outgoing(plan_id, reply_to, result))
+
+    def notify(self, plan_id: str, reply_to: str | None, result: dict[str, Any]) -> None:
+        """Queue ``result`` for sending without keeping it as ``plan_id``'s result (the
+        refusal of a replayed or unsigned message: the genuine plan may still come)."""
+        self._append(["N", plan_id, reply_to, result])
+        self._outgoing.append(Outgoing(plan_id, reply_to, result, kept=False))
 
     # -- redeliveries ------------------------------------------------------------------
 

@@ -501,10 +501,12 @@ def _acquire(session: db.DbSession, env: db.Environment, session_id: str, versio
 
 def make_task(env: db.Environment, task_id: str, context: Context, model: dict,
               action: dict | None) -> dict[str, Any]:
-    """The task the engine runs (Murano's shape)."""
+    """The task the engine runs (Murano's shape, without the caller's token: a task may
+    cross the broker, and the engine acts with credentials of its own, the ``[heat]``
+    service user's)."""
     model = {**to_engine(model), "project_id": env.tenant_id, "user_id": context.user_id}
     return {"id": env.id, "action": action, "model": model, "project_id": env.tenant_id,
-            "user_id": context.user_id, "token": context.token, "task_id": task_id}
+            "user_id": context.user_id, "task_id": task_id}
 
 
 def deploy(store: db.Store, context: Context, env_id: str, session_id: str) -> dict | None:

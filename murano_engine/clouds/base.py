@@ -154,6 +154,12 @@ class StackService(ABC):
         """
         return None
 
+    def guest_failure(self, queue: str) -> str | None:
+        """Why the server whose agent consumes ``queue`` is in ERROR, naming it and its
+        agent's last output; None when it is not (or the cloud cannot tell: a real
+        cloud's servers are not watched)."""
+        return None
+
     def attach_agent(self, queue: str) -> None:
         """Make sure the guest agent consuming ``queue`` can reach the broker.
 

@@ -41,9 +41,13 @@ ENGINE = Section(
            "Seconds the engine waits for a stack operation (create, update, delete) of "
            "Heat or the local cloud to finish; [heat] and [local_cloud] stack_timeout "
            "override it for one cloud."),
+    Option("sign_plans", bool, True,
+           "Sign every plan; the agents the engine boots get the public key and refuse "
+           "what is not signed with it. false: plans go unsigned (Murano's default, for "
+           "agents without engine_key)."),
     Option("signing_key", str, "",
-           "RSA private key file (PEM) plans are signed with; agents then check the "
-           "signatures. Empty: plans are not signed."),
+           "RSA private key file (PEM) plans are signed with, made (mode 0600) on first "
+           "use when missing. Empty: signing-key.pem in [local_cloud] state_dir."),
     Option("journal_key_file", str, DEFAULT_JOURNAL_KEY_FILE,
            "The key of the deployment journals' chained digests (HMAC-SHA256), made "
            "(random, mode 0600) on first use. Keep it outside the state files' folders; "

@@ -13,6 +13,9 @@ from typing import Any
 
 from murano_common.options import Values
 
+#: The engine's own signing key, in the local cloud's state folder.
+SIGNING_KEY_NAME = "signing-key.pem"
+
 
 def engine_services(config: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The outside services a run uses: the cloud, the agents' broker, class configs."""
@@ -20,16 +23,30 @@ def engine_services(config: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     from murano_engine.engine.class_configs import ClassConfigFiles
     from murano_engine.engine.config import broker_ssl, broker_url
     from murano_engine.messaging import AgentClient
-    key = config["engine"].get("signing_key") or None
-    signing_key = Path(key).read_text() if key else None
+    from murano_engine.messaging.signing import engine_key
+    key_file = signing_key_file(config)
+    signing_key = engine_key(key_file) if key_file is not None else None
     services = {"cloud": open_cloud(config),
                 "agents": AgentClient(broker_url(config), signing_key_pem=signing_key,
                                       ssl=broker_ssl(config)),
                 "config": config}
+    services["agents"].watch_guests(services["cloud"].guest_failure)
     folder = config["engine"].get("class_configs")
     if folder:
         services["class_configs"] = ClassConfigFiles(folder)
     return services
+
+
+def signing_key_file(config: Mapping[str, Mapping[str, Any]]) -> Path | None:
+    """The private key file plans are signed with, made on first use (None when
+    ``[engine] sign_plans`` is off): ``[engine] signing_key``, or the engine's own
+    beside the local cloud's state (never in a server's folder)."""
+    engine = config["engine"]
+    if not engine.get("sign_plans", True):
+        return None
+    if engine.get("signing_key"):
+        return Path(str(engine["signing_key"])).expanduser()
+    return Path(str(config["local_cloud"]["state_dir"])).expanduser() / SIGNING_KEY_NAME
 
 
 def project_config(config: Values, project_id: str) -> Values:
@@ -39,6 +56,9 @@ def project_config(config: Values, project_id: str) -> Values:
     if heat_configured(config["heat"]):
         return config
     scoped = copy.deepcopy(config)
+    key_file = signing_key_file(config)  # one key for every project: the engine's
+    scoped["engine"]["sign_plans"] = key_file is not None
+    scoped["engine"]["signing_key"] = str(key_file or "")
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", project_id) or "_"
     if safe != project_id or safe in (".", ".."):
         safe = f"{safe[:40]}-{hashlib.sha256(project_id.encode()).hexdigest()[:12]}"

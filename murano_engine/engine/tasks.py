@@ -5,9 +5,11 @@ A task is what Murano's API hands to its engine::
     {"action": {"object_id": ID, "method": "deploy", "args": {}} or None,
      "model": {"Objects": ..., "ObjectsCopy": ..., "Attributes": [...],
                "SystemData": {...}, "project_id": ..., "user_id": ...},
-     "id": ENVIRONMENT_ID, "project_id": ..., "user_id": ..., "token": ...}
+     "id": ENVIRONMENT_ID, "project_id": ..., "user_id": ...}
 
-``action: None`` deletes the environment. The result is
+Murano's tasks also carried the caller's token; these do not (a task may cross
+the broker): the engine uses credentials of its own. ``action: None`` deletes
+the environment. The result is
 ``{"action": {"result": ..., "isException": bool}, "model": {...}}``.
 Status reports go to ``reporter`` as they happen.
 """

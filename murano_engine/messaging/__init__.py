@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from murano_engine.messaging.errors import AgentError, AgentTimeout, PlanBuildError
+from murano_engine.messaging.errors import AgentError, AgentTimeout, GuestDown, PlanBuildError
 
 if TYPE_CHECKING:
     from murano_engine.messaging.client import AgentClient
 
-__all__ = ["AgentClient", "AgentError", "AgentTimeout", "PlanBuildError"]
+__all__ = ["AgentClient", "AgentError", "AgentTimeout", "GuestDown", "PlanBuildError"]
 
 
 def __getattr__(name: str) -> Any:

@@ -16,7 +16,12 @@ from kombu.exceptions import OperationalError
 from murano_common import amqp
 from murano_engine.dsl import boundary
 from murano_engine.messaging import plans
-from murano_engine.messaging.errors import AgentError, AgentTimeout, AgentWaitInterrupted
+from murano_engine.messaging.errors import (
+    AgentError,
+    AgentTimeout,
+    AgentWaitInterrupted,
+    GuestDown,
+)
 from murano_engine.messaging.listener import ResultListener
 from murano_engine.messaging.results import decode_result
 from murano_engine.messaging.signing import PlanSigner
@@ -69,6 +74,7 @@ class AgentClient:
         self._ssl = ssl
         self._signer = PlanSigner(signing_key_pem) if signing_key_pem else None
         self._stamps = plans.StampClock()
+        self._guest_failure: Callable[[str], str | None] = lambda queue: None
         self._lock = threading.Lock()  # regions, awaited calls, the re-publisher
         self._regions: dict[str, AgentClient] = {}
         self._awaited: dict[str, _Awaited] = {}
@@ -95,7 +101,17 @@ class AgentClient:
                 sibling = self._regions[region] = AgentClient(self._url, region, ssl=self._ssl)
                 sibling._signer = self._signer
                 sibling._stamps = self._stamps  # stamps keep growing whichever client sends
+                sibling._guest_failure = self._guest_failure
             return sibling
+
+    def watch_guests(self, failure: Callable[[str], str | None]) -> None:
+        """Have waits end early when ``failure(queue)`` says why the server of ``queue``
+        is in ERROR (the cloud's :meth:`guest_failure`; asked every 0.1 s while a call
+        waits): the call raises GuestDown with that reason."""
+        self._guest_failure = failure
+        with self._lock:
+            for sibling in self._regions.values():
+                sibling._guest_failure = failure
 
     def listen(self) -> None:
         """Start consuming the result queue now (``call`` also starts it when needed)."""
@@ -129,8 +145,9 @@ class AgentClient:
              interrupted: Callable[[], bool] | None = None) -> Any:
         """Publish ``plan`` and wait for its result; returns what the plan returned.
 
-        Raises AgentError for an error result, AgentTimeout after ``timeout`` seconds
-        (also when the broker could not take the plan in that time),
+        Raises AgentError for an error result, GuestDown as soon as the cloud says the
+        server is in ERROR (see :meth:`watch_guests`), AgentTimeout after ``timeout``
+        seconds (also when the broker could not take the plan in that time),
         AgentWaitInterrupted soon after ``interrupted()`` turns true (the run is
         stopping; the plan goes on in the agent).
         """
@@ -138,12 +155,19 @@ class AgentClient:
         deadline = time.monotonic() + timeout
         self._listener.start()
         waiter = self._listener.subscribe(message_id)
+
+        def stop_waiting() -> bool:
+            reason = self._guest_failure(queue)
+            if reason:
+                raise GuestDown(queue, reason)
+            return interrupted is not None and interrupted()
+
         try:
             self._publish(queue, plan, message_id, deadline,
                           wanted=lambda: interrupted is None or not interrupted())
             with self._lock:
                 self._awaited[message_id] = _Awaited(queue, plan, deadline)
-            result = waiter.wait(max(0.0, deadline - time.monotonic()), interrupted)
+            result = waiter.wait(max(0.0, deadline - time.monotonic()), stop_waiting)
         except OSError as exc:
             if interrupted is not None and interrupted():
                 raise AgentWaitInterrupted("stopped sending the plan") from exc
@@ -162,6 +186,8 @@ class AgentClient:
             self.call(queue, dict(PING_PLAN, ID=boundary.outside().new_id()), timeout)
         except AgentTimeout:
             return False
+        except GuestDown:
+            raise
         except AgentError:
             return True  # it answered, so it is there
         return True

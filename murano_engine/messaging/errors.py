@@ -43,6 +43,14 @@ class AgentTimeout(AgentError, TimeoutError):
                           "details": details})
 
 
+class GuestDown(AgentError):
+    """The server a plan waits on is in ERROR (its agent died for good): the cloud's
+    reason, naming the server and the agent's last output, is the message."""
+
+    def __init__(self, queue: str, reason: str) -> None:
+        super().__init__({"message": reason, "details": {"queue": queue}})
+
+
 class AgentWaitInterrupted(Exception):  # noqa: N818 - not a failure of the agent
     """The engine stopped waiting for a result because its run is stopping."""
 

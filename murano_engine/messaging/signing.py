@@ -2,8 +2,47 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+#: Size of the RSA keys the engine makes for itself.
+KEY_BITS = 2048
+
+
+def engine_key(path: Path) -> bytes:
+    """The PEM private key in ``path``, made (RSA, mode 0600) when the file does not exist.
+
+    Engines starting side by side on the same state folder all end up with the
+    one key that was written first: a new key is written to a temporary file and
+    linked into place, which fails if another process got there before.
+    """
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        pass
+    key = rsa.generate_private_key(public_exponent=65537, key_size=KEY_BITS)
+    pem = key.private_bytes(serialization.Encoding.PEM,
+                            serialization.PrivateFormat.TraditionalOpenSSL,
+                            serialization.NoEncryption())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
+    temporary = Path(name)
+    try:
+        os.write(fd, pem)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        pass
+    finally:
+        temporary.unlink()
+    return path.read_bytes()
 
 
 class PlanSigner:

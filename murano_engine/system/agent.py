@@ -24,7 +24,7 @@ from murano_engine.dsl import boundary, reports, values
 from murano_engine.dsl.errors import MuranoPlException
 from murano_engine.dsl.natives import NativeCall, method, native_class
 from murano_engine.dsl.objects import MuranoObject, real_object
-from murano_engine.messaging.errors import AgentError, AgentTimeout, PlanBuildError
+from murano_engine.messaging.errors import AgentError, AgentTimeout, GuestDown, PlanBuildError
 
 if TYPE_CHECKING:
     from murano_engine.messaging.client import AgentClient
@@ -274,8 +274,11 @@ class Agent:
     def _ready(call: NativeCall, seconds: float) -> bool:
         agent: Agent = call.native
         client = agent.client(call)
-        return call.executor.outside.value(
-            "agent.ready", agent.queue, lambda: client.is_ready(agent.queue, seconds))
+        try:
+            return call.executor.outside.value(
+                "agent.ready", agent.queue, lambda: client.is_ready(agent.queue, seconds))
+        except GuestDown as exc:  # the server is in ERROR: say why rather than time out
+            raise _exception(call, [AGENT_EXCEPTION], exc, exc.info) from exc
 
     @method
     def waitReady(call: NativeCall, timeout: Any = 100) -> None:  # noqa: N802

@@ -55,11 +55,13 @@ def pg_database() -> Iterator[str]:
 class ApiServer:
     """One ``murano-api`` process and helpers to talk to it."""
 
-    def __init__(self, folder: Path, database: str, broker: bool,
+    def __init__(self, folder: Path, database: str, broker: bool | str,
                  environment_class: str = "com.example.apitest.Environment",
                  sections: dict[str, dict[str, str]] | None = None,
                  engine: dict[str, str] | None = None, **extra: str) -> None:
         self.folder = folder
+        # broker: True for the shared vhost, or the URL of another (the test's own)
+        self.transport = broker if isinstance(broker, str) else AMQP
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         suffix = uuid.uuid4().hex[:8]
@@ -70,7 +72,7 @@ class ApiServer:
             f"{t}: {{project_id: {p}, user_id: {u}, roles: {r}}}\n"
             for t, (p, u, r) in TOKENS.items()))
         lines = ["[DEFAULT]", f"bind_port = {self.port}",
-                 f"transport_url = {AMQP if broker else ''}",
+                 f"transport_url = {self.transport if broker else ''}",
                  "[database]", f"connection = {database}",
                  "[engine]", f"environment_class = {environment_class}",
                  f"task_queue = murano-tasks-{suffix}", f"result_queue = murano-results-{suffix}",
@@ -144,10 +146,11 @@ class ApiServer:
         self.http.close()
         self.log.close()
         if self.queues:
-            with Connection(AMQP) as connection:
+            with Connection(self.transport) as connection:
                 channel = connection.channel()
                 for name in self.queues:
                     channel.queue_delete(name)
+            self.queues = []  # stopped once (a test may stop it before the fixture does)
         if os.environ.get("MURANO_API_TEST_LOG"):
             print((self.folder / "api.log").read_text())
 
@@ -156,7 +159,8 @@ class ApiServer:
 def start_api(tmp_path: Path) -> Iterator[Any]:
     started: list[ApiServer] = []
 
-    def start(database: str | None = None, broker: bool = False, **extra: Any) -> ApiServer:
+    def start(database: str | None = None, broker: bool | str = False,
+              **extra: Any) -> ApiServer:
         folder = tmp_path / f"api{len(started)}"
         folder.mkdir()
         server = ApiServer(folder, database or f"sqlite:///{folder}/murano.sqlite", broker,

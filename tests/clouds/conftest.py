@@ -337,6 +337,10 @@ class Agents(list):
             return alive
         return any(a.spec.server_id == spec.server_id for a in alive.values())
 
+    def exited(self, spec) -> bool:
+        """Whether the server's agent ended (the local cloud then marks it ERROR)."""
+        return not self.running(spec)
+
     def stop(self, spec) -> None:
         for agent in self:
             if agent.spec.server_id == spec.server_id:

@@ -249,6 +249,9 @@ class LocalCloud(StackService):
         for fd in owned:
             os.close(fd)
 
+    def guest_failure(self, queue: str) -> str | None:
+        return self.guests.queue_failure(queue)
+
     def attach_agent(self, queue: str) -> None:
         with self.lock:
             owners = {

@@ -2,7 +2,14 @@
 
 ``<servers>/<server id>/`` holds ``user_data`` (as booted), ``agent.conf`` (the
 agent config found in it, see :mod:`.userdata`), ``server.json`` (its name and
-ports) and the agent's storage (``agent/``), log and output. The agent is the
+ports) and the agent's storage (``agent/``), log and output.
+
+A guest that dies is a server in ERROR, as Nova would have it: a watcher sees
+a server's agent end for good (it could not start, or ended and could not be
+restarted) and records why, with the agent's last output, in
+``<servers>-records/<server id>.error`` (out of the guest's reach); plans waiting on
+the server's queue fail with that text (:meth:`Guests.queue_failure`). A
+server in ERROR is not started again by a later engine; deleting it clears it. The agent is the
 real ``murano-agent``, started by a launcher (:mod:`.sandbox`): in a sandbox of
 its own by default. ``broker_url`` (when set) replaces the broker address the
 agent config names, since the address a VM would use may not be the one this
@@ -30,6 +37,10 @@ LOG = logging.getLogger(__name__)
 
 _WINDOWS_IMAGE = re.compile(r"(?<![a-z])win", re.IGNORECASE)
 POWERSHELL_NAMES = ("pwsh", "powershell")
+#: Seconds between two looks at whether the running servers' agents are still there.
+WATCH_INTERVAL = 0.25
+#: How much of a dead agent's output its server's error keeps.
+LAST_OUTPUT_CHARS = 2000
 
 
 class GuestError(CloudError):
@@ -67,11 +78,19 @@ class Guests:
     ) -> None:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
+        #: what the engine keeps of each server out of the guest's reach (its queue as
+        #: booted, why it is in ERROR): ``<servers>-records/<server id>.queue|.error``
+        self._records = root.with_name(root.name + "-records")
+        self._records.mkdir(exist_ok=True)
         self.launcher = launcher
         self._broker_url = broker_url
         self._powershell = powershell
         self._running: set[str] = set()
         self._lock = threading.Lock()
+        #: servers in ERROR: server id -> (its queue, why)
+        self._failed: dict[str, tuple[str | None, str]] = {}
+        self._watcher: threading.Thread | None = None
+        self._closing = threading.Event()
         #: servers being released in the background, and the errors releases met
         self._releases: dict[str, threading.Thread] = {}
         self._release_errors: list[str] = []
@@ -98,6 +117,7 @@ class Guests:
         if ini is None:
             return False
         (folder / "agent.conf").write_text(ini, encoding="utf-8")
+        self._queue_file(server_id).write_text(_input_queue(ini) or "", encoding="utf-8")
         (folder / "server.json").write_text(json.dumps({
             "hostname": hostname, "powershell": powershell,
             "interfaces": [vars(i) for i in interfaces]}), encoding="utf-8")
@@ -120,9 +140,26 @@ class Guests:
                 self.stop(other.name)
 
     def resume(self, server_id: str) -> None:
-        """Take back the agent of a server that was running before a restart (or start it)."""
-        if (self.sandbox(server_id) / "server.json").is_file():
+        """Take back the agent of a server that was running before a restart (or start it);
+        a server in ERROR stays so."""
+        if self._error_file(server_id).is_file():
+            why = self._error_file(server_id).read_text(encoding="utf-8")
+            with self._lock:
+                self._failed[server_id] = (self.input_queue(server_id), why)
+        elif (self.sandbox(server_id) / "server.json").is_file():
             self._start(server_id)
+
+    def failure(self, server_id: str) -> str | None:
+        """Why the server is in ERROR (None when it is not)."""
+        with self._lock:
+            found = self._failed.get(server_id)
+        return found[1] if found else None
+
+    def queue_failure(self, queue: str) -> str | None:
+        """Why the server whose agent consumes ``queue`` is in ERROR (None when no such
+        server is): cheap, for polling while a plan waits."""
+        with self._lock:
+            return next((why for q, why in self._failed.values() if q == queue), None)
 
     def destroy(self, server_id: str) -> None:
         """Release the server: stop its agent, delete its queue, remove its folder.
@@ -134,6 +171,7 @@ class Guests:
         """
         with self._lock:
             self._running.discard(server_id)
+            self._failed.pop(server_id, None)
             if server_id in self._releases:
                 return
             worker = self._releases[server_id] = threading.Thread(
@@ -151,6 +189,8 @@ class Guests:
                 self._release_errors.append(f"server {server_id}: {exc}")
         finally:
             shutil.rmtree(self.sandbox(server_id), ignore_errors=True)
+            self._error_file(server_id).unlink(missing_ok=True)
+            self._queue_file(server_id).unlink(missing_ok=True)
             with self._lock:
                 self._releases.pop(server_id, None)
 
@@ -178,26 +218,35 @@ class Guests:
     def detach_all(self) -> None:
         """Leave every agent running (as VMs outlive the engine); :meth:`resume`
         takes each up again in the next engine on the same folder."""
+        self._closing.set()
         with self._lock:
             ids = list(self._running)
             self._running.clear()
+            watcher = self._watcher
+        if watcher is not None:
+            watcher.join()
         for server_id in ids:
             if (self.sandbox(server_id) / "server.json").is_file():
                 self.launcher.detach(self._spec(server_id))
         self.launcher.close()
 
     def input_queue(self, server_id: str) -> str | None:
-        """The queue the server's agent consumes (None when it has no agent config)."""
+        """The queue the server's agent consumes (None when it has no agent config): as
+        its user data said at boot, kept out of the guest's reach (the agent.conf in its
+        folder is the guest's to change); read from that file for a server booted
+        before the queue was kept."""
+        try:
+            return self._queue_file(server_id).read_text(encoding="utf-8") or None
+        except FileNotFoundError:
+            pass
         try:
             ini = (self.sandbox(server_id) / "agent.conf").read_text(encoding="utf-8")
         except OSError:
             return None
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            parser.read_string(ini)
-        except configparser.Error:
-            return None
-        return parser.get("rabbitmq", "input_queue", fallback=None)
+        return _input_queue(ini)
+
+    def _queue_file(self, server_id: str) -> Path:
+        return self._records / f"{server_id}.queue"
 
     def running(self) -> set[str]:
         with self._lock:
@@ -220,8 +269,67 @@ class Guests:
             spec = self._spec(server_id)
         except Exception as exc:  # noqa: BLE001 - any unreadable config is the guest's fault
             raise GuestError(f"the agent config in the user data is unusable: {exc}") from None
+        self._error_file(server_id).unlink(missing_ok=True)
         self.launcher.start(spec)
         with self._lock:
+            self._failed.pop(server_id, None)
             self._running.add(server_id)
+            if self._watcher is None and not self._closing.is_set():
+                self._watcher = threading.Thread(target=self._watch, daemon=True,
+                                                 name=f"local-cloud guests {self.root}")
+                self._watcher.start()
         LOG.info("Agent of server %s (%s) started in %s", spec.hostname, server_id,
                  spec.folder)
+
+    def _error_file(self, server_id: str) -> Path:
+        return self._records / f"{server_id}.error"
+
+    def _watch(self) -> None:
+        """Mark ERROR, at once, every running server whose agent ended for good."""
+        while not self._closing.wait(WATCH_INTERVAL):
+            with self._lock:
+                running = list(self._running)
+            for server_id in running:
+                try:
+                    spec = self._spec(server_id)
+                    ended = self.launcher.exited(spec)
+                except (OSError, ValueError, KeyError):
+                    continue  # being released
+                if ended:
+                    self._mark_error(server_id, spec)
+
+    def _mark_error(self, server_id: str, spec: ServerSpec) -> None:
+        output = _tail(spec.folder / "agent.out", LAST_OUTPUT_CHARS)
+        restarted = output.rstrip().endswith("cannot be restarted")  # the init's last word
+        why = (f"server {spec.hostname} ({server_id}) is in ERROR: its agent "
+               + ("ended and could not be restarted" if restarted else "could not start")
+               + (f"; its last output:\n{output}" if output else " (it wrote nothing)"))
+        queue = self.input_queue(server_id)
+        with self._lock:
+            if server_id not in self._running:
+                return  # stopped or deleted meanwhile: not a failure
+            self._running.discard(server_id)
+            self._failed[server_id] = (queue, why)
+        self._error_file(server_id).write_text(why, encoding="utf-8")
+        LOG.error("%s", why)
+
+
+def _tail(path: Path, chars: int) -> str:
+    """The last ``chars`` characters of a text file, stripped ('' when there is none)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, 2)
+            handle.seek(max(0, handle.tell() - chars))
+            return handle.read().decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
+def _input_queue(ini: str) -> str | None:
+    """The ``[rabbitmq] input_queue`` of an agent config (None when it names none)."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(ini)
+    except configparser.Error:
+        return None
+    return parser.get("rabbitmq", "input_queue", fallback=None)

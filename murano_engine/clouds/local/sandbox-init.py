@@ -1,8 +1,11 @@
 """PID 1 of a local-cloud sandbox: keeps the agent running, reaps orphans, passes signals on.
 
 As a VM's service manager would, it starts the agent again when it dies on
-its own (a crash, ``kill -9``): after half a second, longer when it keeps
-dying at once. What the dead agent started (a plan's script) runs on; the new
+its own (a crash, ``kill -9``): after half a second, then a second. An agent
+that exits by itself within QUICK seconds of its start GIVE_UP times in a row
+cannot start (its config, its code or its Python is broken): this process then says
+so and ends with status 70, and with it the sandbox; the engine marks the
+server ERROR. What the dead agent started (a plan's script) runs on; the new
 agent finds it in its journal. A server's processes that outlive their
 parents (a service started with ``setsid ... &``) are adopted by PID 1, as on
 a VM; without a reaper they would stay zombies, and a script waiting for one
@@ -17,6 +20,7 @@ import subprocess
 import sys
 import time
 
+QUICK, GIVE_UP = 5.0, 2
 state = {"agent": subprocess.Popen(sys.argv[1:]), "stopping": False}
 
 
@@ -27,7 +31,7 @@ def stop(number, _frame):
 
 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     signal.signal(sig, stop)
-delay, started = 0.5, time.monotonic()
+started, quick_ends, ever_ran = time.monotonic(), 0, False
 while True:
     try:
         pid, status = os.wait()
@@ -37,9 +41,21 @@ while True:
         continue
     if state["stopping"]:
         sys.exit(os.waitstatus_to_exitcode(status))
-    delay = 0.5 if time.monotonic() - started > 10 else min(delay * 2, 8.0)
-    print(f"sandbox init: the agent ended ({os.waitstatus_to_exitcode(status)}); "
-          f"starting it again in {delay:g} s", file=sys.stderr, flush=True)
+    code = os.waitstatus_to_exitcode(status)
+    # An agent killed by a signal (a crash, kill -9) ran; one that exits soon by itself
+    # (its config, its code or its Python is broken) did not get going.
+    quick = code >= 0 and time.monotonic() - started < QUICK
+    quick_ends = quick_ends + 1 if quick else 0
+    ever_ran = ever_ran or not quick
+    if quick_ends >= GIVE_UP:
+        print(f"sandbox init: the agent ended ({code}) {quick_ends} times in a row within "
+              f"{QUICK:g} s of starting; it "
+              + ("cannot be restarted" if ever_ran else "could not start"),
+              file=sys.stderr, flush=True)
+        sys.exit(70)
+    delay = 0.5 * 2 ** quick_ends
+    print(f"sandbox init: the agent ended ({code}); starting it again in {delay:g} s",
+          file=sys.stderr, flush=True)
     time.sleep(delay)
     if state["stopping"]:
         sys.exit(0)

@@ -177,6 +177,10 @@ class ProcessLauncher:
         pid = _read_pid(spec.folder / "agent.pid")
         return pid is not None and _alive(pid)
 
+    def exited(self, spec: ServerSpec) -> bool:
+        """Whether the agent ended (cheap: for polling); nothing restarts it here."""
+        return not self.running(spec)
+
     def detach(self, spec: ServerSpec) -> None:
         """Leave the agent running (in a session of its own) for a later engine."""
         self._children.pop(spec.server_id, None)
@@ -224,6 +228,9 @@ class NamespaceLauncher:
         name = netns.server_namespace(spec.server_id)
         if self.running(spec):  # left by a previous engine: give it its broker relay again
             self._relay(spec, name)
+            inside = netns.pids(name)
+            if inside and _read_pid(_sandbox_pid_file(spec)) is None:  # made before pids
+                _sandbox_pid_file(spec).write_text(str(min(inside)))  # were kept: its oldest
             return
         uid = _uid_for(spec.server_id)
         (spec.folder / "agent.effective.conf").write_text(
@@ -247,12 +254,22 @@ class NamespaceLauncher:
         # the installation's own path hooks (an editable install's) point at.
         environment = dict(os.environ, PYTHONPATH=":".join(_agent_code_roots()))
         with open(spec.folder / "agent.out", "ab") as out:
-            self._children[spec.server_id] = subprocess.Popen(
+            child = self._children[spec.server_id] = subprocess.Popen(
                 command, stdout=out, stderr=out, stdin=subprocess.DEVNULL,
                 start_new_session=True, env=environment)
+        _sandbox_pid_file(spec).write_text(str(child.pid))
 
     def running(self, spec: ServerSpec) -> bool:
         return bool(netns.pids(netns.server_namespace(spec.server_id)))
+
+    def exited(self, spec: ServerSpec) -> bool:
+        """Whether the sandbox ended: its init gave up restarting the agent, or the agent
+        could not start at all (cheap: for polling)."""
+        child = self._children.get(spec.server_id)
+        if child is not None:
+            return child.poll() is not None
+        pid = _read_pid(_sandbox_pid_file(spec))
+        return pid is None or not _alive(pid)
 
     def _relay(self, spec: ServerSpec, name: str) -> None:
         """A relay from the namespace's loopback to the broker (replacing any old one)."""
@@ -294,6 +311,7 @@ class NamespaceLauncher:
             relay.close()
         netns.delete_server(spec.server_id, spec.interfaces)
         shutil.rmtree(spec.folder.parent / f".{spec.folder.name}.root", ignore_errors=True)
+        _sandbox_pid_file(spec).unlink(missing_ok=True)
 
     def close(self) -> None:
         for relay in self._relays.values():
@@ -332,6 +350,12 @@ def _read_only_paths() -> list[str]:
     checkout or site folder around them)."""
     paths = {sys.prefix, sys.base_prefix, *(str(p) for p in _agent_packages())}
     return sorted(p for p in paths if not p.startswith(("/usr/", "/proc", "/dev")))
+
+
+def _sandbox_pid_file(spec: ServerSpec) -> Path:
+    """Where the sandbox's outermost process id is kept: beside the server's folder, out
+    of the guest's reach."""
+    return spec.folder.parent / f".{spec.folder.name}.pid"
 
 
 def _uid_for(server_id: str) -> int:
