@@ -160,9 +160,11 @@ def _validate(options: argparse.Namespace) -> int:
 def _ui_model(options: argparse.Namespace) -> int:
     import json
 
+    from murano_engine.config import load_config
     from murano_engine.dsl.errors import LoadError
     from murano_engine.dsl.json_loader import load_json
     from murano_engine.dynamic_ui import UiError, translate
+    from murano_engine.form_budget import FormLimitError, FormLimits, spending
     if not options.ui or not options.answers:
         raise SystemExit("error: ui-model takes UI_YAML ANSWERS_JSON")
     try:
@@ -178,9 +180,12 @@ def _ui_model(options: argparse.Namespace) -> int:
         raise SystemExit(f'error: {options.answers}: answers are {{"form": {{"field": '
                          f'value}}}}')
     try:
-        model = translate(text, answers, options.ui, options.name)
+        with spending(FormLimits.from_config(load_config()).budget()):
+            model = translate(text, answers, options.ui, options.name)
     except UiError as exc:
         raise SystemExit(f"error: {exc}") from None
+    except FormLimitError as exc:
+        raise SystemExit(f"error: {options.ui} met a limit: {exc}") from None
     print(json.dumps(model, indent=2))
     return 0
 
