@@ -18,8 +18,9 @@ from murano_engine.web.pages import token_from_cookie
 LOG = logging.getLogger(__name__)
 
 
-def build(settings: Settings) -> tuple[Any, Any]:
-    """The WSGI application (behind Keystone when configured) and its dispatcher."""
+def build(settings: Settings) -> tuple[Any, Api, Any]:
+    """The WSGI application (behind Keystone when configured), the API it serves and
+    its dispatcher."""
     store = db.Store(settings.database)
     db.upgrade(store.engine)
     dispatcher: Any = workers.AmqpDispatcher(store, settings) if settings.uses_broker \
@@ -35,10 +36,10 @@ def build(settings: Settings) -> tuple[Any, Any]:
         elif not settings.token_file.is_file():
             raise SystemExit(f"error: [auth] token_file {settings.token_file} does not exist "
                              "(murano_engine/api/tokens.yaml.sample shows its format)")
-        app = Api(settings, store, dispatcher, auth.TokenFile(settings.token_file))
+        api = app = Api(settings, store, dispatcher, auth.TokenFile(settings.token_file))
     else:
         raise SystemExit(f"error: unknown auth strategy {settings.auth_strategy!r}")
-    return app, dispatcher
+    return app, api, dispatcher
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,17 +56,16 @@ def main(argv: list[str] | None = None) -> int:
     worker.load_green_threads()
     try:
         settings = load_settings(options.config_file)
-        app, dispatcher = build(settings)
+        app, api, dispatcher = build(settings)
     except (ConfigError, worker.QueueMismatch) as exc:
         raise SystemExit(f"error: {exc}") from None
 
-    from waitress.server import create_server
+    from murano_engine.api import listener
 
-    server = create_server(app, host=settings.bind_host, port=settings.bind_port,
-                           threads=settings.api_threads, ident="murano-api",
-                           max_request_body_size=settings.package_size_limit + 2 * 1024 * 1024)
+    server = listener.create(app, settings)
 
     def stop(_signum: int, _frame: Any) -> None:
+        api.forms.close()  # evaluations stop at their next step
         server.close()
         raise SystemExit(0)
 

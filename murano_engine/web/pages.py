@@ -16,6 +16,7 @@ import json
 import time
 import zipfile
 from collections.abc import Callable, Iterable
+from importlib import resources
 from typing import Any
 
 import jinja2
@@ -29,16 +30,21 @@ from murano_engine import dynamic_ui
 from murano_engine.api import catalog, environments
 from murano_engine.api.auth import Context
 from murano_engine.api.errors import ApiError
-from murano_engine.web import picture
+from murano_engine.web import guard, picture
 from murano_engine.web.choices import for_cloud
+from murano_engine.web.images import image_type
 
 COOKIE = "murano_token"
+#: the pages' own scripts and style sheets (``/ui/static/<name>``)
+STATIC = resources.files("murano_engine.web") / "static"
+STATIC_TYPES = {".css": "text/css", ".js": "text/javascript"}
 SESSION_COOKIE = "murano_session_"
 
 #: (path, endpoint, methods) of each page
 RULES: list[tuple[str, str, tuple[str, ...]]] = [
     ("/ui/", "catalog", ("GET",)),
     ("/ui/login", "login", ("GET", "POST")),
+    ("/ui/static/<name>", "static", ("GET",)),
     ("/ui/logout", "logout", ("POST",)),
     ("/ui/packages", "upload", ("POST",)),
     ("/ui/packages/<package_id>", "package", ("GET",)),
@@ -67,6 +73,8 @@ class WebUi:
         self.templates.filters["clock"] = picture.clock
         self.templates.filters["service_name"] = _service_name
         self.templates.filters["classname"] = lambda t: str(t or "").split("/", 1)[0]
+        self.templates.globals["csrf_field"] = guard.csrf_field
+        self.guard = guard.Guard(api.settings.secure_cookies, [picture.STYLE])
         self._cloud: Callable[[], dynamic_ui.Choices] | None = None
 
     def parameters_source(self, ctx: Context, package: dict[str, Any]
@@ -92,10 +100,22 @@ class WebUi:
         return self.respond(Request(environ))(environ, start_response)
 
     def respond(self, request: Request) -> Response:
-        """The page for ``request`` (errors of the API become an error page)."""
+        """The page for ``request`` (errors of the API become an error page); a
+        state-changing request :mod:`~murano_engine.web.guard` refuses gets a 403."""
+        refusal = self.guard.begin(request)
+        if refusal is not None:
+            response = self.page("error.html", None, status=403, code=403, message=refusal,
+                                 problems=[])
+        else:
+            response = self._dispatch(request)
+        return self.guard.finish(request, response)
+
+    def _dispatch(self, request: Request) -> Response:
         try:
             endpoint, args = self.url_map.bind_to_environ(request.environ).match()
-            if endpoint == "login":
+            if endpoint == "static":
+                response = self.on_static(request, **args)
+            elif endpoint == "login":
                 response = self.on_login(request)
             else:
                 ctx = self.identify(request)
@@ -123,6 +143,19 @@ class WebUi:
         body = self.templates.get_template(name).render(user=ctx, **values)
         return Response(body, status=status, mimetype="text/html")
 
+    def set_cookie(self, request: Request, response: Response, name: str, value: str
+                   ) -> None:
+        """A cookie of the pages: HTTP only, same-site, ``Secure`` where configured."""
+        response.set_cookie(name, value, httponly=True, samesite="Strict",
+                            secure=self.guard.secure(request))
+
+    def on_static(self, request: Request, name: str) -> Response:
+        resource = STATIC / name
+        media_type = STATIC_TYPES.get("." + name.rpartition(".")[2])
+        if media_type is None or "/" in name or not resource.is_file():
+            raise NotFound()
+        return Response(resource.read_bytes(), mimetype=media_type)
+
     # -- login -------------------------------------------------------------------------
     def on_login(self, request: Request) -> Response:
         if request.method == "GET":
@@ -136,7 +169,7 @@ class WebUi:
             except ApiError as exc:
                 return self.page("login.html", None, status=401, error=exc.message)
         response = redirect("/ui/")
-        response.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
+        self.set_cookie(request, response, COOKIE, token)
         return response
 
     def on_logout(self, request: Request, ctx: Context) -> Response:
@@ -196,14 +229,15 @@ class WebUi:
             data = catalog.package_blob(self.api.store, ctx, package_id, "logo")
         except ApiError:
             data = b""
-        if not data:  # a letter on a tile instead
+        media_type = image_type(data)
+        if media_type is None:  # none, or not an image: a letter on a tile instead
             name = catalog.show_package(self.api.store, ctx, package_id)["name"]
             svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64">'
                    '<rect width="64" height="64" rx="10" fill="#5b7db1"/><text x="32" y="43" '
                    'font-size="32" text-anchor="middle" fill="white" font-family="sans-serif">'
                    f'{html.escape((name[:1] or "?").upper())}</text></svg>')
             return Response(svg, mimetype="image/svg+xml")
-        return Response(data, mimetype="image/png")
+        return Response(data, mimetype=media_type)
 
     def on_delete_package(self, request: Request, ctx: Context, package_id: str) -> Response:
         catalog.delete_package(self.api.store, ctx, package_id)
@@ -306,17 +340,26 @@ class WebUi:
     # -- the wizard ----------------------------------------------------------------------
     def on_wizard(self, request: Request, ctx: Context, env_id: str,
                   package_id: str) -> Response:
+        """A page of the wizard: its forms are evaluated in the API's form pool, within
+        a form budget (the ``ParametersSource`` method runs between, under its own)."""
         env = environments.show_env(self.api.store, ctx, env_id, None)
         package = catalog.show_package(self.api.store, ctx, package_id)
         text = catalog.package_blob(self.api.store, ctx, package_id, "ui_definition")
+        forms = self.api.forms
         try:
-            ui = dynamic_ui.parse(text, f"{package['fully_qualified_name']}/UI/ui.yaml",
-                                  package["name"])
+            ui = forms.run(ctx.project_id, lambda: dynamic_ui.parse(
+                text, f"{package['fully_qualified_name']}/UI/ui.yaml", package["name"]))
             if ui.parameters_source is not None:
                 dynamic_ui.add_parameters(ui, self.parameters_source(ctx, package)(
                     *ui.parameters_source))
         except dynamic_ui.UiError as exc:
             raise ApiError(exc.message, status=400, problems=exc.problems) from None
+        return forms.run(ctx.project_id, lambda: self._wizard_page(
+            request, ctx, env, package, ui))
+
+    def _wizard_page(self, request: Request, ctx: Context, env: dict[str, Any],
+                     package: dict[str, Any], ui: dynamic_ui.UiDefinition) -> Response:
+        env_id = env["id"]
         step, answers = 0, {}
         errors: dict[str, str] = {}
         choices = self._choices_in(ctx, env_id, self._session_id(request, ctx, env_id))
@@ -331,7 +374,7 @@ class WebUi:
                 raise ApiError("the wizard's state is damaged; start again", status=400)
             form = ui.forms[step]
             answers[form.name] = {k: v for k, v in request.form.items()
-                                  if not k.startswith("_")}
+                                  if not k.startswith("_") and k != guard.CSRF_FIELD}
             for spec in form.fields:  # an unchecked box posts nothing
                 if spec.type in ("boolean", "floatingip") and spec.name not in answers[
                         form.name]:
@@ -415,8 +458,7 @@ class WebUi:
         environments.edit_services(self.api.store, ctx, env_id, session_id, "POST", "",
                                    model)
         response = redirect(f"/ui/environments/{env_id}")
-        response.set_cookie(SESSION_COOKIE + env_id, session_id, httponly=True,
-                            samesite="Strict")
+        self.set_cookie(request, response, SESSION_COOKIE + env_id, session_id)
         return response
 
 
@@ -425,12 +467,14 @@ def token_from_cookie(protected: Callable, web: WebUi) -> Callable:
     pages carry their cookie's token as ``X-Auth-Token`` (no cookie: to the login)."""
     def app(environ: dict, start_response: Callable) -> Iterable[bytes]:
         path = environ.get("PATH_INFO") or ""
-        if path.rstrip("/") == "/ui/login":
+        if path.rstrip("/") == "/ui/login" or path.startswith("/ui/static/"):
             return web(environ, start_response)
         if (path == "/ui" or path.startswith("/ui/")) and not environ.get("HTTP_X_AUTH_TOKEN"):
             token = Request(environ).cookies.get(COOKIE)
             if not token:
-                return redirect("/ui/login")(environ, start_response)
+                refused = redirect("/ui/login")
+                guard.protect(refused.headers, guard.content_security_policy())
+                return refused(environ, start_response)
             environ = {**environ, "HTTP_X_AUTH_TOKEN": token}
         return protected(environ, start_response)
     return app

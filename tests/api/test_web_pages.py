@@ -41,8 +41,17 @@ def echo_package(tmp_path: Path) -> bytes:
     return pack_folder(folder)
 
 
+def csrf_token(page: str) -> str:
+    """The CSRF token a page's forms carry."""
+    return re.search(r'name="csrf_token" value="(\w+)"', page).group(1)
+
+
 def login(api, token: str = "tok-a") -> requests.Session:
+    """A session logged in with ``token`` that sends its pages' CSRF token with each
+    request (as the ``X-CSRF-Token`` header), as a browser sends it with each form."""
     browser = requests.Session()
+    form = browser.get(api.url + "/ui/login", timeout=30)
+    browser.headers["X-CSRF-Token"] = csrf_token(form.text)
     page = browser.post(api.url + "/ui/login", data={"token": token}, timeout=30)
     assert page.status_code == 200 and page.url.endswith("/ui/")
     return browser
@@ -57,7 +66,10 @@ def test_pages_need_a_login(start_api):
     api = start_api()
     page = requests.get(api.url + "/ui/", timeout=30)
     assert page.url.endswith("/ui/login")
-    refused = requests.post(api.url + "/ui/login", data={"token": "nope"}, timeout=30)
+    browser = requests.Session()
+    form = browser.get(api.url + "/ui/login", timeout=30)
+    refused = browser.post(api.url + "/ui/login", timeout=30,
+                           data={"token": "nope", "csrf_token": csrf_token(form.text)})
     assert refused.status_code == 401 and "the token is not valid" in refused.text
 
 
