@@ -26,6 +26,7 @@ from murano_engine.api.db import Store
 from murano_engine.api.errors import ApiError, BadRequest, NotFound, TooLarge, render
 from murano_engine.api.form_pool import FormPool
 from murano_engine.dsl import errors as dsl_errors
+from murano_engine.form_budget import FormLimits
 from murano_engine.interpreter import build_interpreter
 
 LOG = logging.getLogger("murano_engine.api.requests")
@@ -226,7 +227,8 @@ class Api:
         self.openapi = json.dumps(openapi_document()).encode()
         self.server_roots = server_roots(settings)
         self.forms = FormPool(settings.ui_form_workers, settings.ui_form_workers_per_project,
-                              settings.form_limits)
+                              FormLimits(settings.form_time_limit, settings.form_step_limit,
+                                         settings.form_memory_limit))
         from murano_engine.web.pages import WebUi
         self.web = WebUi(self)  # the pages under /ui/
 

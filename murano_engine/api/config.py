@@ -15,7 +15,6 @@ from pathlib import Path
 
 from murano_common.options import ConfigError, Option, Schema, Section, SectionValues
 from murano_engine import config as engine_config
-from murano_engine.form_budget import FormLimits
 
 __all__ = ["SCHEMA", "ConfigError", "Settings", "load_settings"]
 
@@ -150,7 +149,10 @@ class Settings:
     api_limit_max: int = _DEFAULT.murano.api_limit_max
     ui_form_workers: int = _DEFAULT.murano.ui_form_workers
     ui_form_workers_per_project: int = _DEFAULT.murano.ui_form_workers_per_project
-    form_limits: FormLimits = field(default_factory=lambda: FormLimits.from_config(_DEFAULT))
+    #: the [engine] form_* budget of one ui.yaml evaluation (None: no limit)
+    form_time_limit: float | None = _DEFAULT.engine.form_time_limit or None
+    form_step_limit: int | None = _DEFAULT.engine.form_step_limit or None
+    form_memory_limit: int | None = _DEFAULT.engine.form_memory_limit or None
     connection_limit: int = _DEFAULT.murano.connection_limit
     header_timeout: float = _DEFAULT.murano.header_timeout
     body_timeout: float = _DEFAULT.murano.body_timeout
@@ -233,7 +235,9 @@ def load_settings(path: str | Path | None,
         api_limit_max=murano.api_limit_max,
         ui_form_workers=murano.ui_form_workers,
         ui_form_workers_per_project=murano.ui_form_workers_per_project,
-        form_limits=FormLimits.from_config(values),
+        form_time_limit=engine.form_time_limit or None,
+        form_step_limit=engine.form_step_limit or None,
+        form_memory_limit=engine.form_memory_limit or None,
         connection_limit=murano.connection_limit,
         header_timeout=murano.header_timeout,
         body_timeout=murano.body_timeout,
