@@ -4,6 +4,7 @@ project's requests are answered within a second; SIGTERM stops the API mid-evalu
 
 from __future__ import annotations
 
+import html
 import shutil
 import signal
 import threading
@@ -14,6 +15,7 @@ from pathlib import Path
 import requests
 
 from murano_engine.api.catalog import pack_folder
+from tests.api.test_web_pages import login
 from tests.web.test_form_budget import ALTERNATIVES, ANSWER, ENDLESS, HUGE, NESTED, definition
 
 PACKAGES = Path(__file__).parent / "packages"
@@ -119,3 +121,20 @@ def test_sigterm_stops_the_api_in_the_middle_of_an_evaluation(start_api, tmp_pat
     api.process.send_signal(signal.SIGTERM)
     api.process.wait(timeout=10)
     assert time.monotonic() - started < 5
+
+
+def test_the_wizard_ends_hostile_forms_with_an_error_page(start_api, tmp_path):
+    api = start_api()
+    browser = login(api)
+    env = api.ok("POST", "/v1/environments", json={"name": "wizard"})["id"]
+    for version, (name, (template, regexp, says)) in enumerate(CASES.items()):
+        package = api.ok("POST", "/v1/catalog/packages", files={"file": (
+            "hostile.zip", hostile_package(tmp_path, version, definition(template, regexp)))}
+        )["id"]
+        started = time.monotonic()
+        page = browser.post(f"{api.url}/ui/environments/{env}/add/{package}", timeout=30,
+                            data={"_step": "0", "_answers": "{}", "x": ANSWER})
+        assert time.monotonic() - started < 10, name
+        assert page.status_code == 400 and "met a limit" in page.text, (name, page.text)
+        assert says in html.unescape(page.text), name
+    assert api.ok("GET", f"/v1/environments/{env}")["services"] == []
