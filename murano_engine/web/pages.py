@@ -35,10 +35,10 @@ from murano_engine.web.choices import for_cloud
 from murano_engine.web.images import image_type
 
 COOKIE = "murano_token"
+SESSION_COOKIE = "murano_session_"
 #: the pages' own scripts and style sheets (``/ui/static/<name>``)
 STATIC = resources.files("murano_engine.web") / "static"
 STATIC_TYPES = {".css": "text/css", ".js": "text/javascript"}
-SESSION_COOKIE = "murano_session_"
 
 #: (path, endpoint, methods) of each page
 RULES: list[tuple[str, str, tuple[str, ...]]] = [

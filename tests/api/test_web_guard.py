@@ -139,7 +139,8 @@ def test_every_page_carries_the_headers_and_no_inline_code(site, tmp_path):
     for path, _, methods in RULES:
         if "GET" in methods:
             answer = browser.get(url(api, path, ids), timeout=30)
-            assert answer.status_code == 200, (path, answer.status_code)
+            if set(re.findall(r"<(?:\w+:)?(\w+)>", path)) <= set(ids):  # a real page
+                assert answer.status_code == 200, (path, answer.status_code)
             assert_guarded(answer, path)
     for path in ("/ui/static/environment.js", "/ui/static/package.js",
                  f"/ui/environments/{env}/add/{package}"):
