@@ -141,7 +141,7 @@ def engine() -> Any:
 
 def create_context() -> Any:
     """A fresh legacy yaql context whose calls spend the budget, with a bounded
-    ``range`` and timed regexes."""
+    ``range``, ``pow`` and integer product, and timed regexes."""
     context = yaql_legacy.create_context(
         context=BudgetedContext(convention=conventions.CamelCaseConvention()), regex=False)
     context = context.create_child_context()  # a layer whose functions shadow yaql's
@@ -161,6 +161,28 @@ def _range(start: int, stop: int | None = None, step_by: int = 1) -> Iterator[in
     if len(items) > FORM_ITERATOR_LIMIT:
         raise yaql_exceptions.CollectionTooLargeException(FORM_ITERATOR_LIMIT)
     return iter(items)
+
+
+@specs.name("pow")
+@specs.parameter("base", int)
+@specs.parameter("exponent", int)
+@specs.parameter("modulo", int, nullable=True)
+def _pow(base: int, exponent: int, modulo: int | None = None) -> Any:
+    """yaql's ``pow`` of integers, refused (as MuranoPL's) before a result past
+    :data:`~murano_engine.dsl.budget.MAX_INT_BITS` is computed."""
+    if modulo is not None:
+        return pow(base, exponent, modulo)
+    dsl_budget.check_power(base, exponent)
+    return base ** exponent
+
+
+@specs.name("#operator_*")
+@specs.parameter("left", int)
+@specs.parameter("right", int)
+def _multiply(left: int, right: int) -> int:
+    """An integer product, refused before it passes the bits MuranoPL allows."""
+    dsl_budget.check_product(left, right)
+    return left * right
 
 
 # -- regular expressions, timed ---------------------------------------------------------
@@ -266,6 +288,6 @@ def _escape(string: str) -> str:
     return regex.escape(string)
 
 
-_FUNCTIONS = (_range, _regex, _matches, _string_matches, _match_operator, _no_match_operator,
-                    _search, _replace, _split, _escape)
+_FUNCTIONS = (_range, _pow, _multiply, _regex, _matches, _string_matches, _match_operator,
+              _no_match_operator, _search, _replace, _split, _escape)
 

@@ -46,6 +46,9 @@ def translate(text: str, answer: str = "x", limits: FormLimits | None = None) ->
     (HUGE, "more than 1000 items"),
     (NESTED, "wall-clock budget of 5 s"),
     ("$.f.x * 100000000", "larger than 262144 bytes"),
+    ("pow(10, 10000000) > 5", "integer power larger than 65536 bits"),
+    ("len(range(0, 30).select(pow(2, 60000)).reduce($1 * $2)) > 0",
+     "integer product larger than 65536 bits"),
 ])
 def test_hostile_templates_end_in_a_limit_error_naming_the_expression(template, says):
     started = time.monotonic()
