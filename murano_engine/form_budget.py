@@ -141,7 +141,7 @@ def engine() -> Any:
 
 def create_context() -> Any:
     """A fresh legacy yaql context whose calls spend the budget, with a bounded
-    ``range``, ``pow`` and integer product, and timed regexes."""
+    ``range``, ``pow``, integer product and string ``replace``, and timed regexes."""
     context = yaql_legacy.create_context(
         context=BudgetedContext(convention=conventions.CamelCaseConvention()), regex=False)
     context = context.create_child_context()  # a layer whose functions shadow yaql's
@@ -183,6 +183,40 @@ def _multiply(left: int, right: int) -> int:
     """An integer product, refused before it passes the bits MuranoPL allows."""
     dsl_budget.check_product(left, right)
     return left * right
+
+
+def _replaced(string: str, old: str, new: str, count: int = -1) -> str:
+    """``string.replace(old, new, count)``, refused before its result would pass the
+    memory quota (a short string with a long replacement could ask for gigabytes)."""
+    found = string.count(old) if old else len(string) + 1
+    if count >= 0:
+        found = min(found, count)
+    if len(string) + found * (len(new) - len(old)) > FORM_MEMORY_QUOTA:
+        raise yaql_exceptions.MemoryQuotaExceededException()
+    return string.replace(old, new, count)
+
+
+@specs.name("replace")
+@specs.method
+@specs.parameter("string", yaqltypes.String())
+@specs.parameter("old", yaqltypes.String())
+@specs.parameter("new", yaqltypes.String())
+@specs.parameter("count", int)
+def _replace_text(string: str, old: str, new: str, count: int = -1) -> str:
+    return _replaced(string, old, new, count)
+
+
+@specs.name("replace")
+@specs.method
+@specs.parameter("string", yaqltypes.String())
+@specs.parameter("replacements", utils.MappingType)
+@specs.parameter("count", int)
+@specs.inject("str_func", yaqltypes.Delegate("str"))
+def _replace_each(string: str, str_func: Any, replacements: Any, count: int = -1) -> str:
+    """yaql's ``replace`` with a mapping of replacements, each one checked."""
+    for old, new in replacements.items():
+        string = _replaced(string, str_func(old), str_func(new), count)
+    return string
 
 
 # -- regular expressions, timed ---------------------------------------------------------
@@ -288,6 +322,7 @@ def _escape(string: str) -> str:
     return regex.escape(string)
 
 
-_FUNCTIONS = (_range, _pow, _multiply, _regex, _matches, _string_matches, _match_operator,
-              _no_match_operator, _search, _replace, _split, _escape)
+_FUNCTIONS = (_range, _pow, _multiply, _replace_text, _replace_each, _regex, _matches,
+              _string_matches, _match_operator, _no_match_operator, _search, _replace, _split,
+              _escape)
 
