@@ -14,7 +14,11 @@ form) goes under the header's dashboard key.
 
 Field values come from a browser (strings) or from JSON answers (typed); this
 module has no web dependency: :func:`translate` turns a definition and answers
-into a model.
+into a model. Every expression and regexp check runs with the limits of
+:mod:`murano_engine.form_budget`, and spends the budget a caller puts in force with
+:func:`~murano_engine.form_budget.spending` (the API and ``murano-engine ui-model`` do):
+a limit met is a :class:`~murano_engine.form_budget.FormLimitError`, which ends the whole
+evaluation.
 """
 
 from __future__ import annotations
