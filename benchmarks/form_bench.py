@@ -1,9 +1,9 @@
 """What the form budget costs a ui.yaml evaluation, and how soon a hostile one ends.
 
-The ReplicatedKV package's ``UI/ui.yaml`` (two forms, an Application template with
-``generateHostname``, ``repeat``-free references and arithmetic) is turned into its
-model from the README's answers, in process: ``RUNS`` times as the API does it (inside
-a form budget: every yaql call a step, yaql's size limits, timed regexes) and as many
+The ReplicatedKV package's ``UI/ui.yaml`` (two forms and an Application template) is
+turned into its model from the README's answers, in process: ``RUNS`` times as the API
+does it (inside a form budget: every yaql call a step, yaql's size limits, timed
+regexes) and as many
 times as before the budget (a plain legacy yaql engine and context, no budget in
 force), in pairs whose order alternates, CPU time; the cost is the median of the
 pairs' ratios. Then the time until ``range(0, 100000000000).sum()`` in a template is
