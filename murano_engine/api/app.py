@@ -24,9 +24,7 @@ from murano_engine.api.auth import Context
 from murano_engine.api.config import Settings
 from murano_engine.api.db import Store
 from murano_engine.api.errors import ApiError, BadRequest, NotFound, TooLarge, render
-from murano_engine.api.form_pool import FormPool
 from murano_engine.dsl import errors as dsl_errors
-from murano_engine.form_budget import FormLimits
 from murano_engine.interpreter import build_interpreter
 
 LOG = logging.getLogger("murano_engine.api.requests")
@@ -226,9 +224,6 @@ class Api:
                            strict_slashes=False, merge_slashes=False)
         self.openapi = json.dumps(openapi_document()).encode()
         self.server_roots = server_roots(settings)
-        self.forms = FormPool(settings.ui_form_workers, settings.ui_form_workers_per_project,
-                              FormLimits(settings.form_time_limit, settings.form_step_limit,
-                                         settings.form_memory_limit))
         from murano_engine.web.pages import WebUi
         self.web = WebUi(self)  # the pages under /ui/
 
@@ -465,23 +460,11 @@ class Api:
                         mimetype="text/plain")
 
     def on_ui_model(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
-        from murano_engine import dynamic_ui
         body = self.body(request)
         package = catalog.show_package(self.store, ctx, package_id)
         text = catalog.package_blob(self.store, ctx, package_id, "ui_definition")
-        choices = self.web.cloud_choices()
-        try:
-            ui = self.forms.run(ctx.project_id, lambda: dynamic_ui.parse(
-                text, f"{package['fully_qualified_name']}/UI/ui.yaml",
-                body.get("name") or package["name"]))
-            if ui.parameters_source is not None:  # MuranoPL, under the engine's budget
-                dynamic_ui.add_parameters(ui, self.web.parameters_source(ctx, package)(
-                    *ui.parameters_source))
-            return json_response(self.forms.run(ctx.project_id, lambda: (
-                dynamic_ui.evaluate_application(ui, dynamic_ui.clean_all(
-                    ui, body["answers"], choices)))))
-        except dynamic_ui.UiError as exc:
-            raise BadRequest(exc.message, problems=exc.problems) from None
+        return json_response(self.web.ui_model(ctx, package, text, body["answers"],
+                                               body.get("name") or package["name"]))
 
     def on_logo(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
         return Response(catalog.package_blob(self.store, ctx, package_id, "logo"),

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     server = listener.create(app, settings)
 
     def stop(_signum: int, _frame: Any) -> None:
-        api.forms.close()  # evaluations stop at their next step
+        api.web.forms.close()  # evaluations stop at their next step
         server.close()
         raise SystemExit(0)
 

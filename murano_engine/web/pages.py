@@ -29,9 +29,11 @@ from werkzeug.wrappers import Request, Response
 from murano_engine import dynamic_ui
 from murano_engine.api import catalog, environments
 from murano_engine.api.auth import Context
-from murano_engine.api.errors import ApiError
+from murano_engine.api.errors import ApiError, BadRequest
+from murano_engine.form_budget import FormLimits
 from murano_engine.web import guard, picture
 from murano_engine.web.choices import for_cloud
+from murano_engine.web.form_pool import FormPool
 from murano_engine.web.images import image_type
 
 COOKIE = "murano_token"
@@ -75,6 +77,10 @@ class WebUi:
         self.templates.filters["classname"] = lambda t: str(t or "").split("/", 1)[0]
         self.templates.globals["csrf_field"] = guard.csrf_field
         self.guard = guard.Guard(api.settings.secure_cookies, [picture.STYLE])
+        settings = api.settings
+        self.forms = FormPool(settings.ui_form_workers, settings.ui_form_workers_per_project,
+                              FormLimits(settings.form_time_limit, settings.form_step_limit,
+                                         settings.form_memory_limit))
         self._cloud: Callable[[], dynamic_ui.Choices] | None = None
 
     def parameters_source(self, ctx: Context, package: dict[str, Any]
@@ -86,6 +92,30 @@ class WebUi:
                 "className": class_name, "methodName": method, "parameters": {},
                 "packageName": package["fully_qualified_name"]})
         return call
+
+    def ui_model(self, ctx: Context, package: dict[str, Any], ui_definition: bytes,
+                 answers: Any, name: str) -> Any:
+        """The object model ``ui_definition`` (a package's ui.yaml) makes of ``answers``
+        (``POST /v1/catalog/packages/<id>/ui/model``), evaluated in the form pool."""
+        choices = self.cloud_choices()
+        try:
+            ui = self._parse(ctx, package, ui_definition, name)
+            return self.forms.run(ctx.project_id, lambda: dynamic_ui.evaluate_application(
+                ui, dynamic_ui.clean_all(ui, answers, choices)))
+        except dynamic_ui.UiError as exc:
+            raise BadRequest(exc.message, problems=exc.problems) from None
+
+    def _parse(self, ctx: Context, package: dict[str, Any], ui_definition: bytes,
+               name: str) -> dynamic_ui.UiDefinition:
+        """The package's ui.yaml read in the form pool, with what its
+        ``ParametersSource`` method returns (MuranoPL, run between, under the engine's
+        own budget)."""
+        ui = self.forms.run(ctx.project_id, lambda: dynamic_ui.parse(
+            ui_definition, f"{package['fully_qualified_name']}/UI/ui.yaml", name))
+        if ui.parameters_source is not None:
+            dynamic_ui.add_parameters(ui, self.parameters_source(ctx, package)(
+                *ui.parameters_source))
+        return ui
 
     def cloud_choices(self) -> dynamic_ui.Choices:
         """A fresh choices function of the configured cloud (for one request)."""
@@ -345,16 +375,11 @@ class WebUi:
         env = environments.show_env(self.api.store, ctx, env_id, None)
         package = catalog.show_package(self.api.store, ctx, package_id)
         text = catalog.package_blob(self.api.store, ctx, package_id, "ui_definition")
-        forms = self.api.forms
         try:
-            ui = forms.run(ctx.project_id, lambda: dynamic_ui.parse(
-                text, f"{package['fully_qualified_name']}/UI/ui.yaml", package["name"]))
-            if ui.parameters_source is not None:
-                dynamic_ui.add_parameters(ui, self.parameters_source(ctx, package)(
-                    *ui.parameters_source))
+            ui = self._parse(ctx, package, text, package["name"])
         except dynamic_ui.UiError as exc:
             raise ApiError(exc.message, status=400, problems=exc.problems) from None
-        return forms.run(ctx.project_id, lambda: self._wizard_page(
+        return self.forms.run(ctx.project_id, lambda: self._wizard_page(
             request, ctx, env, package, ui))
 
     def _wizard_page(self, request: Request, ctx: Context, env: dict[str, Any],
