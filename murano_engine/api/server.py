@@ -18,9 +18,8 @@ from murano_engine.web.pages import token_from_cookie
 LOG = logging.getLogger(__name__)
 
 
-def build(settings: Settings) -> tuple[Any, Api, Any]:
-    """The WSGI application (behind Keystone when configured), the API it serves and
-    its dispatcher."""
+def build(settings: Settings) -> tuple[Any, Any]:
+    """The WSGI application (behind Keystone when configured) and its dispatcher."""
     store = db.Store(settings.database)
     db.upgrade(store.engine)
     dispatcher: Any = workers.AmqpDispatcher(store, settings) if settings.uses_broker \
@@ -36,10 +35,10 @@ def build(settings: Settings) -> tuple[Any, Api, Any]:
         elif not settings.token_file.is_file():
             raise SystemExit(f"error: [auth] token_file {settings.token_file} does not exist "
                              "(murano_engine/api/tokens.yaml.sample shows its format)")
-        api = app = Api(settings, store, dispatcher, auth.TokenFile(settings.token_file))
+        app = Api(settings, store, dispatcher, auth.TokenFile(settings.token_file))
     else:
         raise SystemExit(f"error: unknown auth strategy {settings.auth_strategy!r}")
-    return app, api, dispatcher
+    return app, dispatcher
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,16 +55,17 @@ def main(argv: list[str] | None = None) -> int:
     worker.load_green_threads()
     try:
         settings = load_settings(options.config_file)
-        app, api, dispatcher = build(settings)
+        app, dispatcher = build(settings)
     except (ConfigError, worker.QueueMismatch) as exc:
         raise SystemExit(f"error: {exc}") from None
 
     from murano_engine.api import listener
+    from murano_engine.web import form_pool
 
     server = listener.create(app, settings)
 
     def stop(_signum: int, _frame: Any) -> None:
-        api.web.forms.close()  # evaluations stop at their next step
+        form_pool.STOPPING.set()  # ui.yaml evaluations end at their next step
         server.close()
         raise SystemExit(0)
 

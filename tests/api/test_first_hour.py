@@ -30,7 +30,7 @@ def test_the_default_database_is_outside_the_source_tree(tmp_path, monkeypatch):
 def test_no_auth_is_a_loud_warning_and_a_missing_token_file_an_error(tmp_path, caplog):
     settings = Settings(database=f"sqlite:///{tmp_path / 'api.sqlite'}")
     with caplog.at_level(logging.WARNING):
-        _, _, dispatcher = server.build(settings)
+        _, dispatcher = server.build(settings)
         dispatcher.close()
     assert "NO AUTHENTICATION IS CONFIGURED" in caplog.text
     settings.token_file = tmp_path / "tokens.yaml"
