@@ -24,6 +24,8 @@ TITLES = {400: ("Bad Request", "The server could not comply with the request sin
           409: ("Conflict", "There was a conflict when trying to complete your request."),
           413: ("Request Entity Too Large", "The body of your request was too large."),
           415: ("Unsupported Media Type", "The request media type is not supported."),
+          429: ("Too Many Requests", "The project has as many requests of this kind running "
+                                     "as it may; try again when they end."),
           500: ("Internal Server Error", "The server has either erred or is incapable of "
                                          "performing the requested operation."),
           503: ("Service Unavailable", "The server is currently unavailable."),

@@ -70,6 +70,28 @@ MURANO = Section(
     Option("package_max_files", int, 2000, "Most files a package may hold."),
     Option("limit_param_default", int, 20, "Page size when a request gives no limit."),
     Option("api_limit_max", int, 100, "Largest page size a request may ask for."),
+    Option("ui_form_workers", int, 4,
+           "Threads that evaluate packages' UI/ui.yaml forms (wizard pages, ui/model "
+           "calls), off the request threads; each evaluation within the [engine] form_* "
+           "budget."),
+    Option("ui_form_workers_per_project", int, 2,
+           "UI form evaluations one project may run at once; more are answered 429."),
+    Option("connection_limit", int, 1000,
+           "Client connections served at once; more wait to be accepted. A connection "
+           "holds no request thread until its request is read whole."),
+    Option("header_timeout", float, 10.0,
+           "Seconds a client has to send a request's headers, however it trickles them; "
+           "past them the connection is closed."),
+    Option("body_timeout", float, 120.0,
+           "Seconds a client has to send a request's body after its headers (uploads "
+           "included); past them the connection is closed."),
+    Option("idle_timeout", float, 60.0,
+           "Seconds an idle keep-alive connection stays open."),
+    Option("header_size_limit", int, 65536,
+           "Largest request head (request line and headers), in bytes."),
+    Option("secure_cookies", bool, False,
+           "Mark the pages' cookies Secure (set it when a TLS proxy serves them over "
+           "HTTPS; requests that arrive as https get Secure cookies anyway)."),
 )
 AUTH = Section(
     "auth", "How requests are authenticated.",
@@ -125,6 +147,18 @@ class Settings:
     package_max_files: int = _DEFAULT.murano.package_max_files
     limit_param_default: int = _DEFAULT.murano.limit_param_default
     api_limit_max: int = _DEFAULT.murano.api_limit_max
+    ui_form_workers: int = _DEFAULT.murano.ui_form_workers
+    ui_form_workers_per_project: int = _DEFAULT.murano.ui_form_workers_per_project
+    #: the [engine] form_* budget of one ui.yaml evaluation (None: no limit)
+    form_time_limit: float | None = _DEFAULT.engine.form_time_limit or None
+    form_step_limit: int | None = _DEFAULT.engine.form_step_limit or None
+    form_memory_limit: int | None = _DEFAULT.engine.form_memory_limit or None
+    connection_limit: int = _DEFAULT.murano.connection_limit
+    header_timeout: float = _DEFAULT.murano.header_timeout
+    body_timeout: float = _DEFAULT.murano.body_timeout
+    idle_timeout: float = _DEFAULT.murano.idle_timeout
+    header_size_limit: int = _DEFAULT.murano.header_size_limit
+    secure_cookies: bool = _DEFAULT.murano.secure_cookies
     auth_strategy: str = _DEFAULT.auth.strategy
     token_file: Path | None = None
     keystone: dict[str, str] = field(default_factory=dict)
@@ -166,6 +200,15 @@ def load_settings(path: str | Path | None,
         raise ConfigError(f"{values.source}: [engine] static_action_workers is "
                           f"{engine.static_action_workers}; it must be at least 1 and below "
                           f"[murano] api_workers ({murano.api_workers})")
+    if not 0 < murano.ui_form_workers_per_project <= murano.ui_form_workers:
+        raise ConfigError(f"{values.source}: [murano] ui_form_workers_per_project is "
+                          f"{murano.ui_form_workers_per_project}; it must be at least 1 and "
+                          f"at most ui_form_workers ({murano.ui_form_workers})")
+    for name in ("connection_limit", "header_timeout", "body_timeout", "idle_timeout",
+                 "header_size_limit"):
+        if getattr(murano, name) <= 0:
+            raise ConfigError(f"{values.source}: [murano] {name} must be positive, not "
+                              f"{getattr(murano, name)}")
     if engine.max_deliveries < 1:
         raise ConfigError(f"{values.source}: [engine] max_deliveries must be at least 1, not "
                           f"{engine.max_deliveries}")
@@ -190,6 +233,17 @@ def load_settings(path: str | Path | None,
         package_max_files=murano.package_max_files,
         limit_param_default=murano.limit_param_default,
         api_limit_max=murano.api_limit_max,
+        ui_form_workers=murano.ui_form_workers,
+        ui_form_workers_per_project=murano.ui_form_workers_per_project,
+        form_time_limit=engine.form_time_limit or None,
+        form_step_limit=engine.form_step_limit or None,
+        form_memory_limit=engine.form_memory_limit or None,
+        connection_limit=murano.connection_limit,
+        header_timeout=murano.header_timeout,
+        body_timeout=murano.body_timeout,
+        idle_timeout=murano.idle_timeout,
+        header_size_limit=murano.header_size_limit,
+        secure_cookies=murano.secure_cookies,
         auth_strategy=auth.strategy,
         token_file=local_path(auth.token_file) if auth.token_file else None,
         keystone=dict(values.keystone_authtoken),

@@ -164,7 +164,9 @@ def _ui_model(options: argparse.Namespace) -> int:
 
     from murano_engine.dsl.errors import LoadError
     from murano_engine.dsl.json_loader import load_json
+    from murano_engine.engine.config import load_config
     from murano_engine.web.dynamic_ui import UiError, translate
+    from murano_engine.web.form_budget import FormLimitError, FormLimits, spending
     if not options.ui or not options.answers:
         raise SystemExit("error: ui-model takes UI_YAML ANSWERS_JSON")
     try:
@@ -180,9 +182,12 @@ def _ui_model(options: argparse.Namespace) -> int:
         raise SystemExit(f'error: {options.answers}: answers are {{"form": {{"field": '
                          f'value}}}}')
     try:
-        model = translate(text, answers, options.ui, options.name)
+        with spending(FormLimits.from_config(load_config()).budget()):
+            model = translate(text, answers, options.ui, options.name)
     except UiError as exc:
         raise SystemExit(f"error: {exc}") from None
+    except FormLimitError as exc:
+        raise SystemExit(f"error: {options.ui} met a limit: {exc}") from None
     print(json.dumps(model, indent=2))
     return 0
 

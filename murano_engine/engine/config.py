@@ -17,6 +17,9 @@ from typing import Any
 from murano_common.options import ConfigError, Option, Schema, Section, Values
 from murano_engine.clouds.base import DEFAULT_STACK_TIMEOUT, DEFAULT_STATE_DIR
 from murano_engine.dsl.limits import (
+    DEFAULT_FORM_MEMORY_LIMIT,
+    DEFAULT_FORM_STEP_LIMIT,
+    DEFAULT_FORM_TIME_LIMIT,
     DEFAULT_TASK_MEMORY_LIMIT,
     DEFAULT_TASK_STEP_LIMIT,
     DEFAULT_TASK_TIME_LIMIT,
@@ -73,6 +76,14 @@ ENGINE = Section(
            "Megabytes of resident memory the engine process may reach while a task runs "
            "(read every 1000 steps; past it the task fails and its values are freed); "
            "0: no limit."),
+    Option("form_time_limit", float, DEFAULT_FORM_TIME_LIMIT,
+           "Seconds one evaluation of a package's UI/ui.yaml (a wizard page, a ui/model "
+           "call, murano-engine ui-model) may take; 0: no limit."),
+    Option("form_step_limit", int, DEFAULT_FORM_STEP_LIMIT,
+           "yaql calls one evaluation of a UI/ui.yaml may make; 0: no limit."),
+    Option("form_memory_limit", int, DEFAULT_FORM_MEMORY_LIMIT,
+           "Megabytes of resident memory the process may reach while a UI/ui.yaml is "
+           "evaluated; 0: no limit."),
 )
 
 RABBITMQ = Section(

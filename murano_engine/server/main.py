@@ -78,13 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, QueueMismatch) as exc:
         raise SystemExit(f"error: {exc}") from None
 
-    from waitress.server import create_server
+    from murano_engine.server import listener
+    from murano_engine.web import form_pool
 
-    server = create_server(app, host=settings.bind_host, port=settings.bind_port,
-                           threads=settings.api_threads, ident="murano-api",
-                           max_request_body_size=settings.package_size_limit + 2 * 1024 * 1024)
+    server = listener.create(app, settings)
 
     def stop(_signum: int, _frame: Any) -> None:
+        form_pool.STOPPING.set()  # ui.yaml evaluations end at their next step
         server.close()
         raise SystemExit(0)
 

@@ -14,7 +14,11 @@ form) goes under the header's dashboard key.
 
 Field values come from a browser (strings) or from JSON answers (typed); this
 module has no web dependency: :func:`translate` turns a definition and answers
-into a model.
+into a model. Every expression and regexp check runs with the limits of
+:mod:`murano_engine.web.form_budget`, and spends the budget a caller puts in force with
+:func:`~murano_engine.web.form_budget.spending` (the API and ``murano-engine ui-model`` do):
+a limit met is a :class:`~murano_engine.web.form_budget.FormLimitError`, which ends the whole
+evaluation.
 """
 
 from __future__ import annotations
@@ -30,12 +34,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaql.legacy as yaql_legacy
 from yaql.language import exceptions as yaql_exceptions
 from yaql.language import specs, yaqltypes
 
 from murano_engine.dsl.errors import LoadError, Position
 from murano_engine.dsl.yaml_loader import load_documents, position_of
+from murano_engine.web import form_budget
 
 #: the newest version of the format read here (any 2.x up to it is read)
 LATEST_VERSION = (2, 4)
@@ -67,11 +71,6 @@ class UiError(ValueError):
         self.problems = problems or []
 
 
-@functools.cache
-def _engine() -> Any:
-    return yaql_legacy.YaqlFactory().create()
-
-
 class Expr:
     """A yaql expression written in the UI definition."""
 
@@ -88,7 +87,7 @@ class Expr:
 
 def _make_expr(text: str, position: Position | None) -> Expr | None:
     try:
-        return Expr(text, position, _engine()(text))
+        return Expr(text, position, form_budget.engine()(text))
     except (yaql_exceptions.YaqlException, KeyError, IndexError):
         return None
 
@@ -133,7 +132,7 @@ class _Evaluation:
     def __init__(self, ui: UiDefinition, data: Mapping[str, Any], app_name: str) -> None:
         self.ui = ui
         self.refs: dict[str, Any] = {}
-        context = yaql_legacy.create_context()
+        context = form_budget.create_context()
         context.register_function(generate_hostname)
         context.register_function(random_name)
         context.register_function(self._repeat())
@@ -192,14 +191,8 @@ class _Evaluation:
         template reached through ``$name`` is evaluated where it is used)."""
         context = context if context is not None else self.context
         if isinstance(value, Expr):
-            try:
-                result = value.parsed.evaluate(context=context)
-            except UiError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - any yaql failure names the expression
-                where = f" ({value.position})" if value.position else ""
-                raise UiError(f"expression {value.source!r}{where} failed: {exc}") from None
-            return self.evaluate(result, context)
+            form_budget.step()
+            return self.evaluate(_run(value, context), context)
         if isinstance(value, Mapping):
             return {self.evaluate(k, context): self.evaluate(v, context)
                     for k, v in value.items()}
@@ -213,17 +206,33 @@ def evaluate_with(value: Any, data: Any, parameters: Mapping[str, Any] | None = 
     form validators); plain values come back as they are."""
     if not isinstance(value, Expr):
         return value
-    context = yaql_legacy.create_context()
+    context = form_budget.create_context()
     context.register_function(generate_hostname)
     context.register_function(random_name)
     for name, item in (parameters or {}).items():
         context[name] = item
     context["$"] = data
+    return _run(value, context)
+
+
+def _run(expr: Expr, context: Any) -> Any:
+    """``expr`` evaluated in ``context``: a failure is a UiError naming the expression,
+    a limit met a FormLimitError naming it."""
     try:
-        return value.parsed.evaluate(context=context)
+        return expr.parsed.evaluate(context=context)
+    except (UiError, form_budget.FormLimitError):
+        raise
+    except form_budget.LIMIT_ERRORS as exc:
+        raise form_budget.FormLimitError(
+            f"expression {expr.source!r}{_at(expr.position)}: "
+            f"{form_budget.limit_message(exc)}") from None
     except Exception as exc:  # noqa: BLE001 - any yaql failure names the expression
-        where = f" ({value.position})" if value.position else ""
-        raise UiError(f"expression {value.source!r}{where} failed: {exc}") from None
+        raise UiError(f"expression {expr.source!r}{_at(expr.position)} failed: {exc}") \
+            from None
+
+
+def _at(position: Position | None) -> str:
+    return f" ({position})" if position else ""
 
 
 # -- the definition --------------------------------------------------------------------
@@ -475,8 +484,16 @@ def _text(raw: Any) -> str:
     return str(raw).strip()
 
 
-def _check_regexp(pattern: str, value: str, message: str) -> None:
-    if not re.search(pattern, value):
+def _check_regexp(pattern: str, value: str, message: str, where: str) -> None:
+    """ValueError(``message``) unless ``pattern`` matches in ``value`` (within the regex
+    timeout: past it a FormLimitError)."""
+    try:
+        found = form_budget.regex_search(pattern, value)
+    except form_budget.LIMIT_ERRORS as exc:
+        raise form_budget.FormLimitError(
+            f"{where}: regexpValidator {pattern[:80]!r}: {form_budget.limit_message(exc)}"
+        ) from None
+    if found is None:
         raise ValueError(message)
 
 
@@ -564,10 +581,10 @@ def clean_field(ui: UiDefinition, spec: Field, raw: Any, data: Mapping[str, Any]
                 and str(confirmation) != text:
             raise ValueError("The passwords do not match.")
     if spec.regexp:
-        _check_regexp(str(spec.regexp), str(text), invalid or INVALID)
+        _check_regexp(str(spec.regexp), str(text), invalid or INVALID, spec.where)
     for check in spec.validators:
         if check.regexp is not None:
-            _check_regexp(check.regexp, str(text), check.message)
+            _check_regexp(check.regexp, str(text), check.message, spec.where)
         elif not evaluate_with(check.expr, value, ui.parameters):
             raise ValueError(check.message)
     return value

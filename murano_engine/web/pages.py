@@ -22,7 +22,6 @@ from typing import Any
 from urllib.parse import quote as url_quote
 
 import jinja2
-import markupsafe
 import yaml
 from werkzeug.exceptions import HTTPException, NotFound
 from werkzeug.routing import Map, Rule
@@ -32,8 +31,11 @@ from werkzeug.wrappers import Request, Response
 from murano_engine.api import catalog, environments
 from murano_engine.api.auth import Context
 from murano_engine.api.errors import ApiError, BadRequest
-from murano_engine.web import actions, dynamic_ui, outputs, picture, words
+from murano_engine.web import actions, dynamic_ui, guard, outputs, picture, words
 from murano_engine.web.choices import for_cloud
+from murano_engine.web.form_budget import FormLimits
+from murano_engine.web.form_pool import FormPool
+from murano_engine.web.images import image_type
 
 COOKIE = "murano_token"
 SESSION_COOKIE = "murano_session_"
@@ -81,8 +83,12 @@ class WebUi:
         self.templates.filters["when"] = words.when
         self.templates.filters["report_time"] = words.report_time
         self.templates.filters["returned"] = words.returned
-        # placeholder until the merge with branch webguard, whose csrf_field() replaces it
-        self.templates.globals["csrf_field"] = lambda: markupsafe.Markup("")
+        self.templates.globals["csrf_field"] = guard.csrf_field
+        self.guard = guard.Guard(api.settings.secure_cookies, [picture.STYLE])
+        settings = api.settings
+        self.forms = FormPool(settings.ui_form_workers, settings.ui_form_workers_per_project,
+                              FormLimits(settings.form_time_limit, settings.form_step_limit,
+                                         settings.form_memory_limit))
         self._cloud: Callable[[], dynamic_ui.Choices] | None = None
 
     def parameters_source(self, ctx: Context, package: dict[str, Any]
@@ -98,13 +104,26 @@ class WebUi:
     def ui_model(self, ctx: Context, package: dict[str, Any], ui_definition: bytes,
                  answers: Any, name: str) -> Any:
         """The object model ``ui_definition`` (a package's ui.yaml) makes of ``answers``
-        (``POST /v1/catalog/packages/<id>/ui/model``)."""
+        (``POST /v1/catalog/packages/<id>/ui/model``), evaluated in the form pool."""
+        choices = self.cloud_choices()
         try:
-            return dynamic_ui.translate(
-                ui_definition, answers, f"{package['fully_qualified_name']}/UI/ui.yaml",
-                name, self.cloud_choices(), self.parameters_source(ctx, package))
+            ui = self._parse(ctx, package, ui_definition, name)
+            return self.forms.run(ctx.project_id, lambda: dynamic_ui.evaluate_application(
+                ui, dynamic_ui.clean_all(ui, answers, choices)))
         except dynamic_ui.UiError as exc:
             raise BadRequest(exc.message, problems=exc.problems) from None
+
+    def _parse(self, ctx: Context, package: dict[str, Any], ui_definition: bytes,
+               name: str) -> dynamic_ui.UiDefinition:
+        """The package's ui.yaml read in the form pool, with what its
+        ``ParametersSource`` method returns (MuranoPL, run between, under the engine's
+        own budget)."""
+        ui = self.forms.run(ctx.project_id, lambda: dynamic_ui.parse(
+            ui_definition, f"{package['fully_qualified_name']}/UI/ui.yaml", name))
+        if ui.parameters_source is not None:
+            dynamic_ui.add_parameters(ui, self.parameters_source(ctx, package)(
+                *ui.parameters_source))
+        return ui
 
     def cloud_choices(self) -> dynamic_ui.Choices:
         """A fresh choices function of the configured cloud (for one request)."""
@@ -119,14 +138,23 @@ class WebUi:
         return self.respond(Request(environ))(environ, start_response)
 
     def respond(self, request: Request) -> Response:
-        """The page for ``request`` (errors of the API become an error page)."""
+        """The page for ``request`` (errors of the API become an error page); a
+        state-changing request :mod:`~murano_engine.web.guard` refuses gets a 403."""
+        refusal = self.guard.begin(request)
+        if refusal is not None:
+            response = self.error_page(request, None, 403, refusal)
+        else:
+            response = self._dispatch(request)
+        return self.guard.finish(request, response)
+
+    def _dispatch(self, request: Request) -> Response:
         ctx = None
         try:
             endpoint, args = self.url_map.bind_to_environ(request.environ).match()
-            if endpoint == "login":
-                response = self.on_login(request)
-            elif endpoint == "static":
+            if endpoint == "static":
                 response = self.on_static(request, **args)
+            elif endpoint == "login":
+                response = self.on_login(request)
             else:
                 ctx = self.identify(request)
                 response = redirect("/ui/login") if ctx is None else \
@@ -173,6 +201,12 @@ class WebUi:
         body = self.templates.get_template(name).render(user=ctx, **values)
         return Response(body, status=status, mimetype="text/html")
 
+    def set_cookie(self, request: Request, response: Response, name: str, value: str
+                   ) -> None:
+        """A cookie of the pages: HTTP only, same-site, ``Secure`` where configured."""
+        response.set_cookie(name, value, httponly=True, samesite="Strict",
+                            secure=self.guard.secure(request))
+
     # -- login -------------------------------------------------------------------------
     def on_login(self, request: Request) -> Response:
         if request.method == "GET":
@@ -186,7 +220,7 @@ class WebUi:
             except ApiError as exc:
                 return self.page("login.html", None, status=401, error=exc.message)
         response = redirect("/ui/")
-        response.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
+        self.set_cookie(request, response, COOKIE, token)
         return response
 
     def on_logout(self, request: Request, ctx: Context) -> Response:
@@ -249,14 +283,15 @@ class WebUi:
             data = catalog.package_blob(self.api.store, ctx, package_id, "logo")
         except ApiError:
             data = b""
-        if not data:  # a letter on a tile instead
+        media_type = image_type(data)
+        if media_type is None:  # none, or not an image: a letter on a tile instead
             name = catalog.show_package(self.api.store, ctx, package_id)["name"]
             svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64">'
                    '<rect width="64" height="64" rx="10" fill="#5b7db1"/><text x="32" y="43" '
                    'font-size="32" text-anchor="middle" fill="white" font-family="sans-serif">'
                    f'{html.escape((name[:1] or "?").upper())}</text></svg>')
             return Response(svg, mimetype="image/svg+xml")
-        return Response(data, mimetype="image/png")
+        return Response(data, mimetype=media_type)
 
     def on_delete_package(self, request: Request, ctx: Context, package_id: str) -> Response:
         catalog.delete_package(self.api.store, ctx, package_id)
@@ -455,17 +490,21 @@ class WebUi:
     # -- the wizard ----------------------------------------------------------------------
     def on_wizard(self, request: Request, ctx: Context, env_id: str,
                   package_id: str) -> Response:
+        """A page of the wizard: its forms are evaluated in the API's form pool, within
+        a form budget (the ``ParametersSource`` method runs between, under its own)."""
         env = environments.show_env(self.api.store, ctx, env_id, None)
         package = catalog.show_package(self.api.store, ctx, package_id)
         text = catalog.package_blob(self.api.store, ctx, package_id, "ui_definition")
         try:
-            ui = dynamic_ui.parse(text, f"{package['fully_qualified_name']}/UI/ui.yaml",
-                                  package["name"])
-            if ui.parameters_source is not None:
-                dynamic_ui.add_parameters(ui, self.parameters_source(ctx, package)(
-                    *ui.parameters_source))
+            ui = self._parse(ctx, package, text, package["name"])
         except dynamic_ui.UiError as exc:
             raise ApiError(exc.message, status=400, problems=exc.problems) from None
+        return self.forms.run(ctx.project_id, lambda: self._wizard_page(
+            request, ctx, env, package, ui))
+
+    def _wizard_page(self, request: Request, ctx: Context, env: dict[str, Any],
+                     package: dict[str, Any], ui: dynamic_ui.UiDefinition) -> Response:
+        env_id = env["id"]
         step, answers = 0, {}
         errors: dict[str, str] = {}
         choices = self._choices_in(ctx, env_id, self._session_id(request, ctx, env_id))
@@ -480,7 +519,7 @@ class WebUi:
                 raise ApiError("the wizard's state is damaged; start again", status=400)
             form = ui.forms[step]
             answers[form.name] = {k: v for k, v in request.form.items()
-                                  if not k.startswith("_")}
+                                  if not k.startswith("_") and k != guard.CSRF_FIELD}
             for spec in form.fields:  # an unchecked box posts nothing
                 if spec.type in ("boolean", "floatingip") and spec.name not in answers[
                         form.name]:
@@ -568,8 +607,7 @@ class WebUi:
         environments.edit_services(self.api.store, ctx, env_id, session_id, "POST", "",
                                    model)
         response = redirect(f"/ui/environments/{env_id}")
-        response.set_cookie(SESSION_COOKIE + env_id, session_id, httponly=True,
-                            samesite="Strict")
+        self.set_cookie(request, response, SESSION_COOKIE + env_id, session_id)
         return response
 
 
@@ -583,7 +621,9 @@ def token_from_cookie(protected: Callable, web: WebUi) -> Callable:
         if (path == "/ui" or path.startswith("/ui/")) and not environ.get("HTTP_X_AUTH_TOKEN"):
             token = Request(environ).cookies.get(COOKIE)
             if not token:
-                return redirect("/ui/login")(environ, start_response)
+                refused = redirect("/ui/login")
+                guard.protect(refused.headers, guard.content_security_policy())
+                return refused(environ, start_response)
             environ = {**environ, "HTTP_X_AUTH_TOKEN": token}
         return protected(environ, start_response)
     return app

@@ -258,8 +258,7 @@ STYLE = """
 body { font-family: sans-serif; margin: 1.5em; color: #222; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.1em; margin-top: 1.5em; }
 .legend span { display: inline-block; margin-right: 1em; }
-.legend i { display: inline-block; width: 12px; height: 12px; margin-right: 4px;
-            vertical-align: middle; border-radius: 2px; }
+.legend svg { margin-right: 4px; vertical-align: middle; }
 table.reports { border-collapse: collapse; font-size: 0.9em; }
 table.reports td { border-bottom: 1px solid #eee; padding: 3px 8px; vertical-align: top; }
 tr.error td { color: #b00; } tr.warning td { color: #a60; }
@@ -269,10 +268,15 @@ svg { max-width: 100%; height: auto; }
 
 
 def legend() -> str:
-    items = "".join(f'<span><i style="background:{c}"></i>{n}</span>'
-                    for n, c in COLOURS.items())
-    return (f'<p class="legend">{items}<span><i style="background:#7a4fb5"></i>stack '
+    items = "".join(f'<span>{_swatch(c)}{n}</span>' for n, c in COLOURS.items())
+    return (f'<p class="legend">{items}<span>{_swatch("#7a4fb5")}stack '
             f'push</span><span>→ a result used by a later plan</span></p>')
+
+
+def _swatch(colour: str) -> str:
+    """A small square of ``colour`` (SVG: the pages' policy forbids style attributes)."""
+    return (f'<svg class="swatch" width="12" height="12"><rect width="12" height="12" '
+            f'rx="2" fill="{colour}"/></svg>')
 
 
 def reports_table(reports: Iterable[Mapping[str, Any]], start: float | None = None) -> str:

@@ -42,8 +42,17 @@ def echo_package(tmp_path: Path) -> bytes:
     return pack_folder(folder)
 
 
+def csrf_token(page: str) -> str:
+    """The CSRF token a page's forms carry."""
+    return re.search(r'name="csrf_token" value="(\w+)"', page).group(1)
+
+
 def login(api, token: str = "tok-a") -> requests.Session:
+    """A session logged in with ``token`` that sends its pages' CSRF token with each
+    request (as the ``X-CSRF-Token`` header), as a browser sends it with each form."""
     browser = requests.Session()
+    form = browser.get(api.url + "/ui/login", timeout=30)
+    browser.headers["X-CSRF-Token"] = csrf_token(form.text)
     page = browser.post(api.url + "/ui/login", data={"token": token}, timeout=30)
     assert page.status_code == 200 and page.url.endswith("/ui/")
     return browser
@@ -58,7 +67,10 @@ def test_pages_need_a_login(start_api):
     api = start_api()
     page = requests.get(api.url + "/ui/", timeout=30)
     assert page.url.endswith("/ui/login")
-    refused = requests.post(api.url + "/ui/login", data={"token": "nope"}, timeout=30)
+    browser = requests.Session()
+    form = browser.get(api.url + "/ui/login", timeout=30)
+    refused = browser.post(api.url + "/ui/login", timeout=30,
+                           data={"token": "nope", "csrf_token": csrf_token(form.text)})
     assert refused.status_code == 401 and "the token is not valid" in refused.text
 
 
@@ -337,7 +349,8 @@ def test_a_second_deploy_click_comes_back_to_the_environment(start_api, tmp_path
                          allow_redirects=False)
     # the double click: the same cookies as the first, sent before its answer came
     second = requests.post(f"{api.url}/ui/environments/{env_id}/deploy", timeout=30,
-                           cookies=session_cookie, allow_redirects=False)
+                           cookies=session_cookie, allow_redirects=False,
+                           headers={"X-CSRF-Token": browser.headers["X-CSRF-Token"]})
     assert first.status_code == second.status_code == 302, second.text
     assert second.headers["Location"].endswith(f"/ui/environments/{env_id}")
     # while it runs the page shows what is being deployed: applications and topology

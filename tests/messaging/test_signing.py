@@ -189,9 +189,8 @@ def test_unsigned_mode_engine_has_no_key_and_keyless_agents_run_its_plans(
 ):
     """[engine] sign_plans = false (Murano's unsigned mode): no key is made, agents are
     given none, and an agent without engine_key runs the unsigned plans."""
-    from murano_engine.engine.services import signing_key_file
     from murano_engine.engine.config import load_config
-    from murano_engine.engine.services import close_services, engine_services
+    from murano_engine.engine.services import close_services, engine_services, signing_key_file
 
     ini = tmp_path / "engine.ini"
     ini.write_text(f"[engine]\nsign_plans = false\n[local_cloud]\nstate_dir = {tmp_path}/c\n"
