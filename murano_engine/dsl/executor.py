@@ -337,9 +337,9 @@ class Executor:
             raise errors.NoWriteAccessError(
                 f"property {name!r} of {obj.murano_class.name} ({spec.usage}) cannot be "
                 f"written from {caller_cls.name if caller_cls else 'outside'}")
-        obj.props[name] = self._check_property(obj, specs, value, dry_run)
+        obj.props[name] = self.check_property(obj, specs, value, dry_run)
 
-    def _check_property(self, obj: MuranoObject, specs: list[PropertySpec], value: Any,
+    def check_property(self, obj: MuranoObject, specs: list[PropertySpec], value: Any,
                         dry_run: bool = False) -> Any:
         """The value as the most derived declaration makes it; the others then check
         that result without making anything (a template() stays the dict it is)."""
@@ -509,7 +509,7 @@ class Executor:
                         value = _default_of(default_spec)(self._object_context(obj, frame))
                     else:
                         value = None
-                    obj.props[name] = self._check_property(obj, specs, value, dry_run)
+                    obj.props[name] = self.check_property(obj, specs, value, dry_run)
                 except errors.UninitializedPropertyAccessError as exc:
                     deferred.append(entry)
                     last_error = exc
