@@ -165,11 +165,7 @@ class Executor:
             self.bind_arguments(method, frame, args, kwargs)
             signal = (method._block or method.block())(frame.context)
         except Exception as exc:
-            if not errors.stack_of(exc):
-                try:
-                    exc.murano_stack = frame.stack()  # type: ignore[attr-defined]
-                except AttributeError:
-                    pass
+            errors.add_call_stack(exc, frame.stack)
             raise
         finally:
             if lock_key is not None:
@@ -344,13 +340,19 @@ class Executor:
         """The value as the most derived declaration makes it; the others then check
         that result without making anything (a template() stays the dict it is)."""
         spec = specs[0]
-        scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj, spec.path,
-                              dry_run)
-        result = spec.compiled_contract().apply(values.freeze(value), scope)
-        for spec in specs[1:]:
+        try:
             scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj, spec.path,
-                                  True, True)
-            spec.compiled_contract().apply(result, scope)
+                                  dry_run)
+            result = spec.compiled_contract().apply(values.freeze(value), scope)
+            for spec in specs[1:]:
+                scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj,
+                                      spec.path, True, True)
+                spec.compiled_contract().apply(result, scope)
+        except Exception as exc:
+            errors.add_property_frame(exc, StackFrame(
+                spec.declaring_class.package.name, spec.declaring_class.name,
+                f"{spec.name} (property contract)", spec.position))
+            raise
         return result
 
     def get_static(self, cls: MuranoClass, name: str, frame: Frame | None) -> Any:
@@ -587,7 +589,8 @@ class Executor:
     def to_murano_exception(self, exc: BaseException, frame: Frame) -> MuranoPlException:
         if isinstance(exc, MuranoPlException):
             return exc
-        return MuranoPlException.wrap(exc, errors.stack_of(exc) or frame.stack())
+        errors.add_call_stack(exc, frame.stack)
+        return MuranoPlException.wrap(exc, errors.stack_of(exc))
 
     def exception_object(self, exc: MuranoPlException, matched: str | None = None
                          ) -> MuranoObject:
