@@ -56,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings(options.config_file)
         app, dispatcher = build(settings)
-    except (ConfigError, worker.QueueMismatch) as exc:
+    except ConfigError as exc:
+        raise SystemExit(exc.lines()) from None
+    except worker.QueueMismatch as exc:
         raise SystemExit(f"error: {exc}") from None
 
     from waitress.server import create_server
