@@ -366,11 +366,13 @@ def describe_action(task: Mapping[str, Any]) -> str:
 
 
 def serve_worker(options: argparse.Namespace) -> int:
-    """Handler of ``murano-engine worker --config-file FILE``."""
+    """Handler of ``murano-engine worker --config FILE``."""
+    if not options.config_file:
+        raise SystemExit("error: worker takes --config FILE (murano-api's configuration)")
     try:
         settings = load_settings(options.config_file)
     except ConfigError as exc:
-        raise SystemExit(f"error: {exc}") from None
+        raise SystemExit(exc.lines()) from None
     logging.basicConfig(level=logging.INFO, force=True,  # the CLI set WARNING before
                         format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
     if not settings.uses_broker:
