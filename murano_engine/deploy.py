@@ -297,6 +297,14 @@ class Resources:
         return problems + self.remove_queues(config)
 
 
+def journal_steps(entries: list[dict[str, Any]]) -> tuple[int, int]:
+    """(finished, started but unanswered) steps of a journal's entries: a step is one
+    end entry, and an effect's begin entry until its end comes."""
+    ended = {e.get("k") for e in entries if e.get("t") != "begin"}
+    begun = {e.get("k") for e in entries if e.get("t") == "begin"}
+    return len(ended), len(begun - ended)
+
+
 @contextlib.contextmanager
 def stop_on_signals(journal: Journal, stream: TextIO = sys.stderr) -> Iterator[None]:
     """The first Ctrl-C (or SIGTERM) asks the run to stop at its next step; a second
@@ -418,6 +426,7 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
     for problem in loader.problems:
         print(f"warning: {problem}", file=sys.stderr)
     wanted = _task_for(action, options, previous)
+    resumed: int | None = None  # the finished steps of the interrupted run's journal
     if interrupted is not None:
         task = interrupted.header["task"]
         if command != action or (action == "action" and wanted["action"] != task["action"]):
@@ -428,9 +437,11 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
                 f"error: a {what} of this environment was interrupted "
                 f"({journal_path(state_path)}); run it again to finish it, or "
                 "`murano-engine destroy` to remove what it made")
-        recorded = len(interrupted.load())
-        print(f"{action}: resuming the run interrupted earlier ({recorded} journal entries; "
-              "what they record is not done again)", flush=True)
+        resumed, started = journal_steps(interrupted.load())
+        print(f"{action}: resuming the run interrupted earlier: its journal holds {resumed} "
+              f"finished step(s), which are not done again"
+              + (f", and {started} started but unanswered, which are carried on"
+                 if started else ""), flush=True)
         if action == "deploy" and wanted != task:
             print("note: the model changed since; deploy again afterwards to apply it",
                   flush=True)
@@ -488,7 +499,9 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
                                       "Run": run})
     store.remove()
     if journal.replayed:
-        print(f"{journal.replayed} step(s) came from the journal of the interrupted run",
+        print(f"{journal.replayed} step(s) came from the journal of the interrupted run"
+              + (f" (of its {resumed} finished: the run went another way after the others)"
+                 if resumed is not None and resumed != journal.replayed else ""),
               flush=True)
     if outcome["isException"]:
         failure = outcome["result"]
