@@ -7,7 +7,8 @@ nothing) and return with the stack ``*_IN_PROGRESS``. State is saved under
 
 A stack belongs to one engine process at a time: the first call about it
 takes its lock (``locks/<name>.lock``, held until :meth:`LocalCloud.close`
-or the process's end), reads it from disk, marks operations an earlier process
+or the process's end; the file goes with the stack, or at the close when there
+is no such stack), reads it from disk, marks operations an earlier process
 did not finish as FAILED and takes its servers' agents back. Another process
 asking for the same stack meanwhile gets :class:`StackConflict` naming the
 holder, so two engine runs never adopt each other's servers.
@@ -245,8 +246,11 @@ class LocalCloud(StackService):
             LOG.error("%s", exc)
         self.guests.detach_all()
         with self.lock:
-            owned, self._owned = list(self._owned.values()), {}
-        for fd in owned:
+            owned, self._owned = self._owned, {}
+            for name in owned:
+                if name not in self._stacks:  # asked about, never made (or deleted)
+                    (self._locks / f"{name}.lock").unlink(missing_ok=True)
+        for fd in owned.values():
             os.close(fd)
 
     def attach_agent(self, queue: str) -> None:
