@@ -25,8 +25,9 @@ def run_guarded(body: Callable[[], int], debug: bool = False) -> int:
     """
     sys.setrecursionlimit(RECURSION_LIMIT)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    # Commands print a failed task's error themselves, with its MuranoPL stack.
-    logging.getLogger("murano_engine.tasks").setLevel(logging.ERROR)
+    # Commands print a failed task's error themselves, with its MuranoPL stack; --debug
+    # logs its Python traceback too.
+    logging.getLogger("murano_engine.tasks").setLevel(logging.DEBUG if debug else logging.ERROR)
     try:
         return body()
     except KeyboardInterrupt:

@@ -86,3 +86,23 @@ def test_journal_steps_count_finished_and_started_steps():
                {"k": "b", "t": "begin", "v": "plan"}, {"k": "b", "t": "end", "v": 2},
                {"k": "c", "t": "begin", "v": "plan"}]
     assert journal_steps(entries) == (2, 1)
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_a_failed_deploy_shows_its_murano_stack_and_with_debug_the_python_one(tmp_path, debug):
+    model = json.loads((REPO / "examples" / "hello-web.json").read_text())
+    model["applications"][0]["servers"]["provider"]["template"]["flavor"] = [1]
+    (tmp_path / "model.json").write_text(json.dumps(model))
+    (tmp_path / "engine.ini").write_text(f"[local_cloud]\nstate_dir = {tmp_path / 'cloud'}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "murano_engine.cli", "deploy", str(tmp_path / "model.json"),
+         "-l", str(REPO / "dsl_packages"), "--state", str(tmp_path / "state.json"),
+         "--config", str(tmp_path / "engine.ini"), *(["--debug"] if debug else [])],
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    output = done.stdout + done.stderr
+    assert "[io.murano.resources.Instance.flavor] value (1,) is not a string" in output
+    template = REPO / "meta/io.murano.applications/Classes/servers/TemplateServerProvider.yaml"
+    assert "io.murano.applications io.murano.applications.TemplateServerProvider.template " \
+           f"(property contract) at {template}:" in output
+    assert ("Traceback (most recent call last):" in output) is debug
