@@ -230,10 +230,11 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
     server = ApiServer(folder, f"sqlite:///{folder}/murano.sqlite", broker=False,
                        environment_class="io.murano.Environment")
     try:
-        for package in {c.package for c in CASES}:
-            archive = folder / f"{package.name}.zip"
-            archive.write_bytes(pack_folder(package))
-            server.murano("package-import", "--exists-action", "u", str(archive))
+        archives = []
+        for package in sorted({c.package for c in CASES}):
+            archives.append(folder / f"{package.name}.zip")
+            archives[-1].write_bytes(pack_folder(package))
+        server.murano("package-import", "--exists-action", "u", *map(str, archives))
         yield server
     finally:
         server.stop()
