@@ -238,7 +238,10 @@ def _load_removed_properties(executor: Executor, obj: MuranoObject, props: Mappi
         try:
             executor.check_property(obj, specs, old)
         except errors.ContractViolationException:
-            continue  # a value the class no longer takes holds nothing to destroy
+            # A value the class no longer takes: its objects are made as they are
+            # written, so that they are destroyed all the same.
+            _load_removed(executor, old, obj, live_ids)
+            continue
         _search_live(executor, old, live_ids)
 
 

@@ -188,6 +188,20 @@ def test_removal_makes_templates_no_objects(tmp_path, packages):
     assert state["Objects"]["holders"] == []
 
 
+def test_removed_objects_under_a_property_whose_contract_changed_are_destroyed(
+        tmp_path, packages):
+    model = _model({"id": "a"})
+    model["holders"] = [_holder("p", "t1")]
+    assert _run(tmp_path, packages, "deploy", model) == 0
+    holder = packages / "t.env" / "Classes" / "Holder.yaml"
+    holder.write_text(holder.read_text().replace("Contract: $.class(App)",
+                                                 "Contract: $.string()"))
+    model["holders"] = [dict(_holder(None, "t1"), part="now a string")]
+    EVENTS.clear()
+    assert _run(tmp_path, packages, "deploy", model) == 0
+    assert EVENTS == ["destroy p", "skip a"]
+
+
 def test_failure_keeps_state_and_next_deploy_continues(tmp_path, packages, capsys):
     code = _run(tmp_path, packages, "deploy",
                 _model({"id": "a"}, {"id": "bad", "fail": True}))
