@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from murano_engine.clouds.local.sandbox import missing_for_namespaces
 from murano_engine.dsl.packages import PackageLoader
 from murano_engine.interpreter import build_interpreter
 from tests.api.conftest import ApiServer
-from tests.leftovers import Footprint, leftovers
+from tests.leftovers import REGION_STACK_PREFIX, Footprint, leftovers
 
 REPO = Path(__file__).resolve().parents[2]
 DSL = REPO / "dsl_packages"
@@ -58,7 +58,8 @@ class Case:
     #: the property path (in the application) of its number of servers, set to 0 to
     #: scale to zero (None: it has no such number, or needs at least one server)
     server_count: tuple[str, ...] | None = None
-    actions: tuple[str, ...] = field(default=())
+    #: whether the application has a stack of its own (a HOT package)
+    own_stack: bool = False
 
     @property
     def app(self) -> dict[str, Any]:
@@ -77,7 +78,8 @@ CASES = [
          DSL / "io.murano.apps.linux.ReplicatedKV", (DSL,),
          answers={"appConfiguration": {"name": "kvw", "nodeCount": 1, "basePort": 18700},
                   "instanceConfiguration": {"osImage": "debian-12", "flavor": "m1.small"}}),
-    Case("hot-store", EXAMPLES / "hot-store.json", EXAMPLES / "hot-store", (EXAMPLES,)),
+    Case("hot-store", EXAMPLES / "hot-store.json", EXAMPLES / "hot-store", (EXAMPLES,),
+         own_stack=True),
 ]
 #: what is shipped but does not deploy on the local cloud, and why
 NOT_ON_THE_LOCAL_CLOUD = {
@@ -193,12 +195,20 @@ def _servers(cloud: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
 
 
+def _application_stacks(cloud: Path) -> list[str]:
+    """Stacks of applications' own (a HOT package's), not of the environment's regions."""
+    folder = cloud / "stacks"
+    return sorted(p.name for p in folder.iterdir()
+                  if not p.name.startswith(REGION_STACK_PREFIX)) if folder.is_dir() else []
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_cli_lifecycle(case: Case, tmp_path: Path) -> None:
     engine = Engine(tmp_path, case)
     app = case.app
     try:
         engine.deploy([app])
+        assert bool(_application_stacks(engine.cloud)) is case.own_stack
         app_id = app["?"]["id"]
         for action in _actions(app["?"]["type"]):
             _running_once(engine.run("action", app_id, action))
@@ -207,6 +217,7 @@ def test_cli_lifecycle(case: Case, tmp_path: Path) -> None:
             assert _servers(engine.cloud) == []
         engine.deploy([])
         assert engine.applications() == [] and _servers(engine.cloud) == []
+        assert _application_stacks(engine.cloud) == []
         again = _wizard_app(case, tmp_path) if case.answers else app
         out = engine.deploy([again])
         assert [a["?"]["id"] for a in engine.applications()] == [again["?"]["id"]]
@@ -315,6 +326,7 @@ def test_api_lifecycle(case: Case, api: ApiServer) -> None:
     try:
         app = dict(case.app, **{"?": {"id": "===id1===", "type": case.app["?"]["type"]}})
         env.deploy([{"op": "add", "path": "/-", "value": app}])
+        assert bool(_application_stacks(env.footprint.cloud)) is case.own_stack
         app_id = env.services()[0]["?"]["id"]
         actions = _actions(app["?"]["type"])
         shown = api.murano("environment-show", env.id).stdout
@@ -329,6 +341,7 @@ def test_api_lifecycle(case: Case, api: ApiServer) -> None:
             assert not _servers(env.footprint.cloud)
         env.deploy([{"op": "remove", "path": "/0"}])
         assert env.services() == [] and not _servers(env.footprint.cloud)
+        assert _application_stacks(env.footprint.cloud) == []
         again = _wizard_app_by_api(api, case) if case.answers else app
         reports = env.deploy([{"op": "add", "path": "/-", "value": again}])
         assert len(env.services()) == 1
