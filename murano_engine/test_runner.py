@@ -224,6 +224,7 @@ def _path_hint(path: Path) -> str:
 
 
 def _run(options: argparse.Namespace) -> int:
+    config = load_config(options.config_file)
     loader = PackageLoader(options.load_packages_from, mocking_interpreter())
     for problem in loader.problems:
         print(f"warning: {problem}", file=sys.stderr)
@@ -234,7 +235,6 @@ def _run(options: argparse.Namespace) -> int:
     print(f"About to execute {len(tests)} test(s)")
     started = time.perf_counter()
     results = []
-    config = load_config(options.config_file)
     for cls, method in tests:
         result = run_test(loader, cls, method, config)
         results.append(result)

@@ -106,3 +106,15 @@ def test_a_failed_deploy_shows_its_murano_stack_and_with_debug_the_python_one(tm
     assert "io.murano.applications io.murano.applications.TemplateServerProvider.template " \
            f"(property contract) at {template}:" in output
     assert ("Traceback (most recent call last):" in output) is debug
+
+
+@pytest.mark.parametrize("spelling", ["--config", "--config-file"])
+def test_test_runner_reads_its_config_before_running_anything(capsys, tmp_path, spelling):
+    config = tmp_path / "engine.ini"
+    config.write_text("[engine]\ntask_step_limit = many\n")
+    code = test_runner.main(["io.murano.apps.linux.HelloWeb", "-l", str(HELLO_WEB.parent),
+                             spelling, str(config)])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == ""
+    assert err == f"error: {config} [engine]: option 'task_step_limit' = 'many' is not a " \
+                  "whole number\n"
