@@ -31,7 +31,10 @@ def setup_logging(cfg: AgentConfig) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``murano-agent`` console script."""
-    parser = argparse.ArgumentParser(prog="murano-agent", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="murano-agent",
+        description="Run the guest agent in the foreground: take execution plans from "
+                    "RabbitMQ, run them and send their results back.")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--config-file", help="agent INI file (default /etc/murano/agent.conf)")
     source.add_argument("--config-dir", help="folder holding agent.conf (Murano's usual flag)")
@@ -47,7 +50,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_config(Path(path), overrides)
         setup_logging(cfg)
         service = AgentService(cfg)
-    except (ConfigError, OSError) as exc:
+    except ConfigError as exc:
+        print(exc.lines("murano-agent: "), file=sys.stderr)
+        return 2
+    except OSError as exc:
         print(f"murano-agent: {exc}", file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, lambda *_: service.stop(timeout=0))

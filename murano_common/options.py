@@ -34,7 +34,16 @@ DEFAULT = "DEFAULT"
 
 
 class ConfigError(ValueError):
-    """A configuration value is unreadable, unknown or ill-typed; the message says where."""
+    """Configuration values are unreadable, unknown or ill-typed; the message says where,
+    one line per problem (``problems``)."""
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = list(problems)
+
+    def lines(self, prefix: str = "error: ") -> str:
+        """Every problem on a line of its own, after ``prefix``."""
+        return "\n".join(prefix + problem for problem in self.problems)
 
 
 def _parse_bool(text: str) -> bool:
@@ -239,18 +248,23 @@ class Schema:
                 text = Path(path).read_text(encoding="utf-8")
             except OSError as exc:
                 raise ConfigError(f"cannot read {source}: {exc.strerror}") from None
+        problems: list[str] = []
         if text is not None:
-            self._read_ini(values, text, source)
+            self._read_ini(values, text, source, problems)
         for key, value in (environ or {}).items():
             found = self._env_option(key)
             if found is not None:
-                self._set(values, found[0], found[1], value, f"environment variable {key}")
+                self._set(values, found[0], found[1], value, f"environment variable {key}",
+                          problems)
         for key, value in (overrides or {}).items():
             section, _, option = key.rpartition(".")
             section = section or DEFAULT
             if section not in self.sections:
-                raise ConfigError(f"override {key!r}: unknown section {section!r}")
-            self._set(values, section, option, str(value), f"override {key!r}")
+                problems.append(f"override {key!r}: unknown section {section!r}")
+                continue
+            self._set(values, section, option, str(value), f"override {key!r}", problems)
+        if problems:
+            raise ConfigError(*problems)
         return values
 
     def sample(self) -> str:
@@ -264,7 +278,7 @@ class Schema:
                           f"#{option.name} = {option.sample_text()}".rstrip()]
         return "\n".join(lines).lstrip("\n") + "\n"
 
-    def _read_ini(self, values: Values, text: str, source: str) -> None:
+    def _read_ini(self, values: Values, text: str, source: str, problems: list[str]) -> None:
         # No default section: [DEFAULT] is read as a section of its own.
         parser = configparser.ConfigParser(interpolation=None, strict=not self.lenient,
                                            default_section="\0")
@@ -276,9 +290,10 @@ class Schema:
             if section not in self.sections:
                 if self.lenient:
                     continue
-                raise ConfigError(f"{source}: unknown section [{section}]")
+                problems.append(f"{source}: unknown section [{section}]")
+                continue
             for option, value in parser.items(section, raw=True):
-                self._set(values, section, option, value, source)
+                self._set(values, section, option, value, source, problems)
 
     def _env_option(self, key: str) -> tuple[str, str] | None:
         """The (section, option) a ``MURANO_<SECTION>_<OPTION>`` variable names, if declared.
@@ -297,7 +312,8 @@ class Schema:
         return (section, option) if option in self.sections[section].options else None
 
     def _set(self, values: Values, section_name: str, option_name: str, text: str,
-             source: str) -> None:
+             source: str, problems: list[str]) -> None:
+        """Set one option from its text, or add what is wrong with it to ``problems``."""
         section = self.sections[section_name]
         where = f"{source} [{section_name}]"
         option = section.options.get(option_name)
@@ -305,13 +321,12 @@ class Schema:
             if section.free_form:
                 values[section_name][option_name] = _unquote(text.strip())
             elif not self.lenient:
-                raise ConfigError(f"{where}: unknown option {option_name!r}")
+                problems.append(f"{where}: unknown option {option_name!r}")
             return
         try:
             values[section_name][option_name] = option.parse(text)
         except ValueError as exc:
-            raise ConfigError(f"{where}: option {option_name!r} = {text.strip()!r} {exc}") \
-                from None
+            problems.append(f"{where}: option {option_name!r} = {text.strip()!r} {exc}")
 
 
 def _unquote(text: str) -> str:

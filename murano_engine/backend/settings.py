@@ -32,7 +32,7 @@ DEFAULTS = Section(
     Option("transport_url", str, "",
            "Empty: deployments run in the API process. A broker URL (e.g. "
            "amqp://guest:guest@127.0.0.1:5672//) hands tasks to `murano-engine worker "
-           "--config-file THIS_FILE` processes over RabbitMQ."),
+           "--config THIS_FILE` processes over RabbitMQ."),
 )
 DATABASE = Section(
     "database", "Where environments, sessions and packages are stored.",

@@ -266,6 +266,14 @@ class Resources:
         return problems + self.remove_queues(config)
 
 
+def journal_steps(entries: list[dict[str, Any]]) -> tuple[int, int]:
+    """(finished, started but unanswered) steps of a journal's entries: a step is one
+    end entry, and an effect's begin entry until its end comes."""
+    ended = {e.get("k") for e in entries if e.get("t") != "begin"}
+    begun = {e.get("k") for e in entries if e.get("t") == "begin"}
+    return len(ended), len(begun - ended)
+
+
 @contextlib.contextmanager
 def stop_on_signals(journal: Journal, stream: TextIO = sys.stderr) -> Iterator[None]:
     """The first Ctrl-C (or SIGTERM) asks the run to stop at its next step; a second
@@ -450,6 +458,7 @@ def _run_held(options: Any, action: str, interpreter: Interpreter | None) -> int
     resuming_deploy = interrupted is not None and action == "deploy" == command
     wanted = None if resuming_deploy and not options.model else \
         _task_for(action, options, previous)
+    resumed: int | None = None  # the finished steps of the interrupted run's journal
     if interrupted is not None:
         task = interrupted.header["task"]
         if command != action or (action == "action" and wanted["action"] != task["action"]):
@@ -469,9 +478,11 @@ def _run_held(options: Any, action: str, interpreter: Interpreter | None) -> int
                 f"{state_path}` (no model), then deploy the new model; or move "
                 f"{journal_path(state_path)} away to start afresh (what it recorded is then "
                 f"done again, and what it made is not in {state_path})")
-        recorded = len(interrupted.load())
-        print(f"{action}: resuming the run interrupted earlier ({recorded} journal entries; "
-              "what they record is not done again)", flush=True)
+        resumed, started = journal_steps(interrupted.load())
+        print(f"{action}: resuming the run interrupted earlier: its journal holds {resumed} "
+              f"finished step(s), which are not done again"
+              + (f", and {started} started but unanswered, which are carried on"
+                 if started else ""), flush=True)
         store = interrupted
     else:
         if action == "action":
@@ -535,7 +546,9 @@ def _run_held(options: Any, action: str, interpreter: Interpreter | None) -> int
                                       "Run": run})
     store.remove()
     if journal.replayed:
-        print(f"{journal.replayed} step(s) came from the journal of the interrupted run",
+        print(f"{journal.replayed} step(s) came from the journal of the interrupted run"
+              + (f" (of its {resumed} finished: the run went another way after the others)"
+                 if resumed is not None and resumed != journal.replayed else ""),
               flush=True)
     if outcome["isException"]:
         failure = outcome["result"]

@@ -25,8 +25,10 @@ def run_guarded(body: Callable[[], int], debug: bool = False) -> int:
     """
     sys.setrecursionlimit(RECURSION_LIMIT)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    # Commands print a failed task's error themselves, with its MuranoPL stack.
-    logging.getLogger("murano_engine.engine.tasks").setLevel(logging.ERROR)
+    # Commands print a failed task's error themselves, with its MuranoPL stack; --debug
+    # logs its Python traceback too.
+    logging.getLogger("murano_engine.engine.tasks").setLevel(
+        logging.DEBUG if debug else logging.ERROR)
     try:
         return body()
     except KeyboardInterrupt:
@@ -44,16 +46,28 @@ def run_guarded(body: Callable[[], int], debug: bool = False) -> int:
 
 def describe_error(exc: BaseException) -> str:
     """One error message with the MuranoPL stack when code was running."""
+    from murano_common.options import ConfigError
     from murano_engine.dsl import errors
-    if isinstance(exc, errors.LoadError):
+    if isinstance(exc, ConfigError):
+        return exc.lines()
+    stack = errors.stack_of(exc)
+    if isinstance(exc, errors.LoadError) or not stack and _is_the_engines_own(exc):
         text = f"error: {exc}"
     else:
         message = getattr(exc, "message", None) or str(exc)
         text = f"error: {errors.python_name(exc)}: {message}"
-    stack = errors.stack_of(exc)
     if stack:
         text += "\nMuranoPL stack (most recent call last):\n" + errors.format_stack(stack)
     return text
+
+
+def _is_the_engines_own(exc: BaseException) -> bool:
+    """An error of the engine's commands themselves (its message says it all), not one
+    MuranoPL knows by name."""
+    from murano_engine.dsl import errors
+    return (type(exc).__module__.startswith(("murano_engine.", "murano_common."))
+            and not isinstance(exc, errors.DslError | errors.MuranoPlException)
+            and not getattr(exc, "murano_name", None))
 
 
 def _parse_arg(text: str) -> tuple[str, Any]:
@@ -220,7 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
         command = commands.add_parser(
             name, help=help_text,
             usage=f"%(prog)s {words}[-l DIR ...] [--config FILE] [--state FILE]"
-                  + (" [--arg NAME=JSON ...]" if name == "action" else ""))
+                  + {"action": " [--arg NAME=JSON ...]",
+                     "deploy": " [--report FILE.html]"}.get(name, ""))
         command.add_argument("-l", "--load-packages-from", nargs="+", action="extend",
                              default=[], metavar="DIR",
                              help="folders holding packages (added to those the state file "
@@ -269,10 +284,18 @@ def build_parser() -> argparse.ArgumentParser:
     ui_model.add_argument("--name", default="", help="the application's name (UI 2.2+)")
     ui_model.set_defaults(handler=_ui_model)
 
-    worker = commands.add_parser("worker", help="run engine tasks that murano-api queues")
-    worker.add_argument("--config-file", required=True, help="murano-api configuration file")
+    worker = commands.add_parser("worker", help="run engine tasks that murano-api queues",
+                                 usage="%(prog)s --config FILE")
+    add_config_option(worker, "murano-api configuration file (required)")
     worker.set_defaults(handler=_worker)
     return parser
+
+
+def add_config_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--config FILE``, as every command spells it; the older ``--config-file``
+    still works (hidden from the help)."""
+    parser.add_argument("--config", metavar="FILE", dest="config_file", help=help_text)
+    parser.add_argument("--config-file", dest="config_file", help=argparse.SUPPRESS)
 
 
 def _with_parents(*parents: argparse.ArgumentParser) -> type[argparse.ArgumentParser]:

@@ -9,11 +9,13 @@ fresh executor and fixture object: ``.init``, ``setUp``, the test,
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from murano_engine.dsl import errors, values
@@ -191,19 +193,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("tests", nargs="*", help="Class, Class.testMethod or testMethod")
     parser.add_argument("-l", "--load-packages-from", nargs="+", action="extend", default=[],
                         metavar="DIR", help="folders holding packages")
-    parser.add_argument("--config-file", help="engine configuration (optional)")
+    from murano_engine.cli import main as cli
+    cli.add_config_option(parser, "engine configuration (INI; optional: its [engine] "
+                                  "budgets apply to each test)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print timings")
     options = parser.parse_args(argv)
-    from murano_engine.cli import main as cli
     words = cli.split_load_dirs(options.load_packages_from,
                                 ([options.package] if options.package else []) + options.tests)
     if not words:
         parser.error("the package FullName is required")
     options.package, options.tests = words[0], words[1:]
+    if Path(options.package).exists():
+        parser.exit(2, f"error: {_path_hint(Path(options.package))}\n")
     return cli.run_guarded(lambda: _run(options), debug=options.verbose)
 
 
+def _path_hint(path: Path) -> str:
+    """What to type instead of a package's path: its FullName, its folder with ``-l``."""
+    full_name = "PACKAGE_FULL_NAME"
+    try:
+        from murano_engine.dsl.yaml_loader import load_plain
+        manifest = load_plain((path / "manifest.yaml").read_bytes(), str(path))
+        if isinstance(manifest, dict) and isinstance(manifest.get("FullName"), str):
+            full_name = manifest["FullName"]
+    except Exception:  # noqa: BLE001 - only the hint loses the name
+        pass
+    folder = path.resolve().parent
+    return (f"{path} is a path; name the package and give the folder holding it with -l: "
+            f"murano-test-runner {full_name} -l {os.path.relpath(folder)}")
+
+
 def _run(options: argparse.Namespace) -> int:
+    config = load_config(options.config_file)
     loader = PackageLoader(options.load_packages_from, mocking_interpreter())
     for problem in loader.problems:
         print(f"warning: {problem}", file=sys.stderr)
@@ -214,7 +235,6 @@ def _run(options: argparse.Namespace) -> int:
     print(f"About to execute {len(tests)} test(s)")
     started = time.perf_counter()
     results = []
-    config = load_config()
     for cls, method in tests:
         result = run_test(loader, cls, method, config)
         results.append(result)

@@ -11,6 +11,7 @@ Two families:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -200,6 +201,33 @@ def python_name(exc: BaseException) -> str:
     if cls.__module__ == "builtins":
         return cls.__name__
     return f"{cls.__module__}.{cls.__name__}"
+
+
+def add_property_frame(exc: BaseException, frame: StackFrame) -> None:
+    """Record that ``exc`` came out of a property's contract (a model being loaded,
+    ``new()``): the property goes before the frames recorded so far, and the
+    method calls around it are still to come (:func:`add_call_stack`)."""
+    stack = stack_of(exc)
+    if stack and not getattr(exc, "murano_stack_open", False):
+        return  # raised by a method the contract called: its stack is complete
+    try:
+        exc.murano_stack = [frame, *stack]  # type: ignore[attr-defined]
+        exc.murano_stack_open = True  # type: ignore[attr-defined]
+    except AttributeError:
+        pass
+
+
+def add_call_stack(exc: BaseException, stack: Callable[[], list[StackFrame]]) -> None:
+    """Record the MuranoPL calls an error came out of, unless a call nearer to it
+    already did."""
+    recorded = stack_of(exc)
+    if recorded and not getattr(exc, "murano_stack_open", False):
+        return
+    try:
+        exc.murano_stack = stack() + recorded  # type: ignore[attr-defined]
+        exc.murano_stack_open = False  # type: ignore[attr-defined]
+    except AttributeError:
+        pass
 
 
 def stack_of(exc: BaseException) -> list[StackFrame]:

@@ -164,11 +164,7 @@ class Executor:
             self.bind_arguments(method, frame, args, kwargs)
             signal = (method._block or method.block())(frame.context)
         except Exception as exc:
-            if not errors.stack_of(exc):
-                try:
-                    exc.murano_stack = frame.stack()  # type: ignore[attr-defined]
-                except AttributeError:
-                    pass
+            errors.add_call_stack(exc, frame.stack)
             raise
         finally:
             if lock_key is not None:
@@ -336,20 +332,26 @@ class Executor:
             raise errors.NoWriteAccessError(
                 f"property {name!r} of {obj.murano_class.name} ({spec.usage}) cannot be "
                 f"written from {caller_cls.name if caller_cls else 'outside'}")
-        obj.props[name] = self._check_property(obj, specs, value, dry_run)
+        obj.props[name] = self.check_property(obj, specs, value, dry_run)
 
-    def _check_property(self, obj: MuranoObject, specs: list[PropertySpec], value: Any,
+    def check_property(self, obj: MuranoObject, specs: list[PropertySpec], value: Any,
                         dry_run: bool = False) -> Any:
         """The value as the most derived declaration makes it; the others then check
         that result without making anything (a template() stays the dict it is)."""
         spec = specs[0]
-        scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj, spec.path,
-                              dry_run)
-        result = spec.compiled_contract().apply(values.freeze(value), scope)
-        for spec in specs[1:]:
+        try:
             scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj, spec.path,
-                                  True, True)
-            spec.compiled_contract().apply(result, scope)
+                                  dry_run)
+            result = spec.compiled_contract().apply(values.freeze(value), scope)
+            for spec in specs[1:]:
+                scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj,
+                                      spec.path, True, True)
+                spec.compiled_contract().apply(result, scope)
+        except Exception as exc:
+            errors.add_property_frame(exc, StackFrame(
+                spec.declaring_class.package.name, spec.declaring_class.name,
+                f"{spec.name} (property contract)", spec.position))
+            raise
         return result
 
     def get_static(self, cls: MuranoClass, name: str, frame: Frame | None) -> Any:
@@ -509,7 +511,7 @@ class Executor:
                         value = _default_of(default_spec)(self._object_context(obj, frame))
                     else:
                         value = None
-                    obj.props[name] = self._check_property(obj, specs, value, dry_run)
+                    obj.props[name] = self.check_property(obj, specs, value, dry_run)
                 except errors.UninitializedPropertyAccessError as exc:
                     deferred.append(entry)
                     last_error = exc
@@ -587,7 +589,8 @@ class Executor:
     def to_murano_exception(self, exc: BaseException, frame: Frame) -> MuranoPlException:
         if isinstance(exc, MuranoPlException):
             return exc
-        return MuranoPlException.wrap(exc, errors.stack_of(exc) or frame.stack())
+        errors.add_call_stack(exc, frame.stack)
+        return MuranoPlException.wrap(exc, errors.stack_of(exc))
 
     def exception_object(self, exc: MuranoPlException, matched: str | None = None
                          ) -> MuranoObject:

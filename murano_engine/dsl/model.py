@@ -202,21 +202,65 @@ def index_objects(value: Any, index: dict[str, Mapping]) -> None:
 
 def _load_removed(executor: Executor, value: Any, owner: MuranoObject | None,
                   live_ids: set[str]) -> None:
-    """Make the objects of the previous model that the new one no longer has."""
+    """Make the objects of the previous model that the new one no longer has.
+
+    A removed object is made through the contracts of the object holding it, as
+    Murano loads a model: its ``class()`` properties become objects (the removed
+    subtree), a ``template()`` stays data (a server template is no server).
+    """
     if isinstance(value, Mapping):
         if is_object_dict(value):
             spec = parse_object(value, executor)
             obj = executor.objects.get(spec.object_id) if spec.object_id else None
-            if obj is None and spec.object_id not in live_ids:
-                obj = executor.object_from_contract(value, None, owner)
-            for item in spec.props.values():
-                _load_removed(executor, item, obj or owner, live_ids)
+            if obj is None:
+                if spec.object_id not in live_ids:
+                    executor.object_from_contract(value, None, owner)
+            elif spec.object_id in live_ids:
+                _load_removed_properties(executor, obj, spec.props, live_ids)
             return
         for item in value.values():
             _load_removed(executor, item, owner, live_ids)
     elif isinstance(value, (list, tuple)):
         for item in value:
             _load_removed(executor, item, owner, live_ids)
+
+
+def _load_removed_properties(executor: Executor, obj: MuranoObject, props: Mapping[str, Any],
+                             live_ids: set[str]) -> None:
+    """The removed objects under a live object: its previous property values put
+    through its property contracts (which make what they hold as objects), then
+    the live objects among those values searched in turn."""
+    declared = {name: specs for name, specs, _ in obj.murano_class.initialized_properties()}
+    for name, old in props.items():
+        specs = declared.get(name)
+        if specs is None or specs[0].usage in ("Runtime", "Config"):
+            continue
+        try:
+            executor.check_property(obj, specs, old)
+        except errors.ContractViolationException:
+            # A value the class no longer takes: its objects are made as they are
+            # written, so that they are destroyed all the same.
+            _load_removed(executor, old, obj, live_ids)
+            continue
+        _search_live(executor, old, live_ids)
+
+
+def _search_live(executor: Executor, value: Any, live_ids: set[str]) -> None:
+    """Search the live objects written in ``value`` for removed objects."""
+    if type(value) in _SCALARS:
+        return
+    if isinstance(value, Mapping):
+        if is_object_dict(value):
+            spec = parse_object(value, executor)
+            obj = executor.objects.get(spec.object_id) if spec.object_id else None
+            if obj is not None and spec.object_id in live_ids:
+                _load_removed_properties(executor, obj, spec.props, live_ids)
+            return
+        for item in value.values():
+            _search_live(executor, item, live_ids)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _search_live(executor, item, live_ids)
 
 
 def check_template(executor: Executor, value: Mapping, default_cls: MuranoClass,

@@ -89,6 +89,8 @@ class FolderSource(PackageSource):
 class ZipSource(PackageSource):
     def __init__(self, location: Path) -> None:
         super().__init__(location)
+        if not location.exists():
+            raise LoadError("no such package folder or zip", file=str(location))
         try:
             self._zip = zipfile.ZipFile(location)
             self._names = set(self._zip.namelist())

@@ -88,7 +88,8 @@ def _run(task: Mapping[str, Any], loader: PackageLoader, reporter: Reporter | No
         result = describe_failure(exc)
         report(reporter, environment_id, environment_id, result["message"], "error",
                result.get("traceback"))
-        LOG.warning("task for environment %s failed: %s", environment_id, result["message"])
+        LOG.warning("task for environment %s failed: %s", environment_id, result["message"],
+                    exc_info=exc if LOG.isEnabledFor(logging.DEBUG) else None)
     # When the model could not even be loaded nothing ran: the result is the
     # previous snapshot, so nothing earlier runs recorded is lost.
     new_model = serializer.serialize_model(root) if loaded else {

@@ -113,6 +113,19 @@ class AgentClient:
             for sibling in self._regions.values():
                 sibling._guest_failure = failure
 
+    def remove_region(self, region: str) -> None:
+        """Its environment is gone: stop taking region ``region``'s results and delete
+        its result queue (this client's own queue stays)."""
+        name = amqp.result_queue_name(region)
+        if name == self.result_queue:
+            return
+        with self._lock:
+            sibling = self._regions.pop(region, None)
+        if sibling is not None:
+            sibling.close()
+        with amqp.connection(self._url, "engine", ssl=self._ssl) as conn:
+            conn.default_channel.queue_delete(name)
+
     def listen(self) -> None:
         """Start consuming the result queue now (``call`` also starts it when needed)."""
         self._listener.start()

@@ -75,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings(options.config_file)
         app, dispatcher = build(settings)
-    except (ConfigError, QueueMismatch) as exc:
+    except ConfigError as exc:
+        raise SystemExit(exc.lines()) from None
+    except QueueMismatch as exc:
         raise SystemExit(f"error: {exc}") from None
 
     from murano_engine.server import listener

@@ -129,6 +129,8 @@ def run_engine_task(store: db.Store, settings: Settings, task: Mapping[str, Any]
         if journal.replayed:
             LOG.info("task %s: %d steps came from its journal", task.get("task_id"),
                      journal.replayed)
+        if not task.get("action") and not result["action"]["isException"]:
+            remove_result_queues(project_services["agents"], task.get("model"))
     except Exception as exc:  # noqa: BLE001 - a task that cannot start still ends
         LOG.exception("task %s could not run", task.get("task_id"))
         failure = describe_failure(exc)
@@ -136,6 +138,23 @@ def run_engine_task(store: db.Store, settings: Settings, task: Mapping[str, Any]
                   "details": failure.get("traceback"), "timestamp": time.time()})
         result = {"action": {"result": failure, "isException": True}, "model": None}
     return json_safe(result)
+
+
+#: the attribute a region (io.murano.CloudRegion) keeps its stack's name in; its agents
+#: send results to the queue named for it
+REGION_NAME_ATTRIBUTE = ("io.murano.CloudRegion", "generatedStackName")
+
+
+def remove_result_queues(agents: Any, model: Mapping[str, Any] | None) -> None:
+    """After an environment's deletion: the result queues of its regions (as the
+    command line's ``destroy`` removes every queue its runs made)."""
+    for entry in (model or {}).get("Attributes") or ():
+        if isinstance(entry, list | tuple) and len(entry) == 4 \
+                and tuple(entry[1:3]) == REGION_NAME_ATTRIBUTE and isinstance(entry[3], str):
+            try:
+                agents.remove_region(entry[3])
+            except OSError as exc:
+                LOG.warning("the result queue of region %s stays: %s", entry[3], exc)
 
 
 def run_static_action(store: db.Store, settings: Settings, services: EngineServices,
@@ -316,11 +335,13 @@ def describe_action(task: Mapping[str, Any]) -> str:
 
 
 def serve_worker(options: argparse.Namespace) -> int:
-    """Handler of ``murano-engine worker --config-file FILE``."""
+    """Handler of ``murano-engine worker --config FILE``."""
+    if not options.config_file:
+        raise SystemExit("error: worker takes --config FILE (murano-api's configuration)")
     try:
         settings = load_settings(options.config_file)
     except ConfigError as exc:
-        raise SystemExit(f"error: {exc}") from None
+        raise SystemExit(exc.lines()) from None
     logging.basicConfig(level=logging.INFO, force=True,  # the CLI set WARNING before
                         format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
     if not settings.uses_broker:

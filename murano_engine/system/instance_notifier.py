@@ -1,7 +1,10 @@
 """io.murano.system.InstanceNotifier: which applications and servers an environment runs.
 
 Murano sends these events to its API for billing; here each one becomes an
-``info`` status report about the object.
+``info`` status report about the object. A server is reported running once a
+run: the framework deploys a server group again after scaling it (``scaleOut``
+deploys the group, then the application deploys it), and each deploy tracks
+every server of the group.
 """
 
 from __future__ import annotations
@@ -20,10 +23,17 @@ def _label(obj: Any) -> str:
     return f"{target.murano_class.name} {target.props.get('name') or target.name or target.id}"
 
 
+def _key(obj: Any) -> str:
+    target = real_object(obj)
+    return target.id if target is not None else str(obj)
+
+
 @native_class("io.murano.system.InstanceNotifier")
 class InstanceNotifier:
     def __init__(self, call: NativeCall, environment: Any = None) -> None:
         self.environment = environment
+        #: ids of the servers reported running in this run (and not released since)
+        self.running: set[str] = set()
 
     @method
     def trackApplication(call: NativeCall, obj: Any, title: Any = None,  # noqa: N802
@@ -38,8 +48,13 @@ class InstanceNotifier:
 
     @method
     def trackCloudInstance(call: NativeCall, instance: Any) -> None:  # noqa: N802
+        key = _key(instance)
+        if key in call.native.running:
+            return
+        call.native.running.add(key)
         send(call, call.native.environment, instance, f"{_label(instance)} is running", "info")
 
     @method
     def untrackCloudInstance(call: NativeCall, instance: Any) -> None:  # noqa: N802
+        call.native.running.discard(_key(instance))
         send(call, call.native.environment, instance, f"{_label(instance)} is released", "info")

@@ -10,7 +10,8 @@ parameter, and the dashboard's functions ``generateHostname``, ``repeat``,
 ``name``, ``ref`` plus ``randomName`` (yaql in its legacy mode, as the dashboard
 runs it: functions are methods too, ``$.x.bool()``). Every object header without an id gets
 a new one; from version 2.2 the application's name (a field added to the last
-form) goes under the header's dashboard key.
+form) is the application object's name (``?.name``, what ``name($this)`` gives),
+also kept under the header's dashboard key.
 
 Field values come from a browser (strings) or from JSON answers (typed); this
 module has no web dependency: :func:`translate` turns a definition and answers
@@ -713,6 +714,9 @@ def evaluate_application(ui: UiDefinition, data: Mapping[str, Mapping[str, Any]]
                       f"'?: {{type: ...}}' header")
     _add_ids(model)
     if name:
+        # As the dashboard does: the object's own name (``name($this)``), and its copy
+        # under the dashboard's key.
+        model["?"]["name"] = name
         model["?"].setdefault(DASHBOARD_KEY, {})["name"] = name
     return model
 

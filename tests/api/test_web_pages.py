@@ -145,6 +145,7 @@ def test_ui_model_call_turns_answers_into_the_model(start_api, tmp_path):
     assert model["name"] == "cli" and model["fail"] is False
     assert model["?"]["type"] == "com.example.apitest.Echo"
     assert model["?"]["_26411a1861294160833743e45d0eaad9"] == {"name": "mine"}
+    assert model["?"]["name"] == "mine"
     refused = api.request("POST", path, json={"answers": {"settings": {"who": "x"}}})
     assert refused.status_code == 400
     assert "settings.who: Ensure this value has at least 2" in refused.text

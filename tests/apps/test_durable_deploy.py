@@ -16,6 +16,7 @@ import concurrent.futures
 import configparser
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -197,6 +198,11 @@ def test_engine_killed_at_each_report_then_deployed_again(tmp_path, reference):
             again = site.run("deploy", str(site.model))
 
             assert "resuming the run interrupted earlier" in again.stdout
+            # What the resume announces is what comes from the journal.
+            held = re.search(r"its journal holds (\d+) finished step", again.stdout)
+            came = re.search(r"^(\d+) step\(s\) came from the journal", again.stdout, re.M)
+            assert held, again.stdout
+            assert int(held.group(1)) == (int(came.group(1)) if came else 0), again.stdout
             assert site.outputs() == outputs, f"killed at report {report}"
             assert site.steps() == steps, f"killed at report {report}: {again.stdout}"
             site.destroy_and_check()

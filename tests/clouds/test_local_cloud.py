@@ -12,7 +12,13 @@ import time
 import pytest
 
 from murano_engine.clouds import open_cloud
-from murano_engine.clouds.base import StackConflict, StackFailed, push_stack, remove_stack
+from murano_engine.clouds.base import (
+    StackConflict,
+    StackFailed,
+    StackNotFound,
+    push_stack,
+    remove_stack,
+)
 from murano_engine.clouds.local import LocalCloud
 
 
@@ -180,6 +186,25 @@ def test_a_stack_belongs_to_one_engine_process_at_a_time(make_cloud, agents, env
     first.close()
     assert second.get("env").outputs == outputs  # free again: taken up, agent and all
     assert set(agents.running()) == {"e1-hvm1"}
+
+
+def test_the_lock_of_a_stack_that_does_not_exist_is_let_go(
+        make_cloud, environment, tmp_path):
+    locks = tmp_path / "state" / "locks"
+    cloud = make_cloud()
+    assert cloud.get("never-made") is None  # asking takes the lock: no other process
+    with pytest.raises(StackNotFound):      # may make it meanwhile
+        cloud.delete("deleted-twice")
+    push_stack(cloud, "env", environment(("vm1",)))
+    remove_stack(cloud, "env")
+    assert sorted(p.name for p in locks.iterdir()) == ["deleted-twice.lock",
+                                                       "never-made.lock"]
+    push_stack(cloud, "kept", environment(("vm1",)))
+    cloud.settle()  # a long-lived cloud (the API's) lets them go after each task
+    assert sorted(p.name for p in locks.iterdir()) == ["kept.lock"]  # its stack is there
+    assert cloud.get("never-made") is None
+    cloud.close()
+    assert sorted(p.name for p in locks.iterdir()) == ["kept.lock"]
 
 
 def test_a_crash_mid_create_leaves_nothing_the_next_push_does_not_clean(make_cloud, agents,

@@ -105,6 +105,23 @@ def test_errors_name_the_file_section_and_option(tmp_path, text, message):
         SCHEMA.load(path)
 
 
+def test_every_problem_is_reported_at_once():
+    text = "[local_cloud]\nparallel = many\nstate_dri = /x\n[local-cloud]\nx = 1\n"
+    environ = {"MURANO_LOCAL_CLOUD_TIMEOUT": "soon"}
+    with pytest.raises(ConfigError) as refused:
+        SCHEMA.load(text=text, name="a.conf", environ=environ, overrides={"nosuch.x": 1})
+    assert refused.value.problems == [
+        "a.conf [local_cloud]: option 'parallel' = 'many' is not a whole number",
+        "a.conf [local_cloud]: unknown option 'state_dri'",
+        "a.conf: unknown section [local-cloud]",
+        "environment variable MURANO_LOCAL_CLOUD_TIMEOUT [local_cloud]: option 'timeout' = "
+        "'soon' is not a number",
+        "override 'nosuch.x': unknown section 'nosuch'"]
+    assert str(refused.value) == "\n".join(refused.value.problems)
+    assert refused.value.lines("murano-agent: ").splitlines()[2] == \
+        "murano-agent: a.conf: unknown section [local-cloud]"
+
+
 def test_unreadable_file():
     with pytest.raises(ConfigError, match="cannot read /nonexistent/a.conf: No such file"):
         SCHEMA.load("/nonexistent/a.conf")

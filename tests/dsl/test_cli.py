@@ -146,6 +146,11 @@ def test_a_model_contract_violation_names_the_property(packages: Path, tmp_path:
                                   str(tmp_path / "model.json")))
     assert "ContractViolationException" in err
     assert "t.cli.App.size" in err and "'big'" in err
+    app_file = packages / "t.cli" / "Classes" / "App.yaml"
+    # A model that fails to load names the declaration (its Contract) that refused it.
+    assert err.splitlines()[1:] == [
+        "MuranoPL stack (most recent call last):",
+        f"  t.cli t.cli.App.size (property contract) at {app_file}:{line_of('size:') + 1}:5"]
 
 
 def test_an_argument_contract_violation(packages: Path) -> None:
@@ -159,7 +164,11 @@ def test_a_contract_violation_names_the_property_path(packages: Path) -> None:
     assert "murano.dsl.exceptions.ContractViolationException" in err
     assert "[t.cli.App.config[port]] value 'http' is not an integer" in err
     assert "MuranoPL stack (most recent call last):" in err
-    assert "  t.cli t.cli.App.violate at " in err
+    app_file = packages / "t.cli" / "Classes" / "App.yaml"
+    stack = err.splitlines()[2:]
+    assert stack == [
+        f"  t.cli t.cli.App.violate at {app_file}:{line_of('new(App, config => {port => ')}:9",
+        f"  t.cli t.cli.App.config (property contract) at {app_file}:{line_of('config:') + 1}:5"]
     err = assert_clear_error(*run(packages, "t.cli.App.violateDeep"))
     assert "t.cli.App.config[hosts][1]" in err
 

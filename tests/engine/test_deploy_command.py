@@ -38,6 +38,9 @@ CLASSES = {
         Properties:
           apps:
             Contract: [$.class(App).notNull()]
+          holders:
+            Contract: [$.class(Holder).notNull()]
+            Default: []
           deployments:
             Contract: $.int()
             Usage: Out
@@ -86,6 +89,20 @@ CLASSES = {
           .destroy:
             Body:
               - :Probe.record(format('destroy {0}', $.name))
+    """,
+    "Holder.yaml": """
+        Namespaces:
+          =: t.env
+        Name: Holder
+        Properties:
+          part:
+            Contract: $.class(App)
+          spec:
+            Contract: $.template(App, excludeProperties => [name]).notNull()
+        Methods:
+          .destroy:
+            Body:
+              - :Probe.record('destroy holder')
     """,
 }
 
@@ -142,6 +159,47 @@ def test_deploy_writes_state_and_redeploy_destroys_removed(tmp_path, packages, c
     assert state["Objects"]["deployments"] == 2
     assert [a["?"]["id"] for a in state["Objects"]["apps"]] == ["a"]
     assert state["Objects"]["apps"][0]["deployedAt"] == 1
+
+
+def _holder(part: str | None, template_id: str) -> dict:
+    return {"?": {"id": "h", "type": "t.env.Holder"},
+            "part": part and {"?": {"id": part, "type": "t.env.App"}, "name": part},
+            "spec": {"?": {"id": template_id, "type": "t.env.App"}, "fail": True}}
+
+
+def test_removal_makes_templates_no_objects(tmp_path, packages):
+    """A template() value (a server template, its name left out) stays data when
+    its holder is removed or when it changes: it is never made (and destroyed) as
+    an object, which its name's notNull() would refuse."""
+    model = _model({"id": "a"})
+    model["holders"] = [_holder("p", "t1")]
+    assert _run(tmp_path, packages, "deploy", model) == 0
+    model["holders"] = [_holder(None, "t2")]
+    EVENTS.clear()
+    assert _run(tmp_path, packages, "deploy", model) == 0
+    assert EVENTS == ["destroy p", "skip a"]
+    model["holders"] = [_holder("q", "t3")]
+    assert _run(tmp_path, packages, "deploy", model) == 0
+    model["holders"] = []
+    EVENTS.clear()
+    assert _run(tmp_path, packages, "deploy", model) == 0
+    assert sorted(EVENTS) == ["destroy holder", "destroy q", "skip a"]
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["Objects"]["holders"] == []
+
+
+def test_removed_objects_under_a_property_whose_contract_changed_are_destroyed(
+        tmp_path, packages):
+    model = _model({"id": "a"})
+    model["holders"] = [_holder("p", "t1")]
+    assert _run(tmp_path, packages, "deploy", model) == 0
+    holder = packages / "t.env" / "Classes" / "Holder.yaml"
+    holder.write_text(holder.read_text().replace("Contract: $.class(App)",
+                                                 "Contract: $.string()"))
+    model["holders"] = [dict(_holder(None, "t1"), part="now a string")]
+    EVENTS.clear()
+    assert _run(tmp_path, packages, "deploy", model) == 0
+    assert EVENTS == ["destroy p", "skip a"]
 
 
 def test_failure_keeps_state_and_next_deploy_continues(tmp_path, packages, capsys):

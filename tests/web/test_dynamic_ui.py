@@ -284,6 +284,7 @@ def test_application_is_evaluated_over_the_answers():
     assert model["?"]["type"] == "com.example.Cluster"
     assert re.fullmatch(r"[0-9a-f]{32}", model["?"]["id"])
     assert model["?"][ui.DASHBOARD_KEY] == {"name": "My app"}
+    assert model["?"]["name"] == "My app"  # the object's name: name($this)
     assert model["title"] == "T" and model["total"] == 20
     assert model["label"] == "$.conf.title"  # quoted: a string, not an expression
     assert model["plain"] == "just words" and model["appName"] == "My app"

@@ -7,10 +7,12 @@ nothing) and return with the stack ``*_IN_PROGRESS``. State is saved under
 
 A stack belongs to one engine process at a time: the first call about it
 takes its lock (``locks/<name>.lock``, held until :meth:`LocalCloud.close`
-or the process's end), reads it from disk, marks operations an earlier process
-did not finish as FAILED and takes its servers' agents back. Another process
-asking for the same stack meanwhile gets :class:`StackConflict` naming the
-holder, so two engine runs never adopt each other's servers.
+or the process's end; the file goes with the stack, and the lock of a stack
+that does not exist is let go when the cloud settles or closes), reads it
+from disk, marks operations an earlier process did not finish as FAILED and
+takes its servers' agents back. Another process asking for the same stack
+meanwhile gets :class:`StackConflict` naming the holder, so two engine runs
+never adopt each other's servers.
 """
 
 from __future__ import annotations
@@ -182,8 +184,8 @@ class LocalCloud(StackService):
     ) -> None:
         check_stack_name(name)
         checked = Template(plain(template), parameters, files, environment)
-        self._take(name)
-        with self.lock:
+        with self.lock:  # taken and made at once: settle() lets go of absent stacks
+            self._take(name)
             if name in self._stacks:
                 raise StackConflict(f"The Stack ({name}) already exists.")
             stack = StackState(
@@ -223,7 +225,10 @@ class LocalCloud(StackService):
         self._start(stack, "DELETE")
 
     def settle(self) -> None:
+        """Wait for the servers let go to be released; then let go of the stacks this
+        process asked about that do not exist (their lock files go)."""
         self.guests.settle()
+        self._release_absent()
 
     def close(self) -> None:
         """Let running operations finish, then leave the servers running.
@@ -244,6 +249,7 @@ class LocalCloud(StackService):
         except CloudError as exc:
             LOG.error("%s", exc)
         self.guests.detach_all()
+        self._release_absent()
         with self.lock:
             owned, self._owned = list(self._owned.values()), {}
         for fd in owned:
@@ -266,6 +272,15 @@ class LocalCloud(StackService):
             self._take(owners[queue])
 
     # --- internals ---------------------------------------------------------------
+    def _release_absent(self) -> None:
+        """Give up the locks of stacks that do not exist (asked about and never made, or
+        deleted): their files go, so nothing is left of a stack that is gone."""
+        with self.lock:
+            absent = [n for n in self._owned if n not in self._stacks and n not in self._workers]
+            for name in absent:
+                (self._locks / f"{name}.lock").unlink(missing_ok=True)
+                os.close(self._owned.pop(name))
+
     def _busy_check(self, name: str) -> StackState:
         stack = self._stacks.get(name)
         if stack is None:

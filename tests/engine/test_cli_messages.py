@@ -1,0 +1,121 @@
+"""What the command lines say: help, option spellings, and errors a new user meets first."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from murano_engine.cli import main as cli
+from murano_engine.cli import test_runner
+from murano_engine.cli.deploy import journal_steps
+
+REPO = Path(__file__).resolve().parents[2]
+HELLO_WEB = REPO / "dsl_packages" / "io.murano.apps.linux.HelloWeb"
+
+
+def _help(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    with pytest.raises(SystemExit) as done:
+        cli.build_parser().parse_args([*argv, "--help"])
+    assert done.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_deploy_usage_shows_report(capsys):
+    usage = _help(capsys, "deploy").split("\n\n")[0]
+    assert "[--report FILE.html]" in usage
+    assert "--report" not in _help(capsys, "destroy")
+
+
+def test_worker_takes_config_as_the_other_commands_do(capsys):
+    text = _help(capsys, "worker")
+    assert "--config FILE" in text and "--config-file" not in text
+    parser = cli.build_parser()
+    for spelling in ("--config", "--config-file"):  # the older spelling still works
+        assert parser.parse_args(["worker", spelling, "api.conf"]).config_file == "api.conf"
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["worker"])
+    assert str(refused.value) == "error: worker takes --config FILE (murano-api's configuration)"
+
+
+def test_agent_help_is_plain_text():
+    done = subprocess.run([sys.executable, "-m", "murano_agent.cli", "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    assert "`" not in done.stdout and "guest agent" in done.stdout
+
+
+def test_validate_of_a_missing_path_says_so(capsys, tmp_path):
+    missing = tmp_path / "io.murano.apps.linux.HelloWe"
+    assert cli.main(["validate", str(missing)]) == 1
+    out, err = capsys.readouterr()
+    assert out == f"{missing}: no such package folder or zip\n"
+    assert "Errno" not in out + err and "zip:" not in out
+
+
+def test_test_runner_given_a_path_says_to_use_l(capsys):
+    with pytest.raises(SystemExit) as refused:
+        test_runner.main([str(HELLO_WEB)])
+    assert refused.value.code == 2
+    assert capsys.readouterr().err == (
+        f"error: {HELLO_WEB} is a path; name the package and give the folder holding it "
+        f"with -l: murano-test-runner io.murano.apps.linux.HelloWeb "
+        f"-l {os.path.relpath(HELLO_WEB.parent)}\n")
+
+
+def test_every_config_error_is_reported_without_python_names(capsys, tmp_path):
+    config = tmp_path / "engine.ini"
+    config.write_text("[engine]\nfoo = 1\ntask_step_limit = many\n[nosuch]\nx = 1\n")
+    model = tmp_path / "model.json"
+    model.write_text(json.dumps({"?": {"id": "e1", "type": "io.murano.Environment"}}))
+    code = cli.main(["deploy", str(model), "--config", str(config),
+                     "--state", str(tmp_path / "state.json")])
+    assert code == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {config} [engine]: unknown option 'foo'",
+        f"error: {config} [engine]: option 'task_step_limit' = 'many' is not a whole number",
+        f"error: {config}: unknown section [nosuch]"]
+    assert not (tmp_path / "state.json").exists()
+
+
+def test_journal_steps_count_finished_and_started_steps():
+    entries = [{"k": "a", "t": "end", "v": 1},
+               {"k": "b", "t": "begin", "v": "plan"}, {"k": "b", "t": "end", "v": 2},
+               {"k": "c", "t": "begin", "v": "plan"}]
+    assert journal_steps(entries) == (2, 1)
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_a_failed_deploy_shows_its_murano_stack_and_with_debug_the_python_one(tmp_path, debug):
+    model = json.loads((REPO / "examples" / "hello-web.json").read_text())
+    model["applications"][0]["servers"]["provider"]["template"]["flavor"] = [1]
+    (tmp_path / "model.json").write_text(json.dumps(model))
+    (tmp_path / "engine.ini").write_text(f"[local_cloud]\nstate_dir = {tmp_path / 'cloud'}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "murano_engine.cli.main", "deploy", str(tmp_path / "model.json"),
+         "-l", str(REPO / "dsl_packages"), "--state", str(tmp_path / "state.json"),
+         "--config", str(tmp_path / "engine.ini"), *(["--debug"] if debug else [])],
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    output = done.stdout + done.stderr
+    assert "[io.murano.resources.Instance.flavor] value (1,) is not a string" in output
+    template = REPO / "meta/io.murano.applications/Classes/servers/TemplateServerProvider.yaml"
+    assert "io.murano.applications io.murano.applications.TemplateServerProvider.template " \
+           f"(property contract) at {template}:" in output
+    assert ("Traceback (most recent call last):" in output) is debug
+
+
+@pytest.mark.parametrize("spelling", ["--config", "--config-file"])
+def test_test_runner_reads_its_config_before_running_anything(capsys, tmp_path, spelling):
+    config = tmp_path / "engine.ini"
+    config.write_text("[engine]\ntask_step_limit = many\n")
+    code = test_runner.main(["io.murano.apps.linux.HelloWeb", "-l", str(HELLO_WEB.parent),
+                             spelling, str(config)])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == ""
+    assert err == f"error: {config} [engine]: option 'task_step_limit' = 'many' is not a " \
+                  "whole number\n"
