@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from murano_engine.clouds.base import CloudError
+from murano_engine.clouds.local.flavors import Flavor
 from murano_engine.clouds.local.netns import Interface
 from murano_engine.clouds.local.sandbox import Launcher, ServerSpec, broker_from_ini
 from murano_engine.clouds.local.userdata import find_agent_config
@@ -80,7 +81,8 @@ class Guests:
         return self.root / server_id
 
     def boot(self, server_id: str, image: str, windows: bool, user_data: str | None,
-             hostname: str = "server", interfaces: tuple[Interface, ...] = ()) -> bool:
+             hostname: str = "server", interfaces: tuple[Interface, ...] = (),
+             flavor: Flavor | None = None) -> bool:
         """Make the server's folder and start its agent; True when user data had an agent."""
         powershell = None
         if windows:
@@ -100,7 +102,8 @@ class Guests:
         (folder / "agent.conf").write_text(ini, encoding="utf-8")
         (folder / "server.json").write_text(json.dumps({
             "hostname": hostname, "powershell": powershell,
-            "interfaces": [vars(i) for i in interfaces]}), encoding="utf-8")
+            "interfaces": [vars(i) for i in interfaces],
+            "flavor": flavor.to_json() if flavor else None}), encoding="utf-8")
         self._stop_rivals(server_id)
         self._start(server_id)
         return True
@@ -213,7 +216,8 @@ class Guests:
             server_id=server_id, hostname=meta["hostname"], folder=folder, agent_ini=ini,
             broker_url=self._broker_url or broker_from_ini(ini),
             interfaces=[Interface(**i) for i in meta["interfaces"]],
-            powershell=meta.get("powershell"))
+            powershell=meta.get("powershell"),
+            flavor=Flavor.from_json(meta["flavor"]) if meta.get("flavor") else None)
 
     def _start(self, server_id: str) -> None:
         try:

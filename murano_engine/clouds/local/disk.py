@@ -1,0 +1,110 @@
+"""A sandboxed server's ``/sandbox`` on a disk of its flavor's size.
+
+The server's folder is the mount point of an ext4 image beside it
+(``.<server id>.disk``, sparse: it takes host space only as the server
+writes), loop-mounted on the host so the engine reads the agent's files where
+it always did; past the flavor's disk the server's writes fail with ENOSPC and
+the host's filesystem is untouched. A new image is a sparse copy of a
+formatted one kept per size (``.disk-templates/``), which is much cheaper than
+``mkfs`` at each start. The image outlives a stop (the server's data stays)
+and goes with the server.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import uuid
+from pathlib import Path
+
+TEMPLATES = ".disk-templates"
+TOOLS = ("mkfs.ext4", "mount", "umount", "cp")
+_template_lock = threading.Lock()
+
+
+class DiskError(OSError):
+    """A server's disk could not be made, mounted or removed."""
+
+
+def missing_for_disks() -> list[str]:
+    """What this host lacks to give servers bounded disks (empty when nothing)."""
+    missing = [f"the {tool!r} command" for tool in TOOLS if shutil.which(tool) is None]
+    if not Path("/dev/loop-control").exists():
+        missing.append("loop devices (/dev/loop-control)")
+    return missing
+
+
+class ServerDisk:
+    """The disk mounted on one server's folder."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.image = folder.parent / f".{folder.name}.disk"
+
+    def attach(self, size_mib: int) -> None:
+        """Mount the server's disk on its folder (a new disk takes the folder's files)."""
+        if os.path.ismount(self.folder):
+            return
+        if self.image.exists():
+            _run("mount", "-o", "loop,nosuid,nodev", str(self.image), str(self.folder))
+            return
+        partial = self.image.with_name(self.image.name + ".partial")
+        _run("cp", "--sparse=always", str(_template(self.folder.parent, size_mib)),
+             str(partial))
+        staged = self.folder.with_name(f".{self.folder.name}.boot")
+        self.folder.rename(staged)
+        self.folder.mkdir()
+        try:
+            _run("mount", "-o", "loop,nosuid,nodev", str(partial), str(self.folder))
+        except DiskError:
+            self.folder.rmdir()
+            staged.rename(self.folder)
+            partial.unlink()
+            raise
+        for entry in staged.iterdir():
+            shutil.move(str(entry), str(self.folder / entry.name))
+        staged.rmdir()
+        partial.rename(self.image)  # the loop device follows the file
+
+    def detach(self) -> None:
+        """Unmount the disk (its data stays in the image)."""
+        if not os.path.ismount(self.folder):
+            return
+        try:
+            _run("umount", str(self.folder))
+        except DiskError:  # still busy: detach it now, it goes when its last user does
+            _run("umount", "--lazy", str(self.folder))
+
+    def delete(self) -> None:
+        """Unmount the disk and remove its image."""
+        self.detach()
+        self.image.unlink(missing_ok=True)
+        self.image.with_name(self.image.name + ".partial").unlink(missing_ok=True)
+
+
+def _template(root: Path, size_mib: int) -> Path:
+    """The formatted, empty image of ``size_mib`` MiB under ``root`` (made once)."""
+    path = root / TEMPLATES / f"{size_mib}M.ext4"
+    with _template_lock:
+        if path.exists():
+            return path
+        path.parent.mkdir(exist_ok=True)
+        partial = path.with_name(f"{path.name}.{uuid.uuid4().hex}")
+        try:
+            with open(partial, "wb") as image:
+                image.truncate(size_mib * 1024 * 1024)
+            _run("mkfs.ext4", "-q", "-F", "-m", "0",
+                 "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", str(partial))
+            partial.rename(path)  # another engine may have made it too: either is fine
+        finally:
+            partial.unlink(missing_ok=True)
+    return path
+
+
+def _run(*command: str) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise DiskError(f"{' '.join(command)}: "
+                        f"{done.stderr.strip() or f'exit code {done.returncode}'}")
