@@ -6,8 +6,8 @@ else in each of the v1 hierarchies of those controllers. Limits: memory (and
 swap) at the flavor's RAM, so going past it ends in an out-of-memory kill
 inside the server; at most ``max_processes`` processes, so a fork past it
 fails with EAGAIN; a CPU quota of ``vcpus`` CPUs and a share in proportion.
-The sandbox's first process joins the group before it runs anything, so all
-the server's processes are in it; the group goes with the server.
+The sandbox's first process is in the group before it runs anything, so all
+the server's processes are; the group goes with the server.
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from murano_engine.clouds.local.flavors import Flavor
 
@@ -29,6 +31,8 @@ DEFAULT_MAX_PROCESSES = 512
 CPU_PERIOD_US = 100_000
 KILL_WAIT = 3.0
 MOUNTINFO = Path("/proc/self/mountinfo")
+#: runs its arguments once its standard input ends (with /dev/null as their input)
+GATE = ["sh", "-c", 'read -r _; exec "$@" </dev/null', "sh"]
 
 
 @dataclass(frozen=True)
@@ -113,12 +117,21 @@ class ServerGroup:
         _write(cpu / "cpu.cfs_quota_us", flavor.vcpus * CPU_PERIOD_US)
         _write(cpu / "cpu.shares", 1024 * flavor.vcpus)
 
-    def enter_command(self, command: list[str]) -> list[str]:
-        """``command`` run so that it joins the group(s) before it starts."""
-        files = [str(path / "cgroup.procs") for path in self.paths]
-        join = ('n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; '
-                'n=$((n - 1)); done; exec "$@"')
-        return ["sh", "-c", join, "sh", str(len(files)), *files, *command]
+    def popen(self, command: list[str], **options: Any) -> subprocess.Popen:
+        """Start ``command`` in the group: it waits, held on its standard input, until the
+        engine has moved it in, so nothing it runs is ever outside."""
+        child = subprocess.Popen(GATE + command, stdin=subprocess.PIPE, **options)
+        try:
+            for path in self.paths:
+                (path / "cgroup.procs").write_text(str(child.pid))
+        except OSError:
+            child.kill()
+            child.wait()
+            raise
+        finally:
+            assert child.stdin is not None
+            child.stdin.close()
+        return child
 
     def pids(self) -> list[int]:
         """The processes in the group (none when it does not exist)."""

@@ -5,9 +5,9 @@ The server's folder is the mount point of an ext4 image beside it
 writes), loop-mounted on the host so the engine reads the agent's files where
 it always did; past the flavor's disk the server's writes fail with ENOSPC and
 the host's filesystem is untouched. A new image is a sparse copy of a
-formatted one kept per size (``.disk-templates/``), which is much cheaper than
-``mkfs`` at each start. The image outlives a stop (the server's data stays)
-and goes with the server.
+formatted one kept per size (in ``~/.cache/murano-engine/disk-templates``, or
+under ``$XDG_CACHE_HOME``), which is much cheaper than ``mkfs`` at each start.
+The image outlives a stop (the server's data stays) and goes with the server.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import threading
 import uuid
 from pathlib import Path
 
-TEMPLATES = ".disk-templates"
 TOOLS = ("mkfs.ext4", "mount", "umount", "cp")
 _template_lock = threading.Lock()
 
@@ -51,8 +50,7 @@ class ServerDisk:
             _run("mount", "-o", "loop,nosuid,nodev", str(self.image), str(self.folder))
             return
         partial = self.image.with_name(self.image.name + ".partial")
-        _run("cp", "--sparse=always", str(_template(self.folder.parent, size_mib)),
-             str(partial))
+        _run("cp", "--sparse=always", str(_template(size_mib)), str(partial))
         staged = self.folder.with_name(f".{self.folder.name}.boot")
         self.folder.rename(staged)
         self.folder.mkdir()
@@ -84,13 +82,14 @@ class ServerDisk:
         self.image.with_name(self.image.name + ".partial").unlink(missing_ok=True)
 
 
-def _template(root: Path, size_mib: int) -> Path:
-    """The formatted, empty image of ``size_mib`` MiB under ``root`` (made once)."""
-    path = root / TEMPLATES / f"{size_mib}M.ext4"
+def _template(size_mib: int) -> Path:
+    """The formatted, empty image of ``size_mib`` MiB (made once)."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser()
+    path = cache / "murano-engine" / "disk-templates" / f"{size_mib}M.ext4"
     with _template_lock:
         if path.exists():
             return path
-        path.parent.mkdir(exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f"{path.name}.{uuid.uuid4().hex}")
         try:
             with open(partial, "wb") as image:

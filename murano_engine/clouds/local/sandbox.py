@@ -264,18 +264,26 @@ class NamespaceLauncher:
                    "sh", str(INIT_SCRIPT), str(root), _hostname(spec.hostname),
                    str(spec.folder), str(uid), ":".join(_read_only_paths()), sys.executable,
                    *_agent_command(f"{INSIDE}/agent.effective.conf")]
-        if spec.flavor is not None:
-            command = self._group(spec).enter_command(command)
         # The agent imports its packages from where the engine found them, whatever
         # the installation's own path hooks (an editable install's) point at.
         environment = dict(os.environ, PYTHONPATH=":".join(_agent_code_roots()))
         with open(spec.folder / "agent.out", "ab") as out:
-            self._children[spec.server_id] = subprocess.Popen(
-                command, stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-                start_new_session=True, env=environment)
+            if spec.flavor is None:
+                self._children[spec.server_id] = subprocess.Popen(
+                    command, stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+                    start_new_session=True, env=environment)
+                return
+            try:
+                self._children[spec.server_id] = self._group(spec).popen(
+                    command, stdout=out, stderr=out, start_new_session=True, env=environment)
+            except OSError as exc:
+                self._teardown(spec)
+                raise SandboxError(f"cannot start server {spec.hostname} in its control "
+                                   f"group: {exc}") from None
 
     def running(self, spec: ServerSpec) -> bool:
-        return bool(netns.pids(netns.server_namespace(spec.server_id)))
+        return bool(netns.pids(netns.server_namespace(spec.server_id))) or (
+            spec.flavor is not None and bool(self._group(spec).pids()))
 
     def _group(self, spec: ServerSpec) -> ServerGroup:
         assert self._hierarchies is not None  # __init__ refused a host without them
