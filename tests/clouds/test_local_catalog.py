@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +85,28 @@ def test_shipped_examples_and_packages_name_catalog_entries_only():
 
     assert {(p, k, v) for p, k, v in found if v not in catalog[k]} == set()
     assert {k for _, k, _ in found} == {"image", "flavor"}  # the scan sees them
+
+
+@pytest.mark.parametrize(("key", "value", "choices"), [
+    ("image", "no-such-image", "debian-12, ubuntu-22.04, cirros, windows-2019"),
+    ("flavor", "m1.huge", "m1.tiny, m1.small, m1.medium, m1.large")])
+def test_a_deploy_naming_what_the_catalog_lacks_fails_with_the_choices(
+        tmp_path, key, value, choices):
+    model = json.loads((ROOT / "examples" / "hello-web.json").read_text())
+    model["applications"][0]["servers"]["provider"]["template"][key] = value
+    (tmp_path / "model.json").write_text(json.dumps(model))
+    (tmp_path / "engine.ini").write_text(
+        f"[local_cloud]\nstate_dir = {tmp_path / 'cloud'}\nisolation = none\n")
+
+    def engine(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "murano_engine.cli", *args, "-l", str(ROOT / "dsl_packages"),
+             "--state", str(tmp_path / "state.json"), "--config", str(tmp_path / "engine.ini")],
+            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+    done = engine("deploy", str(tmp_path / "model.json"))
+    engine("destroy")
+
+    assert done.returncode != 0
+    assert (f"{key} '{value}' could not be found; the local cloud's {key}s: {choices}"
+            in done.stdout + done.stderr)
