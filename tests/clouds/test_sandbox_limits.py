@@ -218,3 +218,18 @@ def test_a_host_without_cgroups_refuses_sandboxes_and_says_what_is_missing(
             "(cgroup v2, or v1 mounted rw)") in missing_for_namespaces()
     with pytest.raises(SandboxError, match="this host lacks .*memory, pids, cpu controllers"):
         NamespaceLauncher()
+
+
+@NO_NAMESPACES
+def test_a_stopped_server_keeps_its_disk_and_starts_again_with_it(region, environment):
+    queue, server_id = _boot(region, environment, "m1.tiny", "10.0.18.0/24")
+    region.sh(queue, "echo kept > /sandbox/data")
+    folder = region.cloud.state_dir / "servers" / server_id
+
+    region.cloud.guests.stop(server_id)  # as a host's restart leaves it: nothing mounted
+    assert not os.path.ismount(folder) and not _group(server_id).paths[0].exists()
+    assert (folder / "server.json").is_file()  # the server is still known below its disk
+    region.cloud.guests.resume(server_id)
+
+    assert os.path.ismount(folder)
+    assert region.sh(queue, "cat /sandbox/data").strip() == "kept"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import threading
 import uuid
@@ -46,7 +47,8 @@ class ServerDisk:
         self.image = folder.parent / f".{folder.name}.disk"
 
     def attach(self, size_mib: int) -> None:
-        """Mount the server's disk on its folder (a new disk takes the folder's files)."""
+        """Mount the server's disk on its folder; a new disk gets a copy of the folder's
+        files (they stay below it, so the server is known while its disk is not mounted)."""
         if os.path.ismount(self.folder):
             return
         if self.image.exists():
@@ -54,19 +56,19 @@ class ServerDisk:
             return
         partial = self.image.with_name(self.image.name + ".partial")
         _run("cp", "--sparse=always", str(_template(size_mib)), str(partial))
-        staged = self.folder.with_name(f".{self.folder.name}.boot")
-        self.folder.rename(staged)
-        self.folder.mkdir()
+        below = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY)
         try:
             _run("mount", "-o", MOUNT_OPTIONS, str(partial), str(self.folder))
-        except DiskError:
-            self.folder.rmdir()
-            staged.rename(self.folder)
-            partial.unlink()
+            try:
+                _copy_files(below, self.folder)
+            except OSError:
+                self.detach()
+                raise
+        except OSError:
+            partial.unlink(missing_ok=True)
             raise
-        for entry in staged.iterdir():
-            shutil.move(str(entry), str(self.folder / entry.name))
-        staged.rmdir()
+        finally:
+            os.close(below)
         partial.rename(self.image)  # the loop device follows the file
 
     def detach(self) -> None:
@@ -83,6 +85,16 @@ class ServerDisk:
         self.detach()
         self.image.unlink(missing_ok=True)
         self.image.with_name(self.image.name + ".partial").unlink(missing_ok=True)
+
+
+def _copy_files(source: int, target: Path) -> None:
+    """Copy the files of the folder open as ``source`` into ``target``."""
+    for name in os.listdir(source):
+        if not stat.S_ISREG(os.stat(name, dir_fd=source, follow_symlinks=False).st_mode):
+            raise DiskError(f"{target}/{name} is not a file: a new disk takes only files")
+        with open(os.open(name, os.O_RDONLY, dir_fd=source), "rb") as old, \
+                open(target / name, "xb") as new:
+            shutil.copyfileobj(old, new)
 
 
 def _template(size_mib: int) -> Path:
