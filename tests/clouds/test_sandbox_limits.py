@@ -233,3 +233,31 @@ def test_a_stopped_server_keeps_its_disk_and_starts_again_with_it(region, enviro
 
     assert os.path.ismount(folder)
     assert region.sh(queue, "cat /sandbox/data").strip() == "kept"
+
+
+@NO_NAMESPACES
+def test_after_a_killed_engine_and_sandbox_the_next_engine_removes_everything(
+        tmp_path, environment, crash):
+    state = tmp_path / "state"
+    first = Region(state)
+    queue, server_id = _boot(first, environment, "m1.small", "10.0.19.0/24")
+    first.client.close()
+    for relay in first.cloud.guests.launcher._relays.values():
+        relay.close()
+    crash(first.cloud)  # the engine dies without stopping its server...
+    for pid in _group(server_id).pids():
+        os.kill(pid, 9)  # ...and so does everything in the sandbox
+    folder = state / "servers" / server_id
+    assert os.path.ismount(folder)
+
+    second = Region(state, first.name)
+    try:
+        remove_stack(second.cloud, "victim")
+        second.cloud.guests.settle()
+    finally:
+        second.close()
+
+    assert not folder.exists() and not os.path.ismount(folder)
+    assert not folder.with_name(f".{server_id}.disk").exists()
+    assert not any(path.exists() for path in _group(server_id).paths)
+    assert not netns.exists(netns.server_namespace(server_id))
