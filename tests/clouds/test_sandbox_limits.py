@@ -82,12 +82,13 @@ def test_limits_follow_the_flavor_and_go_with_the_server(region, environment):
         # ext4's own metadata takes a little of the image
         assert 0.85 * wanted.disk_mib * MIB < disk_bytes <= wanted.disk_mib * MIB
         group = _group(server_id)
-        memory = group._path("memory")
+        memory = group.controller_path("memory")
         limit = (memory / "memory.max") if (memory / "memory.max").exists() \
             else memory / "memory.limit_in_bytes"
         assert int(limit.read_text()) == wanted.ram_mib * MIB
-        assert int((group._path("pids") / "pids.max").read_text()) == DEFAULT_MAX_PROCESSES
-        cpu = group._path("cpu")
+        pids_max = group.controller_path("pids") / "pids.max"
+        assert int(pids_max.read_text()) == DEFAULT_MAX_PROCESSES
+        cpu = group.controller_path("cpu")
         quota = (cpu / "cpu.max").read_text().split()[0] if (cpu / "cpu.max").exists() \
             else (cpu / "cpu.cfs_quota_us").read_text()
         assert int(quota) == wanted.vcpus * cgroups.CPU_PERIOD_US
@@ -166,7 +167,7 @@ echo "exit=$?"
     assert out[-1] == "exit=137"  # SIGKILL from the OOM killer
     held = int(out[-2].split("=")[1])
     assert held < FLAVORS["m1.small"].ram_mib
-    memory = _group(server_id)._path("memory")
+    memory = _group(server_id).controller_path("memory")
     events = memory / "memory.events"
     kills = events.read_text() if events.exists() else (memory / "memory.oom_control").read_text()
     assert int(dict(line.split() for line in kills.splitlines())["oom_kill"]) >= 1
@@ -206,6 +207,19 @@ def test_hierarchies_are_found_in_v1_and_refused_when_read_only():
     assert found is None
     assert missing == ["a writable cgroup hierarchy with the memory controller "
                        "(cgroup v2, or v1 mounted rw)"]
+
+
+def test_a_v2_hierarchy_with_the_controllers_is_preferred(tmp_path):
+    (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    mountinfo = (f"25 1 0:22 / {tmp_path} rw,nosuid - cgroup2 cgroup2 rw\n"
+                 "30 25 0:26 / /sys/fs/cgroup/pids rw,nosuid - cgroup cgroup rw,pids\n")
+    found, missing = find_hierarchies(mountinfo)
+    assert missing == [] and found is not None and found.version == 2
+    assert set(found.roots.values()) == {tmp_path}
+
+    (tmp_path / "cgroup.controllers").write_text("cpu memory\n")  # no pids: v1 lacks some
+    found, missing = find_hierarchies(mountinfo)
+    assert found is None and "memory, cpu controllers" in missing[0]
 
 
 def test_a_host_without_cgroups_refuses_sandboxes_and_says_what_is_missing(

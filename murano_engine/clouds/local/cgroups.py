@@ -86,7 +86,8 @@ class ServerGroup:
         self.paths = sorted({root / PARENT / server_id
                              for root in hierarchies.roots.values()})
 
-    def _path(self, controller: str) -> Path:
+    def controller_path(self, controller: str) -> Path:
+        """The group's folder in the hierarchy of ``controller``."""
         return self.hierarchies.roots[controller] / PARENT / self.paths[0].name
 
     def create(self, flavor: Flavor, max_processes: int) -> None:
@@ -108,11 +109,11 @@ class ServerGroup:
             return
         for path in self.paths:
             path.mkdir(parents=True, exist_ok=True)
-        memory_path = self._path("memory")
+        memory_path = self.controller_path("memory")
         _write(memory_path / "memory.limit_in_bytes", memory)
         _write(memory_path / "memory.memsw.limit_in_bytes", memory, optional=True)
-        _write(self._path("pids") / "pids.max", max_processes)
-        cpu = self._path("cpu")
+        _write(self.controller_path("pids") / "pids.max", max_processes)
+        cpu = self.controller_path("cpu")
         _write(cpu / "cpu.cfs_period_us", CPU_PERIOD_US)
         _write(cpu / "cpu.cfs_quota_us", flavor.vcpus * CPU_PERIOD_US)
         _write(cpu / "cpu.shares", 1024 * flavor.vcpus)
