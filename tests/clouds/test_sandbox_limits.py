@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from murano_engine.clouds.base import remove_stack
+from murano_engine.clouds.base import StackFailed, push_stack, remove_stack
 from murano_engine.clouds.local import cgroups, netns
 from murano_engine.clouds.local.cgroups import DEFAULT_MAX_PROCESSES, ServerGroup, find_hierarchies
 from murano_engine.clouds.local.flavors import FLAVORS
@@ -275,3 +275,28 @@ def test_after_a_killed_engine_and_sandbox_the_next_engine_removes_everything(
     assert not folder.with_name(f".{server_id}.disk").exists()
     assert not any(path.exists() for path in _group(server_id).paths)
     assert not netns.exists(netns.server_namespace(server_id))
+
+
+@NO_NAMESPACES
+def test_a_resize_gives_the_running_server_its_new_flavor(region, environment):
+    def sized(flavor: str) -> dict:
+        return environment(("vm1",), results=region.client.result_queue, environment_id="rs",
+                           cidr="10.0.20.0/24", flavor=flavor)
+
+    server_id = push_stack(region.cloud, "victim", sized("m1.tiny"))["vm1-id"]
+    queue = region.client.queue_name("rs", "vm1")
+    region.sh(queue, "echo kept > /sandbox/data")
+
+    assert push_stack(region.cloud, "victim", sized("m1.medium"))["vm1-id"] == server_id
+
+    wanted = FLAVORS["m1.medium"]
+    memory = _group(server_id).controller_path("memory") / "memory.limit_in_bytes"
+    if memory.exists():  # v1; v2 names it memory.max
+        assert int(memory.read_text()) == wanted.ram_mib * MIB
+    seen = region.sh(queue, "cat /sandbox/data; python3 -c 'import os; "
+                            "s = os.statvfs(\"/sandbox\"); print(s.f_blocks * s.f_frsize)'")
+    kept, size = seen.split()
+    assert kept == "kept" and 0.85 * wanted.disk_mib * MIB < int(size) <= wanted.disk_mib * MIB
+
+    with pytest.raises(StackFailed, match="a disk cannot shrink"):
+        push_stack(region.cloud, "victim", sized("m1.small"))

@@ -35,6 +35,7 @@ from murano_engine.clouds.base import (
 )
 from murano_engine.clouds.local.addresses import FLOATING_POOL, Addresses
 from murano_engine.clouds.local.cgroups import DEFAULT_MAX_PROCESSES
+from murano_engine.clouds.local.flavors import FLAVORS
 from murano_engine.clouds.local.guest import Guests
 from murano_engine.clouds.local.operations import Operation, OperationFailed, outputs
 from murano_engine.clouds.local.resource import ResourceRecord
@@ -384,7 +385,7 @@ class LocalCloud(StackService):
         for record in stack.records():
             if record.exists and record.type == "OS::Nova::Server" and record.data.get("agent"):
                 try:
-                    self.guests.resume(record.id)
+                    self.guests.resume(record.id, FLAVORS.get(record.properties.get("flavor")))
                 except Exception:
                     LOG.exception("The agent of server %s could not be restarted", record.id)
 

@@ -119,7 +119,9 @@ class Server(ResourceType):
         }
 
     def update(self, ctx: Context, record: ResourceRecord, props: dict[str, Any]) -> dict[str, Any]:
-        flavor(props["flavor"])  # checked; the sandbox keeps the limits it was booted with
+        size = flavor(props["flavor"])
+        if props["flavor"] != record.properties.get("flavor"):
+            ctx.services.guests.resize(record.id, size)
         data = dict(record.data, name=physical_name(ctx, props, record))
         if props.get("networks") != record.properties.get("networks"):
             _detach(ctx, record.data["nics"])

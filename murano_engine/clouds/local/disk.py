@@ -17,10 +17,11 @@ import shutil
 import stat
 import subprocess
 import threading
+import time
 import uuid
 from pathlib import Path
 
-TOOLS = ("mkfs.ext4", "mount", "umount", "cp")
+TOOLS = ("mkfs.ext4", "e2fsck", "resize2fs", "losetup", "mount", "umount", "cp")
 #: no set-uid programs or devices from the guest's disk; no background zeroing of the
 #: inode tables (a new disk's are empty) to compete with the server's start
 MOUNT_OPTIONS = "loop,nosuid,nodev,noinit_itable"
@@ -71,6 +72,26 @@ class ServerDisk:
             os.close(below)
         partial.rename(self.image)  # the loop device follows the file
 
+    def size_mib(self) -> int | None:
+        """The disk's size (None when it has none yet)."""
+        try:
+            return self.image.stat().st_size >> 20
+        except FileNotFoundError:
+            return None
+
+    def grow(self, size_mib: int) -> None:
+        """Make the unmounted disk ``size_mib`` MiB (this kernel refuses to grow a mounted
+        ext4 from here); a smaller size is refused."""
+        current = self.size_mib()
+        if current is None or current == size_mib:
+            return
+        if size_mib < current:
+            raise DiskError(f"a disk cannot shrink (from {current} to {size_mib} MiB)")
+        _wait_unused(self.image)
+        os.truncate(self.image, size_mib << 20)
+        _run("e2fsck", "-f", "-p", str(self.image))  # resize2fs wants a checked disk
+        _run("resize2fs", str(self.image))
+
     def detach(self) -> None:
         """Unmount the disk (its data stays in the image)."""
         if not os.path.ismount(self.folder):
@@ -95,6 +116,21 @@ def _copy_files(source: int, target: Path) -> None:
         with open(os.open(name, os.O_RDONLY, dir_fd=source), "rb") as old, \
                 open(target / name, "xb") as new:
             shutil.copyfileobj(old, new)
+
+
+def _wait_unused(image: Path, timeout: float = 10.0) -> None:
+    """Wait until no loop device holds ``image`` (a mount namespace made while it was
+    mounted, a sandbox's, keeps it until that namespace goes)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        held = subprocess.run(["losetup", "--noheadings", "--output", "NAME",
+                               "--associated", str(image)],
+                              capture_output=True, text=True, check=False).stdout.split()
+        if not held:
+            return
+        if time.monotonic() > deadline:
+            raise DiskError(f"{image} is still in use by {', '.join(held)}")
+        time.sleep(0.05)
 
 
 def _template(size_mib: int) -> Path:

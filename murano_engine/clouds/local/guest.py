@@ -122,10 +122,21 @@ class Guests:
                             other.name, queue, server_id)
                 self.stop(other.name)
 
-    def resume(self, server_id: str) -> None:
-        """Take back the agent of a server that was running before a restart (or start it)."""
+    def resize(self, server_id: str, flavor: Flavor) -> None:
+        """Give the running server ``flavor``'s limits (:meth:`resume` gives them again
+        after a restart: the stack's record holds the flavor)."""
+        if not (self.sandbox(server_id) / "server.json").is_file():
+            return
+        spec = self._spec(server_id)
+        if spec.flavor is not None:  # a server booted before flavors stays without limits
+            spec.flavor = flavor
+            self.launcher.resize(spec)
+
+    def resume(self, server_id: str, flavor: Flavor | None = None) -> None:
+        """Take back the agent of a server that was running before a restart (or start it,
+        with ``flavor``'s limits when given)."""
         if (self.sandbox(server_id) / "server.json").is_file():
-            self._start(server_id)
+            self._start(server_id, flavor)
 
     def destroy(self, server_id: str) -> None:
         """Release the server: stop its agent, delete its queue, remove its folder.
@@ -219,11 +230,13 @@ class Guests:
             powershell=meta.get("powershell"),
             flavor=Flavor.from_json(meta["flavor"]) if meta.get("flavor") else None)
 
-    def _start(self, server_id: str) -> None:
+    def _start(self, server_id: str, flavor: Flavor | None = None) -> None:
         try:
             spec = self._spec(server_id)
         except Exception as exc:  # noqa: BLE001 - any unreadable config is the guest's fault
             raise GuestError(f"the agent config in the user data is unusable: {exc}") from None
+        if flavor is not None and spec.flavor is not None:
+            spec.flavor = flavor
         self.launcher.start(spec)
         with self._lock:
             self._running.add(server_id)

@@ -194,6 +194,9 @@ class ProcessLauncher:
         """Leave the agent running (in a session of its own) for a later engine."""
         self._children.pop(spec.server_id, None)
 
+    def resize(self, spec: ServerSpec) -> None:
+        """Nothing to do: a plain process has no limits."""
+
     def remove(self, spec: ServerSpec) -> None:
         """Stop the server for good: its agent, then its queue."""
         self.stop(spec)
@@ -295,6 +298,27 @@ class NamespaceLauncher:
             return
         ServerDisk(spec.folder).attach(spec.flavor.disk_mib)
         self._group(spec).create(spec.flavor, self.max_processes)
+
+    def resize(self, spec: ServerSpec) -> None:
+        """Give a server its new flavor's limits: memory, processes and CPU at once; a
+        bigger disk restarts the server, as Nova's resize does (a disk never shrinks)."""
+        if spec.flavor is None:
+            return
+        disk = ServerDisk(spec.folder)
+        try:
+            current = disk.size_mib()
+            if current is not None and current > spec.flavor.disk_mib:
+                raise DiskError(f"a disk cannot shrink (from {current} to "
+                                f"{spec.flavor.disk_mib} MiB)")
+            if current is not None and current < spec.flavor.disk_mib:
+                self.stop(spec)
+                disk.grow(spec.flavor.disk_mib)
+                self.start(spec)
+            elif any(path.exists() for path in self._group(spec).paths):
+                self._group(spec).create(spec.flavor, self.max_processes)
+        except OSError as exc:
+            raise SandboxError(f"cannot resize server {spec.hostname} to {spec.flavor.name}: "
+                               f"{exc}") from None
 
     def _relay(self, spec: ServerSpec, name: str) -> None:
         """A relay from the namespace's loopback to the broker (replacing any old one)."""
