@@ -110,8 +110,12 @@ class ServerGroup:
         for path in self.paths:
             path.mkdir(parents=True, exist_ok=True)
         memory_path = self.controller_path("memory")
-        _write(memory_path / "memory.limit_in_bytes", memory)
-        _write(memory_path / "memory.memsw.limit_in_bytes", memory, optional=True)
+        limits = [memory_path / "memory.limit_in_bytes",
+                  memory_path / "memory.memsw.limit_in_bytes"]  # never below the first
+        if memory > int(limits[0].read_text()):
+            limits.reverse()
+        for limit in limits:
+            _write(limit, memory, optional=limit.name.startswith("memory.memsw"))
         _write(self.controller_path("pids") / "pids.max", max_processes)
         cpu = self.controller_path("cpu")
         _write(cpu / "cpu.cfs_period_us", CPU_PERIOD_US)
