@@ -18,6 +18,7 @@ import pytest
 from murano_engine.clouds.base import StackFailed, push_stack, remove_stack
 from murano_engine.clouds.local import cgroups, netns
 from murano_engine.clouds.local.cgroups import DEFAULT_MAX_PROCESSES, ServerGroup, find_hierarchies
+from murano_engine.clouds.local.cloud import LocalCloud
 from murano_engine.clouds.local.flavors import FLAVORS
 from murano_engine.clouds.local.sandbox import (
     NamespaceLauncher,
@@ -27,6 +28,32 @@ from murano_engine.clouds.local.sandbox import (
 from tests.clouds.test_sandboxes import NO_NAMESPACES, Region
 
 MIB = 1024 * 1024
+AMQP = "amqp://guest:guest@127.0.0.1:5672//"
+#: forks up to 5,000 sleeping children, says how many and why it stopped, holds them 4 s
+FORK = r"""
+python3 - <<'EOF'
+import errno, os, time
+children, error = [], "none"
+for _ in range(5000):
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        error = errno.errorcode[exc.errno]
+        break
+    if pid == 0:
+        try:
+            os.execv("/bin/sleep", ["sleep", "30"])
+        finally:
+            os._exit(1)
+    children.append(pid)
+print(f"forked={len(children)} error={error}", flush=True)
+time.sleep(4)  # held while the test looks at the others
+for pid in children:
+    os.kill(pid, 9)
+for pid in children:
+    os.waitpid(pid, 0)
+EOF
+"""
 
 
 def _close(region: Region) -> None:
@@ -108,30 +135,7 @@ def test_limits_follow_the_flavor_and_go_with_the_server(region, environment):
 @NO_NAMESPACES
 def test_5000_processes_end_in_eagain_inside_the_server(region, environment, bystander):
     queue, server_id = _boot(region, environment, "m1.small", "10.0.15.0/24")
-    attack = r"""
-python3 - <<'EOF'
-import errno, os, time
-children, error = [], "none"
-for _ in range(5000):
-    try:
-        pid = os.fork()
-    except OSError as exc:
-        error = errno.errorcode[exc.errno]
-        break
-    if pid == 0:
-        try:
-            os.execv("/bin/sleep", ["sleep", "30"])
-        finally:
-            os._exit(1)
-    children.append(pid)
-print(f"forked={len(children)} error={error}", flush=True)
-time.sleep(4)  # held while the test looks at the others
-for pid in children:
-    os.kill(pid, 9)
-for pid in children:
-    os.waitpid(pid, 0)
-EOF
-"""
+    attack = FORK
     result: dict[str, str] = {}
     worker = threading.Thread(target=lambda: result.update(out=region.sh(queue, attack, 60)))
     worker.start()
@@ -148,6 +152,23 @@ EOF
     assert facts["error"] == "EAGAIN"
     assert int(facts["forked"]) < DEFAULT_MAX_PROCESSES
     assert region.sh(queue, "echo recovered").strip() == "recovered"
+
+
+@NO_NAMESPACES
+def test_the_process_limit_comes_from_the_configuration(tmp_path, environment):
+    configured = Region(tmp_path / "state")
+    configured.cloud.close()
+    configured.cloud = LocalCloud.from_config({
+        "state_dir": str(tmp_path / "state"), "broker_url": AMQP, "max_processes": "40",
+        "poll_interval": "0.01"})
+    try:
+        queue, _ = _boot(configured, environment, "m1.small", "10.0.21.0/24")
+        out = configured.sh(queue, FORK.replace("5000", "100"), 60)
+    finally:
+        _close(configured)
+
+    facts = dict(item.split("=") for item in out.split())
+    assert facts["error"] == "EAGAIN" and int(facts["forked"]) < 40
 
 
 @NO_NAMESPACES
