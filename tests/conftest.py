@@ -28,6 +28,25 @@ def _sandboxes(folder: Path) -> set[str]:
     return mine
 
 
+def _disks(folder: Path) -> set[str]:
+    """Mount points of local-cloud server disks (:mod:`murano_engine.clouds.local.disk`)
+    under ``folder``."""
+    mounts = [line.split() for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    return {fields[4] for fields in mounts
+            if fields[4].startswith(f"{folder}/") and "/servers/" in fields[4]}
+
+
+def _release_disks(points: set[str]) -> None:
+    """Unmount leaked server disks and remove their servers' control groups."""
+    from murano_engine.clouds.local.cgroups import ServerGroup, host_hierarchies
+    from murano_engine.clouds.local.disk import ServerDisk
+    hierarchies = host_hierarchies()[0]
+    for point in points:
+        if hierarchies is not None:
+            ServerGroup(hierarchies, Path(point).name).remove()
+        ServerDisk(Path(point)).delete()
+
+
 def _pids(namespace: str) -> list[int]:
     from murano_engine.clouds.local import netns
     return netns.pids(namespace)
@@ -37,9 +56,10 @@ def _pids(namespace: str) -> list[int]:
 def no_sandbox_left_behind(tmp_path_factory):
     """Local-cloud servers outlive the engine: a test must delete those it made."""
     folder = tmp_path_factory.getbasetemp()
-    before = _sandboxes(folder)
+    before, disks_before = _sandboxes(folder), _disks(folder)
     yield
     left = _sandboxes(folder) - before
+    leaked_disks = _disks(folder) - disks_before
     if left:
         from murano_engine.clouds.local import netns
         for name in left:  # clean up, so one leak fails one test
@@ -49,4 +69,8 @@ def no_sandbox_left_behind(tmp_path_factory):
                 except ProcessLookupError:
                     pass
             netns.delete(name)
+    _release_disks(leaked_disks)
+    if left:
         pytest.fail(f"the test left local-cloud servers running: {sorted(left)}")
+    if leaked_disks:
+        pytest.fail(f"the test left local-cloud server disks mounted: {sorted(leaked_disks)}")

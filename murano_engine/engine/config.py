@@ -158,6 +158,9 @@ LOCAL_CLOUD = Section(
            "How servers' agents run: 'namespaces' (each in a sandbox of its own: network, "
            "mount, PID, UTS, IPC and user namespaces; needs root and util-linux/iproute2) or "
            "'none' (plain processes with the host in reach: single-user development only)."),
+    Option("max_processes", int, 512,
+           "Processes a sandboxed server may have at once (its control group's pids limit); "
+           "a fork past it fails with EAGAIN inside the server."),
     Option("powershell", str, "", "PowerShell executable for Windows images (default: found "
                                   "on the PATH)."),
     Option("floating_cidr", str, "172.24.4.0/24", "Where floating addresses come from."),

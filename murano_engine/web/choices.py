@@ -1,8 +1,8 @@
 """What the wizard's cloud fields offer: flavors, images, key pairs... of the configured cloud.
 
-The embedded local cloud takes any flavor and image name (an image whose name
-contains "win" is Windows), has no key pairs, volumes to pick, or zones but
-one: it lists the small set below. With Heat configured, the OpenStack services
+The embedded local cloud offers the flavors and images of its catalog
+(:mod:`murano_engine.clouds.local.flavors`), has no key pairs, volumes to pick,
+or zones but one: it lists the small set below. With Heat configured, the OpenStack services
 of its keystone catalog are asked (with the ``[heat]`` credentials), as Murano's
 dashboard does: Nova's flavors (a field's ``requirements``: ``min_vcpus``,
 ``min_disk``, ``min_memory_mb``), key pairs and zones; Glance's images that
@@ -21,21 +21,21 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from murano_engine.clouds.local.flavors import FLAVORS, IMAGES
 from murano_engine.web.dynamic_ui import Field
 
 LOG = logging.getLogger(__name__)
 
 LOCAL = {
-    "flavor": [("m1.tiny", "m1.tiny"), ("m1.small", "m1.small"), ("m1.medium", "m1.medium"),
-               ("m1.large", "m1.large")],
-    "image": [("debian-12", "Debian 12 (linux)"), ("windows-2019", "Windows Server 2019")],
+    "flavor": [(name, name) for name in FLAVORS],
+    "image": [(name, f"{title} ({kind})") for name, (title, kind) in IMAGES.items()],
     "keypair": [("", "No keypair")],
     "azone": [("nova", "nova")],
     "network": [("", "Auto (the environment's network)")],
     "securitygroup": [("default", "default")],
     "volume": [],
 }
-IMAGE_TYPES = {"debian-12": "linux", "windows-2019": "windows"}
+IMAGE_TYPES = {name: kind for name, (_title, kind) in IMAGES.items()}
 
 
 def local_choices(spec: Field) -> list[tuple[str, str]] | None:
@@ -49,7 +49,9 @@ def local_choices(spec: Field) -> list[tuple[str, str]] | None:
                    if IMAGE_TYPES[k] == wanted or IMAGE_TYPES[k].startswith(wanted + ".")]
     if spec.type == "network" and not spec.extra.get("allow_auto", True):
         options = []
-    return options  # a flavor's requirements: the local cloud's flavors have no size
+    # A flavor's requirements are not applied: the local flavors are scaled down to
+    # suit one host (ActiveDirectory's min_disk of 40 GB would leave none).
+    return options
 
 
 class OpenStackChoices:

@@ -32,8 +32,6 @@ from tests.apps import kv_nodes
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-#: the known engine failure removing HelloWeb until branch lifecycle's fix (issue #23, 1)
-TEMPLATE_REMOVAL_BUG = "[io.murano.resources.Instance.name] null value violates notNull()"
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
@@ -352,15 +350,7 @@ def test_the_whole_job_through_the_pages(start_api, browser, tmp_path):
             "if (document.getElementById('error-message')) { return 'not found'; }"
             "return s && e && e.getAttribute('data-busy') === 'false' ? "
             "s.getAttribute('data-code') : null"), 300)
-        if gone == "delete failure" and TEMPLATE_REMOVAL_BUG in pages.text("#failure h2"):
-            assert pages.text("#env-status") == "Deletion failed"
-            # the way out until then: abandon it (its servers are cleaned up below)
-            pages.css("#abandon").click()
-            pages.click_to_load("#delete-env", confirm=True)
-            assert browser.current_url.endswith("/ui/environments")
-            assert "webdemo" not in pages.text("#environments")
-            pytest.xfail("the engine cannot remove HelloWeb yet (issue #23 item 1)")
-        assert gone in ("listed", "not found"), gone
+        assert gone in ("listed", "not found"), (gone, browser.page_source[-3000:])
         pages.go("/ui/environments")
         assert "webdemo" not in pages.text("#environments")
         assert api.request("GET", f"/v1/environments/{env_id}").status_code == 404

@@ -103,6 +103,18 @@ class Site:
                 for pid in netns.pids(netns.server_namespace(server.name))
                 if processes.is_agent(pid)]
 
+    def wait_for_script(self, name: str, timeout: float = 60) -> None:
+        """Wait until script ``name`` runs on every server (their agents start it once
+        they are up, which a busy host makes slower)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(any(name.encode() in processes.cmdline(pid)
+                       for pid in netns.pids(netns.server_namespace(server.name)))
+                   for server in self.servers()):
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"{name} did not run on every server within {timeout} s")
+
     def outputs(self) -> dict:
         app = json.loads(self.state.read_text())["Objects"]["applications"][0]
         return {"masterNode": app["masterNode"], "port": app["masterAddress"].split(":")[1],
@@ -304,7 +316,7 @@ def test_agents_killed_mid_plan_run_no_step_twice(tmp_path, reference):
     site = Site(tmp_path, slow="configure.sh")
     try:
         engine = site.deploy_until(4)  # "stage 2/6 (configure every node)"
-        time.sleep(0.5)  # configure.sh runs on both nodes now (for 1.5 s)
+        site.wait_for_script("configure.sh")  # on both nodes now (for 1.5 s)
         agents = site.agents()
         assert len(agents) == 2
         for pid in agents:
@@ -325,8 +337,8 @@ def test_a_broker_cut_mid_deploy_loses_nothing(tmp_path, reference):
     forwarder = TcpForwarder(5672)
     site = Site(tmp_path, slow="configure.sh", broker_port=forwarder.port)
     try:
-        engine = site.deploy_until(4)  # configure.sh runs on both nodes now
-        time.sleep(0.5)
+        engine = site.deploy_until(4)
+        site.wait_for_script("configure.sh")  # on both nodes now (for 1.5 s)
         assert forwarder.cut() > 0  # the engine's and the agents' connections
         time.sleep(2.0)
         forwarder.restore()

@@ -420,6 +420,7 @@ def build_environment(
     servers: tuple[str, ...] = ("vm1", "vm2"),
     *,
     image: str = "ubuntu-22.04",
+    flavor: str = "m1.small",
     ssh_port: int = 22,
     results: str = "-execution-results-region",
     environment_id: str = "1",
@@ -517,7 +518,7 @@ def build_environment(
             "properties": {
                 "name": name,
                 "image": image,
-                "flavor": "m1.small",
+                "flavor": flavor,
                 "user_data": {"get_resource": f"user_data-{name}"},
                 "user_data_format": "RAW",
                 "networks": [{"port": {"get_resource": f"port-{name}"}}],

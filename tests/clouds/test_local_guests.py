@@ -87,7 +87,7 @@ def test_undecodable_agent_config_is_an_error():
 @pytest.mark.parametrize(
     ("image", "metadata", "expected"),
     [
-        ("Windows-Server-2019", None, True),
+        ("windows-2019", None, True),
         ("ws2012-win2k12r2", None, True),
         ("ws2019", {"os_type": "windows"}, True),
         ("ubuntu-22.04", None, False),
@@ -102,10 +102,10 @@ def test_windows_image_without_powershell_fails_clearly(cloud, agents, environme
     monkeypatch.setenv("PATH", "/nonexistent")
 
     with pytest.raises(StackFailed) as caught:
-        push_stack(cloud, "win", environment(("vm1",), image="Windows-Server-2019"))
+        push_stack(cloud, "win", environment(("vm1",), image="windows-2019"))
 
     reason = caught.value.stack.status_reason
-    assert reason.startswith("Resource CREATE failed: resources.vm1: image 'Windows-Server-2019'")
+    assert reason.startswith("Resource CREATE failed: resources.vm1: image 'windows-2019'")
     assert "needs a PowerShell executable (pwsh, powershell)" in reason
     assert agents == []
     assert not any((cloud.state_dir / "servers").iterdir())
@@ -120,7 +120,7 @@ def test_windows_image_runs_with_powershell_on_the_host(
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
 
-    push_stack(cloud, "win", environment(("vm1",), image="Windows-Server-2019"))
+    push_stack(cloud, "win", environment(("vm1",), image="windows-2019"))
 
     (agent,) = agents
     assert agent.running and agent.spec.powershell == str(fake)

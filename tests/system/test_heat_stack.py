@@ -39,7 +39,7 @@ def server_template(queue: str, results: str) -> dict:
                        "properties": {"network": {"get_resource": "net"},
                                       "cidr": "10.0.5.0/24"}},
             "vm": {"type": "OS::Nova::Server", "depends_on": ["subnet"],
-                   "properties": {"flavor": "m1.small", "image": "ubuntu",
+                   "properties": {"flavor": "m1.small", "image": "ubuntu-22.04",
                                   "user_data": cloud_config, "user_data_format": "RAW",
                                   "networks": [{"network": {"get_resource": "net"}}]}},
         },

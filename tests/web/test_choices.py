@@ -23,9 +23,9 @@ def field(spec: str) -> ui.Field:
 
 def test_images_are_filtered_by_image_type():
     assert [k for k, _ in local_choices(field("{name: i, type: image}"))] == [
-        "debian-12", "windows-2019"]
+        "debian-12", "ubuntu-22.04", "cirros", "windows-2019"]
     assert [k for k, _ in local_choices(field("{name: i, type: image, imageType: linux}"))
-            ] == ["debian-12"]
+            ] == ["debian-12", "ubuntu-22.04", "cirros"]
     assert [k for k, _ in local_choices(field(
         "{name: i, type: image, imageType: windows}"))] == ["windows-2019"]
 

@@ -37,6 +37,8 @@ from murano_engine.clouds.base import (
     StackService,
 )
 from murano_engine.clouds.local.addresses import FLOATING_POOL, Addresses
+from murano_engine.clouds.local.cgroups import DEFAULT_MAX_PROCESSES
+from murano_engine.clouds.local.flavors import FLAVORS
 from murano_engine.clouds.local.guest import Guests
 from murano_engine.clouds.local.operations import Operation, OperationFailed, outputs
 from murano_engine.clouds.local.resource import ResourceRecord
@@ -71,6 +73,7 @@ class LocalCloud(StackService):
         powershell: str | None = None,
         floating_cidr: str = "172.24.4.0/24",
         isolation: str = "namespaces",
+        max_processes: int = DEFAULT_MAX_PROCESSES,
         launcher: Launcher | None = None,
         parallel: int = DEFAULT_PARALLEL,
         timeout: float = DEFAULT_STACK_TIMEOUT,
@@ -83,7 +86,7 @@ class LocalCloud(StackService):
         self.addresses = Addresses(floating_cidr)
         self.guests = Guests(
             root / "servers",
-            launcher if launcher is not None else make_launcher(isolation),
+            launcher if launcher is not None else make_launcher(isolation, max_processes),
             broker_url=broker_url,
             powershell=powershell,
         )
@@ -109,6 +112,7 @@ class LocalCloud(StackService):
             broker_url=section.get("broker_url") or None,
             powershell=section.get("powershell") or None,
             isolation=section.get("isolation") or "namespaces",
+            max_processes=int(section.get("max_processes") or DEFAULT_MAX_PROCESSES),
             floating_cidr=section.get("floating_cidr") or "172.24.4.0/24",
             parallel=int(section.get("parallel", DEFAULT_PARALLEL)),
             timeout=float(section.get("stack_timeout") or stack_timeout),
@@ -399,7 +403,7 @@ class LocalCloud(StackService):
         for record in stack.records():
             if record.exists and record.type == "OS::Nova::Server" and record.data.get("agent"):
                 try:
-                    self.guests.resume(record.id)
+                    self.guests.resume(record.id, FLAVORS.get(record.properties.get("flavor")))
                 except Exception:
                     LOG.exception("The agent of server %s could not be restarted", record.id)
 

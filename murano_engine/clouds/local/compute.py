@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from murano_engine.clouds.local.flavors import check_image, flavor
 from murano_engine.clouds.local.guest import is_windows
 from murano_engine.clouds.local.netns import Interface
 from murano_engine.clouds.local.network import (
@@ -93,17 +94,18 @@ class Server(ResourceType):
     )
 
     def create(self, ctx: Context, props: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        size = flavor(props["flavor"])
+        image = check_image(_image(ctx, props))
         server_id = ctx.services.new_id()
         if ctx.claim is not None:
             ctx.claim(server_id)
-        image = _image(ctx, props)
         windows = is_windows(image, props.get("metadata"))
         user_data = _user_data(ctx, props)
         nics = _attach(ctx, server_id, props.get("networks") or [])
         name = physical_name(ctx, props, None)
         try:
             agent = ctx.services.guests.boot(server_id, image, windows, user_data, name,
-                                             _sandbox_interfaces(ctx, nics))
+                                             _sandbox_interfaces(ctx, nics), size)
         except BaseException:
             _detach(ctx, nics)
             ctx.services.guests.destroy(server_id)
@@ -117,6 +119,9 @@ class Server(ResourceType):
         }
 
     def update(self, ctx: Context, record: ResourceRecord, props: dict[str, Any]) -> dict[str, Any]:
+        size = flavor(props["flavor"])
+        if props["flavor"] != record.properties.get("flavor"):
+            ctx.services.guests.resize(record.id, size)
         data = dict(record.data, name=physical_name(ctx, props, record))
         if props.get("networks") != record.properties.get("networks"):
             _detach(ctx, record.data["nics"])

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from murano_engine.clouds.base import CloudError
+from murano_engine.clouds.local.flavors import Flavor
 from murano_engine.clouds.local.netns import Interface
 from murano_engine.clouds.local.sandbox import Launcher, ServerSpec, broker_from_ini
 from murano_engine.clouds.local.userdata import find_agent_config
@@ -99,7 +100,8 @@ class Guests:
         return self.root / server_id
 
     def boot(self, server_id: str, image: str, windows: bool, user_data: str | None,
-             hostname: str = "server", interfaces: tuple[Interface, ...] = ()) -> bool:
+             hostname: str = "server", interfaces: tuple[Interface, ...] = (),
+             flavor: Flavor | None = None) -> bool:
         """Make the server's folder and start its agent; True when user data had an agent."""
         powershell = None
         if windows:
@@ -120,7 +122,8 @@ class Guests:
         self._queue_file(server_id).write_text(_input_queue(ini) or "", encoding="utf-8")
         (folder / "server.json").write_text(json.dumps({
             "hostname": hostname, "powershell": powershell,
-            "interfaces": [vars(i) for i in interfaces]}), encoding="utf-8")
+            "interfaces": [vars(i) for i in interfaces],
+            "flavor": flavor.to_json() if flavor else None}), encoding="utf-8")
         self._stop_rivals(server_id)
         self._start(server_id)
         return True
@@ -139,15 +142,25 @@ class Guests:
                             other.name, queue, server_id)
                 self.stop(other.name)
 
-    def resume(self, server_id: str) -> None:
-        """Take back the agent of a server that was running before a restart (or start it);
-        a server in ERROR stays so."""
+    def resize(self, server_id: str, flavor: Flavor) -> None:
+        """Give the running server ``flavor``'s limits (:meth:`resume` gives them again
+        after a restart: the stack's record holds the flavor)."""
+        if not (self.sandbox(server_id) / "server.json").is_file():
+            return
+        spec = self._spec(server_id)
+        if spec.flavor is not None:  # a server booted before flavors stays without limits
+            spec.flavor = flavor
+            self.launcher.resize(spec)
+
+    def resume(self, server_id: str, flavor: Flavor | None = None) -> None:
+        """Take back the agent of a server that was running before a restart (or start it,
+        with ``flavor``'s limits when given); a server in ERROR stays so."""
         if self._error_file(server_id).is_file():
             why = self._error_file(server_id).read_text(encoding="utf-8")
             with self._lock:
                 self._failed[server_id] = (self.input_queue(server_id), why)
         elif (self.sandbox(server_id) / "server.json").is_file():
-            self._start(server_id)
+            self._start(server_id, flavor)
 
     def failure(self, server_id: str) -> str | None:
         """Why the server is in ERROR (None when it is not)."""
@@ -262,14 +275,17 @@ class Guests:
             server_id=server_id, hostname=meta["hostname"], folder=folder, agent_ini=ini,
             broker_url=self._broker_url or broker_from_ini(ini),
             interfaces=[Interface(**i) for i in meta["interfaces"]],
-            powershell=meta.get("powershell"))
+            powershell=meta.get("powershell"),
+            flavor=Flavor.from_json(meta["flavor"]) if meta.get("flavor") else None)
 
-    def _start(self, server_id: str) -> None:
+    def _start(self, server_id: str, flavor: Flavor | None = None) -> None:
         try:
             spec = self._spec(server_id)
         except Exception as exc:  # noqa: BLE001 - any unreadable config is the guest's fault
             raise GuestError(f"the agent config in the user data is unusable: {exc}") from None
         self._error_file(server_id).unlink(missing_ok=True)
+        if flavor is not None and spec.flavor is not None:
+            spec.flavor = flavor
         self.launcher.start(spec)
         with self._lock:
             self._failed.pop(server_id, None)

@@ -13,7 +13,10 @@ engine that starts it runs as root):
 * **PID, IPC, UTS**: it sees only its own processes; its hostname is the
   server's name;
 * **user**: it runs as an unprivileged host user (one per server, no
-  capabilities), mapped to root inside its own user namespace.
+  capabilities), mapped to root inside its own user namespace;
+* **limits** (when the server has a flavor): a control group of its own
+  (:mod:`.cgroups`: memory, processes, CPU) and ``/sandbox`` on a disk of the
+  flavor's size (:mod:`.disk`).
 
 ``isolation = none`` runs the agent as a plain child process of the engine,
 with the host's files, network and processes in reach: for a single user's
@@ -41,6 +44,14 @@ import kombu
 
 from murano_engine.clouds.base import CloudError
 from murano_engine.clouds.local import netns
+from murano_engine.clouds.local.cgroups import (
+    DEFAULT_MAX_PROCESSES,
+    Hierarchies,
+    ServerGroup,
+    host_hierarchies,
+)
+from murano_engine.clouds.local.disk import DiskError, ServerDisk, missing_for_disks
+from murano_engine.clouds.local.flavors import Flavor
 from murano_engine.clouds.local.relay import Relay
 
 LOG = logging.getLogger(__name__)
@@ -72,6 +83,8 @@ class ServerSpec:
     broker_url: str
     interfaces: list[netns.Interface] = field(default_factory=list)
     powershell: str | None = None
+    #: sizes the sandbox (no limits when None: a server booted before flavors did)
+    flavor: Flavor | None = None
 
 
 def missing_for_namespaces() -> list[str]:
@@ -83,7 +96,7 @@ def missing_for_namespaces() -> list[str]:
         missing.append("root privileges for the engine (to make network namespaces)")
     if not Path("/proc/self/ns/user").exists():
         missing.append("kernel namespaces (/proc/self/ns)")
-    return missing
+    return missing + host_hierarchies()[1] + missing_for_disks()
 
 
 def agent_config(ini: str, root: str, broker_url: str, powershell: str | None = None) -> str:
@@ -185,6 +198,9 @@ class ProcessLauncher:
         """Leave the agent running (in a session of its own) for a later engine."""
         self._children.pop(spec.server_id, None)
 
+    def resize(self, spec: ServerSpec) -> None:
+        """Nothing to do: a plain process has no limits."""
+
     def remove(self, spec: ServerSpec) -> None:
         """Stop the server for good: its agent, then its queue."""
         self.stop(spec)
@@ -207,7 +223,7 @@ class NamespaceLauncher:
 
     isolation = "namespaces"
 
-    def __init__(self) -> None:
+    def __init__(self, max_processes: int = DEFAULT_MAX_PROCESSES) -> None:
         missing = missing_for_namespaces()
         if missing:
             raise SandboxError(
@@ -217,6 +233,8 @@ class NamespaceLauncher:
                   "(single-user development only)")
         self._relays: dict[str, Relay] = {}
         self._children: dict[str, subprocess.Popen] = {}
+        self._hierarchies: Hierarchies | None = host_hierarchies()[0]
+        self.max_processes = max_processes
 
     def start(self, spec: ServerSpec) -> None:
         """Start the sandbox, or take back the one a previous engine left running."""
@@ -233,6 +251,12 @@ class NamespaceLauncher:
                 _sandbox_pid_file(spec).write_text(str(min(inside)))  # were kept: its oldest
             return
         uid = _uid_for(spec.server_id)
+        try:
+            self._bound(spec)
+        except OSError as exc:
+            self._teardown(spec)
+            raise SandboxError(f"cannot size the sandbox of server {spec.hostname} by its "
+                               f"flavor: {exc}") from None
         (spec.folder / "agent.effective.conf").write_text(
             agent_config(spec.agent_ini, INSIDE, inside_url, spec.powershell))
         _own(spec.folder, uid)
@@ -254,13 +278,56 @@ class NamespaceLauncher:
         # the installation's own path hooks (an editable install's) point at.
         environment = dict(os.environ, PYTHONPATH=":".join(_agent_code_roots()))
         with open(spec.folder / "agent.out", "ab") as out:
-            child = self._children[spec.server_id] = subprocess.Popen(
-                command, stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-                start_new_session=True, env=environment)
+            if spec.flavor is None:
+                child = self._children[spec.server_id] = subprocess.Popen(
+                    command, stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+                    start_new_session=True, env=environment)
+            else:
+                try:
+                    child = self._children[spec.server_id] = self._group(spec).popen(
+                        command, stdout=out, stderr=out, start_new_session=True,
+                        env=environment)
+                except OSError as exc:
+                    self._teardown(spec)
+                    raise SandboxError(f"cannot start server {spec.hostname} in its control "
+                                       f"group: {exc}") from None
         _sandbox_pid_file(spec).write_text(str(child.pid))
 
     def running(self, spec: ServerSpec) -> bool:
-        return bool(netns.pids(netns.server_namespace(spec.server_id)))
+        return bool(netns.pids(netns.server_namespace(spec.server_id))) or (
+            spec.flavor is not None and bool(self._group(spec).pids()))
+
+    def _group(self, spec: ServerSpec) -> ServerGroup:
+        assert self._hierarchies is not None  # __init__ refused a host without them
+        return ServerGroup(self._hierarchies, spec.server_id)
+
+    def _bound(self, spec: ServerSpec) -> None:
+        """The flavor's limits: the server's disk on its folder, its control group."""
+        if spec.flavor is None:
+            return
+        ServerDisk(spec.folder).attach(spec.flavor.disk_mib)
+        self._group(spec).create(spec.flavor, self.max_processes)
+
+    def resize(self, spec: ServerSpec) -> None:
+        """Give a server its new flavor's limits: memory, processes and CPU at once; a
+        bigger disk restarts the server, as Nova's resize does (a disk never shrinks)."""
+        if spec.flavor is None:
+            return
+        disk = ServerDisk(spec.folder)
+        try:
+            current = disk.size_mib()
+            if current is not None and current > spec.flavor.disk_mib:
+                raise DiskError(f"a disk cannot shrink (from {current} to "
+                                f"{spec.flavor.disk_mib} MiB)")
+            if current is not None and current < spec.flavor.disk_mib:
+                self.stop(spec)
+                disk.grow(spec.flavor.disk_mib)
+                self.start(spec)
+            elif any(path.exists() for path in self._group(spec).paths):
+                self._group(spec).create(spec.flavor, self.max_processes)
+        except OSError as exc:
+            raise SandboxError(f"cannot resize server {spec.hostname} to {spec.flavor.name}: "
+                               f"{exc}") from None
 
     def exited(self, spec: ServerSpec) -> bool:
         """Whether the sandbox ended: its init gave up restarting the agent, or the agent
@@ -290,8 +357,13 @@ class NamespaceLauncher:
             relay.close()
 
     def remove(self, spec: ServerSpec) -> None:
-        """Stop the server for good: its sandbox, then its queue."""
+        """Stop the server for good: its sandbox, its disk, then its queue."""
         self.stop(spec)
+        try:
+            ServerDisk(spec.folder).delete()
+        except DiskError as exc:
+            raise SandboxError(f"cannot remove the disk of server {spec.hostname}: "
+                               f"{exc}") from None
         delete_input_queue(spec)
 
     def stop(self, spec: ServerSpec) -> None:
@@ -309,6 +381,8 @@ class NamespaceLauncher:
         relay = self._relays.pop(spec.server_id, None)
         if relay is not None:
             relay.close()
+        self._group(spec).remove()  # what is left of the server's processes, too
+        ServerDisk(spec.folder).detach()
         netns.delete_server(spec.server_id, spec.interfaces)
         shutil.rmtree(spec.folder.parent / f".{spec.folder.name}.root", ignore_errors=True)
         _sandbox_pid_file(spec).unlink(missing_ok=True)
@@ -322,9 +396,9 @@ class NamespaceLauncher:
 Launcher = ProcessLauncher | NamespaceLauncher
 
 
-def make_launcher(isolation: str) -> Launcher:
+def make_launcher(isolation: str, max_processes: int = DEFAULT_MAX_PROCESSES) -> Launcher:
     if isolation == "namespaces":
-        return NamespaceLauncher()
+        return NamespaceLauncher(max_processes)
     if isolation == "none":
         return ProcessLauncher()
     raise SandboxError(f"[local_cloud] isolation must be one of {', '.join(ISOLATIONS)}, "

@@ -6,6 +6,7 @@ import shutil
 from pathlib import PurePosixPath
 from typing import Any
 
+from murano_engine.clouds.local.flavors import check_image
 from murano_engine.clouds.local.resource import (
     Context,
     ResourceFailure,
@@ -51,7 +52,7 @@ class Volume(ResourceType):
     def create(self, ctx: Context, props: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         volume_id = ctx.services.new_id()
         data = self._data(ctx, props, None)
-        data["image"] = props.get("image")
+        data["image"] = check_image(props["image"]) if props.get("image") else None
         (ctx.services.volumes / volume_id).mkdir(parents=True)
         return volume_id, data
 
