@@ -172,17 +172,22 @@ def write_state(path: Path, model: Mapping[str, Any]) -> None:
 
 
 def engine_services(config: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """The outside services a run uses: the cloud, the agents' broker, class configs."""
+    """The outside services a run uses: the cloud, the agents' broker, the servers'
+    broker identities, class configs."""
     from murano_engine.class_configs import ClassConfigFiles
     from murano_engine.clouds import open_cloud
     from murano_engine.config import broker_ssl, broker_url
     from murano_engine.messaging import AgentClient
     key = config["engine"].get("signing_key") or None
     signing_key = Path(key).read_text() if key else None
-    services = {"cloud": open_cloud(config),
+    from murano_engine.messaging.identities import BrokerIdentities
+    identities = BrokerIdentities.from_config(config)
+    services = {"cloud": open_cloud(config, identities),
                 "agents": AgentClient(broker_url(config), signing_key_pem=signing_key,
                                       ssl=broker_ssl(config)),
                 "config": config}
+    if identities is not None:
+        services["identities"] = identities
     folder = config["engine"].get("class_configs")
     if folder:
         services["class_configs"] = ClassConfigFiles(folder)
@@ -245,19 +250,23 @@ def open_interrupted(state_path: Path) -> FileJournal | None:
 
 
 class Resources:
-    """What an environment's runs made outside the engine: stacks and broker queues."""
+    """What an environment's runs made outside the engine: stacks, broker queues, and
+    servers' broker identities (by their input queue)."""
 
     def __init__(self, saved: Mapping[str, Any] | None = None) -> None:
         saved = saved or {}
         self.stacks: set[str] = set(saved.get("stacks") or ())
         self.queues: set[str] = set(saved.get("queues") or ())
+        self.identities: set[str] = set(saved.get("identities") or ())
 
     def add(self, touched: Mapping[str, set[str]]) -> None:
         self.stacks |= touched["stacks"]
         self.queues |= touched["queues"]
+        self.identities |= touched.get("identities", set())
 
     def as_dict(self) -> dict[str, list[str]]:
-        return {"stacks": sorted(self.stacks), "queues": sorted(self.queues)}
+        return {"stacks": sorted(self.stacks), "queues": sorted(self.queues),
+                "identities": sorted(self.identities)}
 
     def remove_stacks(self, services: Mapping[str, Any]) -> list[str]:
         """Delete every stack still there; returns what could not be removed."""
@@ -287,14 +296,32 @@ class Resources:
             return [f"queues {', '.join(sorted(self.queues))}: {exc}"]
         return []
 
-    def remove_all(self, services: Mapping[str, Any], config: Values) -> list[str]:
-        """Delete the stacks, close ``services``, then delete the queues; returns what
-        could not be removed."""
+    def remove_identities(self, config: Values, environment_id: str) -> list[str]:
+        """Revoke every server's broker user still there and delete the environment's
+        result exchange."""
+        from murano_engine.messaging.identities import BrokerIdentities, IdentityError
+        identities = BrokerIdentities.from_config(config)
+        if identities is None or not self.identities:
+            return []
+        try:
+            for queue in sorted(self.identities):
+                identities.revoke(queue)
+            if environment_id:
+                identities.remove_exchange(environment_id)
+        except IdentityError as exc:
+            return [f"broker users of {', '.join(sorted(self.identities))}: {exc}"]
+        return []
+
+    def remove_all(self, services: Mapping[str, Any], config: Values,
+                   environment_id: str = "") -> list[str]:
+        """Delete the stacks, close ``services``, then delete the queues and the servers'
+        broker users; returns what could not be removed."""
         try:
             problems = self.remove_stacks(services)
         finally:
             close_services(services)
-        return problems + self.remove_queues(config)
+        return (problems + self.remove_queues(config)
+                + self.remove_identities(config, environment_id))
 
 
 @contextlib.contextmanager
@@ -473,7 +500,7 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
                       printer, result)
     elapsed = time.monotonic() - printer.started
     if action == "destroy" and not outcome["isException"]:
-        problems = resources.remove_all(services, config)
+        problems = resources.remove_all(services, config, environment_id)
         if problems:
             write_state(state_path, {**result["model"], "Resources": resources.as_dict(),
                                       "Run": run})
@@ -545,7 +572,8 @@ def _destroy_after_interrupt(options: Any, interrupted: FileJournal,
     interrupted.remove()
     if previous is not None and (previous.get("Objects") or None) is not None:
         return run_command(options, "destroy", interpreter)
-    problems = resources.remove_all(engine_services(config), config)
+    environment_id = str(interrupted.header.get("task", {}).get("id") or "")
+    problems = resources.remove_all(engine_services(config), config, environment_id)
     for problem in problems:
         print(f"error: could not remove {problem}", file=sys.stderr)
     if problems:

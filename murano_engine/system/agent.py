@@ -26,6 +26,7 @@ from murano_engine.dsl.errors import MuranoPlException
 from murano_engine.dsl.natives import NativeCall, method, native_class
 from murano_engine.dsl.objects import MuranoObject, real_object
 from murano_engine.messaging.errors import AgentError, AgentTimeout, PlanBuildError
+from murano_engine.messaging.identities import BrokerIdentities, with_credentials
 
 if TYPE_CHECKING:
     from murano_engine.messaging.client import AgentClient
@@ -291,6 +292,39 @@ class Agent:
     @method
     def queueName(call: NativeCall) -> str:  # noqa: N802
         return call.native.queue
+
+    @method
+    def brokerIdentity(call: NativeCall, resultQueue: str) -> Any:  # noqa: N802, N803
+        """A broker user of the host's own (``login``, ``password``, ``virtual_host``,
+        ``result_exchange``, and ``url`` when ``[rabbitmq] url`` is set), allowed only
+        to consume the host's queue and publish results to ``resultQueue`` through its
+        environment's exchange; null where servers share the engine's login. Minted
+        through the run's journal: a resumed run gets the same identity back."""
+        identities: BrokerIdentities | None = call.executor.services.get("identities")
+        if identities is None:
+            return None
+        agent: Agent = call.native
+
+        def mint() -> dict[str, str]:
+            identity = identities.mint(agent.queue, str(agent.environment.id),
+                                       str(resultQueue)).as_dict()
+            rabbit = (call.executor.services.get("config") or {}).get("rabbitmq") or {}
+            url = str(rabbit.get("url") or "")
+            identity["url"] = (with_credentials(url, identity["login"], identity["password"])
+                               if url else "")
+            return identity
+
+        return values.freeze(call.executor.outside.value("broker.identity", agent.queue, mint))
+
+    @method
+    def releaseBrokerIdentity(call: NativeCall) -> bool:  # noqa: N802
+        """Revoke the host's broker user (its server is gone); False when it had none."""
+        identities: BrokerIdentities | None = call.executor.services.get("identities")
+        if identities is None:
+            return False
+        agent: Agent = call.native
+        return bool(call.executor.outside.value(
+            "broker.revoke", agent.queue, lambda: identities.revoke(agent.queue)))
 
     @method
     def signingKey(call: NativeCall, linePrefix: str = "") -> str:  # noqa: N802, N803

@@ -6,7 +6,8 @@ ports) and the agent's storage (``agent/``), log and output. The agent is the
 real ``murano-agent``, started by a launcher (:mod:`.sandbox`): in a sandbox of
 its own by default. ``broker_url`` (when set) replaces the broker address the
 agent config names, since the address a VM would use may not be the one this
-host reaches.
+host reaches (a server's own broker identity, ``murano-agent-<queue>``, is kept).
+Releasing a server revokes that identity.
 """
 
 from __future__ import annotations
@@ -20,11 +21,18 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from murano_engine.clouds.base import CloudError
 from murano_engine.clouds.local.netns import Interface
 from murano_engine.clouds.local.sandbox import Launcher, ServerSpec, broker_from_ini
 from murano_engine.clouds.local.userdata import find_agent_config
+from murano_engine.messaging.identities import (
+    USER_PREFIX,
+    BrokerIdentities,
+    identity_name,
+    with_credentials,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -64,11 +72,13 @@ class Guests:
         *,
         broker_url: str | None = None,
         powershell: str | None = None,
+        identities: BrokerIdentities | None = None,
     ) -> None:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
         self.launcher = launcher
         self._broker_url = broker_url
+        self._identities = identities
         self._powershell = powershell
         self._running: set[str] = set()
         self._lock = threading.Lock()
@@ -145,6 +155,7 @@ class Guests:
         try:
             if (self.sandbox(server_id) / "server.json").is_file():
                 self.launcher.remove(self._spec(server_id))
+            self._revoke_identity(server_id)
         except Exception as exc:  # noqa: BLE001 - reported by settle()
             LOG.exception("Releasing server %s failed", server_id)
             with self._lock:
@@ -153,6 +164,16 @@ class Guests:
             shutil.rmtree(self.sandbox(server_id), ignore_errors=True)
             with self._lock:
                 self._releases.pop(server_id, None)
+
+    def _revoke_identity(self, server_id: str) -> None:
+        """Remove the broker user of a released server's agent, when it had one of its
+        own (the engine revokes it too when it deletes the server; a server found
+        orphaned, or deleted by a later ``destroy``, has only this)."""
+        queue = self.input_queue(server_id)
+        if self._identities is None or not queue:
+            return
+        if _ini_login(self.sandbox(server_id) / "agent.conf") == identity_name(queue):
+            self._identities.revoke(queue)
 
     def settle(self) -> None:
         """Wait until every server :meth:`destroy` let go is released; a release that
@@ -209,9 +230,16 @@ class Guests:
         if not ini.endswith("\n"):
             ini += "\n"
         meta = json.loads((folder / "server.json").read_text(encoding="utf-8"))
+        broker_url = broker_from_ini(ini)
+        if self._broker_url:
+            broker_url = self._broker_url
+            login = _ini_login(folder / "agent.conf")
+            if login and login.startswith(USER_PREFIX):  # keep the server's own identity
+                broker_url = with_credentials(broker_url, login, unquote(
+                    urlsplit(broker_from_ini(ini)).password or ""))
         return ServerSpec(
             server_id=server_id, hostname=meta["hostname"], folder=folder, agent_ini=ini,
-            broker_url=self._broker_url or broker_from_ini(ini),
+            broker_url=broker_url,
             interfaces=[Interface(**i) for i in meta["interfaces"]],
             powershell=meta.get("powershell"))
 
@@ -225,3 +253,16 @@ class Guests:
             self._running.add(server_id)
         LOG.info("Agent of server %s (%s) started in %s", spec.hostname, server_id,
                  spec.folder)
+
+
+def _ini_login(path: Path) -> str | None:
+    """The broker login an agent config names (None when it names none or is unreadable)."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(path.read_text(encoding="utf-8"))
+    except (OSError, configparser.Error):
+        return None
+    url = parser.get("rabbitmq", "url", fallback="")
+    if url:
+        return unquote(urlsplit(url).username or "") or None
+    return parser.get("rabbitmq", "login", fallback=None)
