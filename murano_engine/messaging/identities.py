@@ -145,9 +145,14 @@ class BrokerIdentities:
 
     def revoke(self, queue: str) -> bool:
         """Delete the user of the agent consuming ``queue`` (its connections close with
-        it); False when there was none."""
+        it), then the queue; False when there was no such user."""
         login = identity_name(queue)
-        gone = self._request("DELETE", f"/api/users/{quote(login, safe='')}", missing_ok=True)
+        vhost = quote(self.virtual_host, safe="")
+        with self._connection() as conn:
+            gone = self._send(conn, "DELETE", f"/api/users/{quote(login, safe='')}",
+                              missing_ok=True) is not None
+            self._send(conn, "DELETE", f"/api/queues/{vhost}/{quote(queue, safe='')}",
+                       missing_ok=True)
         if gone:
             LOG.debug("broker user %s revoked", login)
         return gone

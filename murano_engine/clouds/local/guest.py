@@ -153,9 +153,9 @@ class Guests:
 
     def _release(self, server_id: str) -> None:
         try:
-            if (self.sandbox(server_id) / "server.json").is_file():
+            if not self._revoke_identity(server_id) \
+                    and (self.sandbox(server_id) / "server.json").is_file():
                 self.launcher.remove(self._spec(server_id))
-            self._revoke_identity(server_id)
         except Exception as exc:  # noqa: BLE001 - reported by settle()
             LOG.exception("Releasing server %s failed", server_id)
             with self._lock:
@@ -165,15 +165,20 @@ class Guests:
             with self._lock:
                 self._releases.pop(server_id, None)
 
-    def _revoke_identity(self, server_id: str) -> None:
-        """Remove the broker user of a released server's agent, when it had one of its
-        own (the engine revokes it too when it deletes the server; a server found
-        orphaned, or deleted by a later ``destroy``, has only this)."""
+    def _revoke_identity(self, server_id: str) -> bool:
+        """Stop a released server that has a broker user of its own, then remove that
+        user and the server's queue with the administrative login (the engine revokes
+        it too when it deletes the server; a server found orphaned, or deleted by a
+        later ``destroy``, has only this). False, doing nothing, for a server with the
+        shared login."""
         queue = self.input_queue(server_id)
-        if self._identities is None or not queue:
-            return
-        if _ini_login(self.sandbox(server_id) / "agent.conf") == identity_name(queue):
-            self._identities.revoke(queue)
+        if self._identities is None or not queue \
+                or _ini_login(self.sandbox(server_id) / "agent.conf") != identity_name(queue):
+            return False
+        if (self.sandbox(server_id) / "server.json").is_file():
+            self.launcher.stop(self._spec(server_id))
+        self._identities.revoke(queue)
+        return True
 
     def settle(self) -> None:
         """Wait until every server :meth:`destroy` let go is released; a release that
