@@ -299,7 +299,8 @@ class Resources:
     def remove_identities(self, config: Values, environment_id: str) -> list[str]:
         """Revoke every server's broker user still there and delete the environment's
         result exchange."""
-        from murano_engine.messaging.identities import BrokerIdentities, IdentityError
+        from murano_engine.messaging.identities import BrokerIdentities
+        from murano_engine.messaging.management import ManagementError
         identities = BrokerIdentities.from_config(config)
         if identities is None or not self.identities:
             return []
@@ -308,7 +309,7 @@ class Resources:
                 identities.revoke(queue)
             if environment_id:
                 identities.remove_exchange(environment_id)
-        except IdentityError as exc:
+        except ManagementError as exc:
             return [f"broker users of {', '.join(sorted(self.identities))}: {exc}"]
         return []
 

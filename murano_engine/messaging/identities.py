@@ -12,30 +12,25 @@ removed through RabbitMQ's management HTTP API with the administrative login of
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import http.client
-import json
 import logging
 import re
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from murano_engine.messaging.management import (
+    ManagementApi,
+    agents_broker,
+    management_url,
+    name,
+)
 
 LOG = logging.getLogger(__name__)
 
 #: Every server's broker user is named with this prefix (and only those are revoked).
 USER_PREFIX = "murano-agent-"
-#: Seconds one management API request may take.
-REQUEST_TIMEOUT = 10.0
-#: The management API's port when ``management_url`` is not configured.
-MANAGEMENT_PORT = 15672
-
-
-class IdentityError(Exception):
-    """The broker's management API refused or could not be reached."""
 
 
 @dataclass(frozen=True)
@@ -75,46 +70,21 @@ def _exact(name: str) -> str:
 
 
 class BrokerIdentities:
-    """Mints and revokes servers' broker users through the management HTTP API."""
+    """Mints and revokes servers' broker users in ``virtual_host`` through ``api``."""
 
-    def __init__(self, management_url: str, virtual_host: str = "/",
-                 timeout: float = REQUEST_TIMEOUT) -> None:
-        parts = urlsplit(management_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise IdentityError(f"[rabbitmq] management_url {management_url!r} is not an "
-                                "http(s) URL of RabbitMQ's management API")
+    def __init__(self, api: ManagementApi, virtual_host: str = "/") -> None:
+        self.api = api
         self.virtual_host = virtual_host
-        self._https = parts.scheme == "https"
-        self._host = parts.hostname
-        self._port = parts.port or (443 if self._https else 80)
-        self._base = parts.path.rstrip("/")
-        credentials = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
-        self._auth = "Basic " + base64.b64encode(credentials.encode()).decode("ascii")
-        self._timeout = timeout
-        self._where = urlunsplit(parts._replace(netloc=f"{self._host}:{self._port}"))
 
     @classmethod
     def from_config(cls, config: Mapping[str, Mapping[str, Any]]) -> BrokerIdentities | None:
         """From ``[rabbitmq]``; None when servers share the engine's login
         (``server_identities`` off, or a broker that is not RabbitMQ, as ``memory://``)."""
-        rabbit = config["rabbitmq"]
-        if not rabbit.get("server_identities", True):
+        broker, url = agents_broker(config), management_url(config)
+        if not config["rabbitmq"].get("server_identities", True) or broker is None \
+                or url is None:
             return None
-        url = str(rabbit.get("url") or "")
-        if url and not url.startswith(("amqp://", "amqps://", "pyamqp://")):
-            return None
-        if url:
-            parts = urlsplit(url)
-            host, vhost = parts.hostname or "localhost", unquote(parts.path[1:]) or "/"
-            login, password = unquote(parts.username or "guest"), unquote(parts.password or "guest")
-        else:
-            host, vhost = str(rabbit["host"]), str(rabbit["virtual_host"])
-            login, password = str(rabbit["login"]), str(rabbit["password"])
-        management = str(rabbit.get("management_url") or "")
-        if not management:
-            management = (f"http://{quote(login, safe='')}:{quote(password, safe='')}@"
-                          f"{host}:{MANAGEMENT_PORT}")
-        return cls(management, vhost)
+        return cls(ManagementApi(url), broker[1])
 
     # -- what the engine calls -----------------------------------------------------------
 
@@ -124,22 +94,22 @@ class BrokerIdentities:
         from murano_common.amqp import QUEUE_ARGUMENTS  # kombu: only once a server is made
 
         exchange = result_exchange_name(environment_id)
-        vhost = quote(self.virtual_host, safe="")
+        vhost = name(self.virtual_host)
         login, password = identity_name(queue), secrets.token_urlsafe(24)
-        with self._connection() as conn:
-            self._send(conn, "PUT", f"/api/exchanges/{vhost}/{quote(exchange, safe='')}",
-                       {"type": "direct", "durable": True, "auto_delete": False})
-            self._send(conn, "PUT", f"/api/queues/{vhost}/{quote(result_queue, safe='')}",
-                       {"durable": True, "auto_delete": False,
-                        "arguments": QUEUE_ARGUMENTS})
-            self._send(conn, "POST", f"/api/bindings/{vhost}/e/{quote(exchange, safe='')}"
-                                     f"/q/{quote(result_queue, safe='')}",
-                       {"routing_key": result_queue})
-            self._send(conn, "PUT", f"/api/users/{quote(login, safe='')}",
-                       {"password": password, "tags": ""})
-            self._send(conn, "PUT", f"/api/permissions/{vhost}/{quote(login, safe='')}",
-                       {"configure": _exact(queue), "write": _exact(exchange),
-                        "read": _exact(queue)})
+        with self.api.session() as conn:
+            self.api.send(conn, "PUT", f"/api/exchanges/{vhost}/{name(exchange)}",
+                          {"type": "direct", "durable": True, "auto_delete": False})
+            self.api.send(conn, "PUT", f"/api/queues/{vhost}/{name(result_queue)}",
+                          {"durable": True, "auto_delete": False,
+                           "arguments": QUEUE_ARGUMENTS})
+            self.api.send(conn, "POST", f"/api/bindings/{vhost}/e/{name(exchange)}"
+                                        f"/q/{name(result_queue)}",
+                          {"routing_key": result_queue})
+            self.api.send(conn, "PUT", f"/api/users/{name(login)}",
+                          {"password": password, "tags": ""})
+            self.api.send(conn, "PUT", f"/api/permissions/{vhost}/{name(login)}",
+                          {"configure": _exact(queue), "write": _exact(exchange),
+                           "read": _exact(queue)})
         LOG.debug("broker user %s minted for queue %s", login, queue)
         return BrokerIdentity(login, password, self.virtual_host, exchange)
 
@@ -147,62 +117,23 @@ class BrokerIdentities:
         """Delete the user of the agent consuming ``queue`` (its connections close with
         it), then the queue; False when there was no such user."""
         login = identity_name(queue)
-        vhost = quote(self.virtual_host, safe="")
-        with self._connection() as conn:
-            gone = self._send(conn, "DELETE", f"/api/users/{quote(login, safe='')}",
-                              missing_ok=True) is not None
-            self._send(conn, "DELETE", f"/api/queues/{vhost}/{quote(queue, safe='')}",
-                       missing_ok=True)
+        with self.api.session() as conn:
+            gone = self.api.send(conn, "DELETE", f"/api/users/{name(login)}",
+                                 missing_ok=True) is not None
+            self.api.send(conn, "DELETE",
+                          f"/api/queues/{name(self.virtual_host)}/{name(queue)}",
+                          missing_ok=True)
         if gone:
             LOG.debug("broker user %s revoked", login)
         return gone
 
     def remove_exchange(self, environment_id: str) -> bool:
         """Delete an environment's result exchange; False when there was none."""
-        vhost = quote(self.virtual_host, safe="")
-        name = quote(result_exchange_name(environment_id), safe="")
-        return self._request("DELETE", f"/api/exchanges/{vhost}/{name}", missing_ok=True)
+        exchange = name(result_exchange_name(environment_id))
+        return self.api.request("DELETE", f"/api/exchanges/{name(self.virtual_host)}/{exchange}",
+                                missing_ok=True) is not None
 
     def users(self) -> list[str]:
         """The names of every server user the broker has now."""
-        with self._connection() as conn:
-            listing = self._send(conn, "GET", "/api/users?columns=name", None, False)
+        listing = self.api.request("GET", "/api/users?columns=name")
         return sorted(u["name"] for u in listing if str(u["name"]).startswith(USER_PREFIX))
-
-    # -- HTTP ----------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _connection(self) -> Iterator[http.client.HTTPConnection]:
-        """One keep-alive connection to the management API for a few requests."""
-        kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        conn = kind(self._host, self._port, timeout=self._timeout)
-        try:
-            yield conn
-        finally:
-            conn.close()
-
-    def _request(self, method: str, path: str, body: dict[str, Any] | None = None,
-                 missing_ok: bool = False) -> bool:
-        with self._connection() as conn:
-            return self._send(conn, method, path, body, missing_ok) is not None
-
-    def _send(self, conn: http.client.HTTPConnection, method: str, path: str,
-              body: dict[str, Any] | None = None, missing_ok: bool = False) -> Any:
-        """The decoded answer (True for an empty one); None for a 404 when ``missing_ok``."""
-        data = json.dumps(body).encode() if body is not None else None
-        headers = {"Authorization": self._auth, "Content-Type": "application/json"}
-        try:
-            conn.request(method, self._base + path, data, headers)
-            response = conn.getresponse()
-            answer = response.read()
-        except OSError as exc:
-            raise IdentityError(f"RabbitMQ's management API at {self._where} cannot be "
-                                f"reached ({exc}); enable the rabbitmq_management plugin "
-                                "or set [rabbitmq] management_url") from None
-        if response.status == 404 and missing_ok:
-            return None
-        if response.status >= 300:
-            raise IdentityError(f"RabbitMQ's management API at {self._where} answered "
-                                f"{method} {path} with {response.status}: "
-                                f"{answer[:300].decode('utf-8', 'replace')}")
-        return json.loads(answer) if answer else True
