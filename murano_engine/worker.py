@@ -43,6 +43,7 @@ from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.executor import Executor
 from murano_engine.interpreter import build_interpreter
 from murano_engine.journal import Journal
+from murano_engine.messaging.transport import TransportError, prepare_transport
 from murano_engine.tasks import describe_failure, run_task
 
 LOG = logging.getLogger(__name__)
@@ -365,6 +366,12 @@ def describe_action(task: Mapping[str, Any]) -> str:
     return f"action {action.get('method')} on {action.get('object_id')}"
 
 
+def prepare_engine_transport(settings: Settings) -> None:
+    """Check ``transport_url`` is apart from the guests' virtual host and make its
+    own when the broker lacks it (:mod:`murano_engine.messaging.transport`)."""
+    prepare_transport(settings.transport_url, load_config(settings.config_file, schema=SCHEMA))
+
+
 def serve_worker(options: argparse.Namespace) -> int:
     """Handler of ``murano-engine worker --config-file FILE``."""
     try:
@@ -379,10 +386,11 @@ def serve_worker(options: argparse.Namespace) -> int:
     threading.stack_size(256 * 1024 * 1024)
     load_green_threads()
     store = db.Store(settings.database)
-    connection = Connection(settings.transport_url)
     try:
+        prepare_engine_transport(settings)
+        connection = Connection(settings.transport_url)
         declare_queues(connection.default_channel, settings)
-    except QueueMismatch as exc:
+    except (QueueMismatch, TransportError) as exc:
         raise SystemExit(f"error: {exc}") from None
     worker = Worker(connection, store, settings)
 

@@ -13,6 +13,7 @@ from murano_engine import worker
 from murano_engine.api import auth, db, workers
 from murano_engine.api.app import Api
 from murano_engine.api.config import ConfigError, Settings, load_settings
+from murano_engine.messaging.transport import TransportError
 from murano_engine.web.pages import token_from_cookie
 
 LOG = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings(options.config_file)
         app, dispatcher = build(settings)
-    except (ConfigError, worker.QueueMismatch) as exc:
+    except (ConfigError, worker.QueueMismatch, TransportError) as exc:
         raise SystemExit(f"error: {exc}") from None
 
     from waitress.server import create_server

@@ -25,7 +25,13 @@ from murano_engine.api import db, environments
 from murano_engine.api.auth import Context
 from murano_engine.api.config import Settings
 from murano_engine.api.errors import ApiError, TimedOut, Unavailable
-from murano_engine.worker import EngineServices, StaticActions, declare_queues, run_engine_task
+from murano_engine.worker import (
+    EngineServices,
+    StaticActions,
+    declare_queues,
+    prepare_engine_transport,
+    run_engine_task,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -79,6 +85,7 @@ class AmqpDispatcher:
     def __init__(self, store: db.Store, settings: Settings) -> None:
         self.store = store
         self.settings = settings
+        prepare_engine_transport(settings)
         self._publisher = Connection(settings.transport_url)
         self._lock = threading.Lock()
         with self._lock:

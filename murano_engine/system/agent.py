@@ -304,6 +304,8 @@ class Agent:
         if identities is None:
             return None
         agent: Agent = call.native
+        # the exchange's binding makes the results queue: destroy must know it from now
+        call.executor.outside.value("agent.results", str(resultQueue), lambda: None)
 
         def mint() -> dict[str, str]:
             identity = identities.mint(agent.queue, str(agent.environment.id),

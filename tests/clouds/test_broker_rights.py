@@ -6,7 +6,8 @@ sandbox's broker relay with exactly the credentials in its agent config and trie
 what a hostile package would: publish into B's agent queue and B's result
 exchange, read the task queue, B's queue and the results queue, declare, purge
 and delete others' queues, open another virtual host. Every one must be refused
-with ACCESS_REFUSED (403), while the plan's own result still comes back.
+with ACCESS_REFUSED (403), or NOT_ALLOWED (530) for the engine's virtual host (where
+tasks, results and reports go), while the plan's own result still comes back.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ from murano_engine.messaging.identities import (
     identity_name,
     result_exchange_name,
 )
+from murano_engine.messaging.transport import prepare_transport
 
 AMQP = "amqp://guest:guest@127.0.0.1:5672//"
+CONFIG = load_config(None, environ={})
 
 pytestmark = pytest.mark.skipif(bool(missing_for_namespaces()),
                                 reason=f"no namespaces here: {missing_for_namespaces()}")
@@ -203,21 +206,24 @@ def deployments(tmp_path):
         f"[engine]\nhome_region = {region}\n"
         f"[local_cloud]\nstate_dir = {tmp_path / 'cloud'}\npoll_interval = 0.01\n")
     made = [Deployment(tmp_path, "a"), Deployment(tmp_path, "b")]
-    yield region, made
+    engine_vhost = f"murano-engine-test-{uuid.uuid4().hex[:8]}"  # where tasks would go
+    prepare_transport(f"amqp://guest:guest@127.0.0.1:5672/{engine_vhost}", CONFIG)
+    yield region, engine_vhost, made
     for deployment in made:
         deployment.destroy()
     with kombu.Connection(AMQP) as conn:
         conn.default_channel.queue_delete(AgentClient(AMQP, region).result_queue)
+    _identities().api.request("DELETE", f"/api/vhosts/{engine_vhost}")
 
 
 def _identities() -> BrokerIdentities:
-    identities = BrokerIdentities.from_config(load_config(None, environ={}))
+    identities = BrokerIdentities.from_config(CONFIG)
     assert identities is not None
     return identities
 
 
 def test_a_sandbox_can_reach_its_own_queue_and_results_and_nothing_else(deployments):
-    region, (a, b) = deployments
+    region, engine_vhost, (a, b) = deployments
     identities = _identities()
 
     def users() -> set[str]:  # the broker users of these two environments' servers
@@ -226,7 +232,7 @@ def test_a_sandbox_can_reach_its_own_queue_and_results_and_nothing_else(deployme
 
     b.deploy()
     targets = [b.queue, result_exchange_name(b.id), AgentClient(AMQP, region).result_queue,
-               "murano-tasks", "murano-engine"]
+               "murano-tasks", engine_vhost]
     outcome = json.loads(a.deploy(" ".join(targets))["probe"])
     assert users() == {identity_name(a.queue), identity_name(b.queue)}
 
