@@ -121,6 +121,17 @@ class AgentListener:
             raise ValueError(f"[rabbitmq] ca_certs {path}: cannot be read: {exc}") from None
 
     @method
+    def removeResultExchange(call: NativeCall, environmentId: str) -> bool:  # noqa: N802, N803
+        """Delete the exchange the environment's agents publish results to (the
+        environment is gone); False when there was none or servers share a login."""
+        identities: BrokerIdentities | None = call.executor.services.get("identities")
+        if identities is None:
+            return False
+        environment = str(environmentId)
+        return bool(call.executor.outside.value(
+            "broker.exchange", environment, lambda: identities.remove_exchange(environment)))
+
+    @method
     def start(call: NativeCall) -> None:
         """Consume the result queue now (calls start it anyway)."""
         client = call.native.client(call)
