@@ -14,6 +14,7 @@ command on one environment.
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import subprocess
@@ -194,6 +195,16 @@ class Deployment:
         assert done.returncode == 0, done.stdout + done.stderr
         state = json.loads((self.tmp / f"{self.name}.state").read_text())
         return state["Objects"]["applications"][0]
+
+    def results_queue(self, servers: Path) -> str:
+        """The results queue this environment's agents publish to, from the agent
+        config of its server among ``servers`` (folders holding ``agent.conf``)."""
+        for conf in servers.glob("*/agent.conf"):
+            parser = configparser.ConfigParser(interpolation=None)
+            parser.read_string(conf.read_text())
+            if parser.get("rabbitmq", "input_queue", fallback="") == self.queue:
+                return parser.get("rabbitmq", "result_routing_key")
+        raise AssertionError(f"no server of environment {self.id} in {servers}")
 
     @property
     def queue(self) -> str:

@@ -14,17 +14,14 @@ from __future__ import annotations
 import json
 import uuid
 
-import kombu
 import pytest
 
 from murano_engine.clouds.local.sandbox import missing_for_namespaces
 from murano_engine.config import load_config
-from murano_engine.messaging import AgentClient
 from murano_engine.messaging.identities import BrokerIdentities, identity_name
 from murano_engine.messaging.transport import prepare_transport
 from tests.broker_probe import Deployment, assert_only_its_own, targets, write_package
 
-AMQP = "amqp://guest:guest@127.0.0.1:5672//"
 CONFIG = load_config(None, environ={})
 
 pytestmark = pytest.mark.skipif(bool(missing_for_namespaces()),
@@ -34,18 +31,14 @@ pytestmark = pytest.mark.skipif(bool(missing_for_namespaces()),
 @pytest.fixture
 def deployments(tmp_path):
     write_package(tmp_path / "packages")
-    region = f"rights-{uuid.uuid4().hex[:8]}"
     (tmp_path / "engine.ini").write_text(
-        f"[engine]\nhome_region = {region}\n"
         f"[local_cloud]\nstate_dir = {tmp_path / 'cloud'}\npoll_interval = 0.01\n")
     made = [Deployment(tmp_path, "a"), Deployment(tmp_path, "b")]
     engine_vhost = f"murano-engine-test-{uuid.uuid4().hex[:8]}"  # where tasks would go
     prepare_transport(f"amqp://guest:guest@127.0.0.1:5672/{engine_vhost}", CONFIG)
-    yield region, engine_vhost, made
-    for deployment in made:
+    yield engine_vhost, made
+    for deployment in made:  # also deletes their results queues
         deployment.destroy()
-    with kombu.Connection(AMQP) as conn:
-        conn.default_channel.queue_delete(AgentClient(AMQP, region).result_queue)
     _identities().api.request("DELETE", f"/api/vhosts/{engine_vhost}")
 
 
@@ -56,7 +49,7 @@ def _identities() -> BrokerIdentities:
 
 
 def test_a_sandbox_can_reach_its_own_queue_and_results_and_nothing_else(deployments):
-    region, engine_vhost, (a, b) = deployments
+    engine_vhost, (a, b) = deployments
     identities = _identities()
 
     def users() -> set[str]:  # the broker users of these two environments' servers
@@ -64,7 +57,7 @@ def test_a_sandbox_can_reach_its_own_queue_and_results_and_nothing_else(deployme
                 if u.startswith((identity_name(f"e{a.id}-"), identity_name(f"e{b.id}-")))}
 
     b.deploy()
-    results = AgentClient(AMQP, region).result_queue
+    results = b.results_queue(a.tmp / "cloud" / "servers")
     outcome = json.loads(a.deploy(targets(b, results, engine_vhost))["probe"])
     assert users() == {identity_name(a.queue), identity_name(b.queue)}
     assert_only_its_own(outcome)
