@@ -36,7 +36,7 @@ def main() -> int:
 
     def mint() -> None:
         queue = queues[len(minted)]
-        identities.mint(queue, environment, results)
+        identities.mint(queue, results)
         minted.append(queue)
 
     def revoke() -> None:
@@ -49,7 +49,7 @@ def main() -> int:
     finally:
         for queue in minted:
             identities.revoke(queue)
-        identities.remove_exchange(environment)
+        identities.remove_exchange(results)
         with kombu.Connection(broker_url(config)) as conn:
             conn.default_channel.queue_delete(results)
     figures.figure("mint a server's broker identity", mint_times, "ms", 50, scale=1000)

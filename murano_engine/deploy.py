@@ -296,9 +296,10 @@ class Resources:
             return [f"queues {', '.join(sorted(self.queues))}: {exc}"]
         return []
 
-    def remove_identities(self, config: Values, environment_id: str) -> list[str]:
-        """Revoke every server's broker user still there and delete the environment's
-        result exchange."""
+    def remove_identities(self, config: Values) -> list[str]:
+        """Revoke every server's broker user still there and delete the result exchanges
+        of the results queues."""
+        from murano_common import amqp
         from murano_engine.messaging.identities import BrokerIdentities
         from murano_engine.messaging.management import ManagementError
         identities = BrokerIdentities.from_config(config)
@@ -307,14 +308,14 @@ class Resources:
         try:
             for queue in sorted(self.identities):
                 identities.revoke(queue)
-            if environment_id:
-                identities.remove_exchange(environment_id)
+            for queue in sorted(self.queues):
+                if queue.startswith(amqp.result_queue_name("")):
+                    identities.remove_exchange(queue)
         except ManagementError as exc:
             return [f"broker users of {', '.join(sorted(self.identities))}: {exc}"]
         return []
 
-    def remove_all(self, services: Mapping[str, Any], config: Values,
-                   environment_id: str = "") -> list[str]:
+    def remove_all(self, services: Mapping[str, Any], config: Values) -> list[str]:
         """Delete the stacks, close ``services``, then delete the queues and the servers'
         broker users; returns what could not be removed."""
         try:
@@ -322,7 +323,7 @@ class Resources:
         finally:
             close_services(services)
         return (problems + self.remove_queues(config)
-                + self.remove_identities(config, environment_id))
+                + self.remove_identities(config))
 
 
 @contextlib.contextmanager
@@ -501,7 +502,7 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
                       printer, result)
     elapsed = time.monotonic() - printer.started
     if action == "destroy" and not outcome["isException"]:
-        problems = resources.remove_all(services, config, environment_id)
+        problems = resources.remove_all(services, config)
         if problems:
             write_state(state_path, {**result["model"], "Resources": resources.as_dict(),
                                       "Run": run})
@@ -573,8 +574,7 @@ def _destroy_after_interrupt(options: Any, interrupted: FileJournal,
     interrupted.remove()
     if previous is not None and (previous.get("Objects") or None) is not None:
         return run_command(options, "destroy", interpreter)
-    environment_id = str(interrupted.header.get("task", {}).get("id") or "")
-    problems = resources.remove_all(engine_services(config), config, environment_id)
+    problems = resources.remove_all(engine_services(config), config)
     for problem in problems:
         print(f"error: could not remove {problem}", file=sys.stderr)
     if problems:

@@ -142,9 +142,10 @@ def assert_only_its_own(outcome: dict[str, int]) -> None:
 
 
 def targets(other: Deployment, results_queue: str, engine_vhost: str) -> str:
-    """What the probe tries to reach: ``other``'s queue and exchange, the results
-    queue, the task queue, the engine's virtual host."""
-    return " ".join([other.queue, result_exchange_name(other.id), results_queue,
+    """What the probe tries to reach: ``other``'s queue, its results queue
+    (``results_queue``) and the exchange bound to that, the task queue, the engine's
+    virtual host."""
+    return " ".join([other.queue, result_exchange_name(results_queue), results_queue,
                      "murano-tasks", engine_vhost])
 
 

@@ -3,7 +3,8 @@
 A server's agent gets a user of its own (:func:`identity_name` of its input queue)
 whose permissions, in the agents' virtual host, are: configure and read its own
 input queue (declare and consume it), write the result exchange of its
-environment (:func:`result_exchange_name`, bound to the region's result queue).
+environment's region (:func:`result_exchange_name`, bound to that region's result
+queue, which is the environment's own).
 Nothing else: it cannot publish into any queue directly (no write on the default
 exchange), nor read, declare, purge or delete another queue. Users are made and
 removed through RabbitMQ's management HTTP API with the administrative login of
@@ -51,9 +52,10 @@ def identity_name(queue: str) -> str:
     return f"{USER_PREFIX}{queue}"
 
 
-def result_exchange_name(environment_id: str) -> str:
-    """The exchange an environment's agents publish results to: ``e<envId>-results``."""
-    return f"e{environment_id}-results".lower()
+def result_exchange_name(result_queue: str) -> str:
+    """The exchange agents publish results to, bound to ``result_queue`` alone:
+    ``<result queue>-exchange``."""
+    return f"{result_queue}-exchange"
 
 
 def with_credentials(url: str, login: str, password: str) -> str:
@@ -88,12 +90,12 @@ class BrokerIdentities:
 
     # -- what the engine calls -----------------------------------------------------------
 
-    def mint(self, queue: str, environment_id: str, result_queue: str) -> BrokerIdentity:
+    def mint(self, queue: str, result_queue: str) -> BrokerIdentity:
         """A new user for the agent consuming ``queue`` (a new password if it exists),
-        with the environment's result exchange bound to ``result_queue``."""
+        publishing to the result exchange of ``result_queue`` (made and bound here)."""
         from murano_common.amqp import QUEUE_ARGUMENTS  # kombu: only once a server is made
 
-        exchange = result_exchange_name(environment_id)
+        exchange = result_exchange_name(result_queue)
         vhost = name(self.virtual_host)
         login, password = identity_name(queue), secrets.token_urlsafe(24)
         with self.api.session() as conn:
@@ -127,9 +129,9 @@ class BrokerIdentities:
             LOG.debug("broker user %s revoked", login)
         return gone
 
-    def remove_exchange(self, environment_id: str) -> bool:
-        """Delete an environment's result exchange; False when there was none."""
-        exchange = name(result_exchange_name(environment_id))
+    def remove_exchange(self, result_queue: str) -> bool:
+        """Delete the result exchange of ``result_queue``; False when there was none."""
+        exchange = name(result_exchange_name(result_queue))
         return self.api.request("DELETE", f"/api/exchanges/{name(self.virtual_host)}/{exchange}",
                                 missing_ok=True) is not None
 

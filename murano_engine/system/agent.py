@@ -121,15 +121,15 @@ class AgentListener:
             raise ValueError(f"[rabbitmq] ca_certs {path}: cannot be read: {exc}") from None
 
     @method
-    def removeResultExchange(call: NativeCall, environmentId: str) -> bool:  # noqa: N802, N803
-        """Delete the exchange the environment's agents publish results to (the
-        environment is gone); False when there was none or servers share a login."""
+    def removeResultExchange(call: NativeCall) -> bool:  # noqa: N802
+        """Delete the exchange the region's agents publish results to (the region is
+        gone); False when there was none or servers share a login."""
         identities: BrokerIdentities | None = call.executor.services.get("identities")
         if identities is None:
             return False
-        environment = str(environmentId)
+        queue = call.native.client(call).result_queue
         return bool(call.executor.outside.value(
-            "broker.exchange", environment, lambda: identities.remove_exchange(environment)))
+            "broker.exchange", queue, lambda: identities.remove_exchange(queue)))
 
     @method
     def start(call: NativeCall) -> None:
@@ -308,8 +308,8 @@ class Agent:
     def brokerIdentity(call: NativeCall, resultQueue: str) -> Any:  # noqa: N802, N803
         """A broker user of the host's own (``login``, ``password``, ``virtual_host``,
         ``result_exchange``, and ``url`` when ``[rabbitmq] url`` is set), allowed only
-        to consume the host's queue and publish results to ``resultQueue`` through its
-        environment's exchange; null where servers share the engine's login. Minted
+        to consume the host's queue and publish results to ``resultQueue`` through the
+        exchange bound to it; null where servers share the engine's login. Minted
         through the run's journal: a resumed run gets the same identity back."""
         identities: BrokerIdentities | None = call.executor.services.get("identities")
         if identities is None:
@@ -319,8 +319,7 @@ class Agent:
         call.executor.outside.value("agent.results", str(resultQueue), lambda: None)
 
         def mint() -> dict[str, str]:
-            identity = identities.mint(agent.queue, str(agent.environment.id),
-                                       str(resultQueue)).as_dict()
+            identity = identities.mint(agent.queue, str(resultQueue)).as_dict()
             rabbit = (call.executor.services.get("config") or {}).get("rabbitmq") or {}
             url = str(rabbit.get("url") or "")
             identity["url"] = (with_credentials(url, identity["login"], identity["password"])

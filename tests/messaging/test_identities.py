@@ -30,10 +30,10 @@ def server():
     assert identities is not None
     environment = uuid.uuid4().hex
     queue, results = f"e{environment}-hserver", f"-execution-results-{environment}"
-    identity = identities.mint(queue, environment, results)
+    identity = identities.mint(queue, results)
     yield identities, identity, queue, results
     identities.revoke(queue)
-    identities.remove_exchange(environment)
+    identities.remove_exchange(results)
     identities.api.request("DELETE", f"/api/queues/%2F/{results}", missing_ok=True)
 
 
@@ -61,7 +61,7 @@ def test_an_identity_consumes_its_queue_and_publishes_results_only(server):
 
 def test_a_second_mint_replaces_the_password_and_a_revoke_removes_user_and_queue(server):
     identities, first, queue, results = server
-    second = identities.mint(queue, queue[1:].split("-h")[0], results)
+    second = identities.mint(queue, results)
     assert second.password != first.password
     with pytest.raises(amqp.exceptions.AccessRefused):
         _connect(first.login, first.password)
@@ -89,4 +89,4 @@ def test_an_unreachable_management_api_says_what_to_do():
     with pytest.raises(ManagementError, match=r"management API at http://127\.0\.0\.1:9 cannot "
                                               r"be reached .* enable the rabbitmq_management "
                                               r"plugin or set \[rabbitmq\] management_url"):
-        identities.mint("e1-h1", "1", "-execution-results-x")
+        identities.mint("e1-h1", "-execution-results-x")

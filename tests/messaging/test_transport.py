@@ -50,7 +50,7 @@ def test_the_engines_virtual_host_is_made_on_first_use_and_guests_cannot_open_it
     assert identities is not None
     environment = uuid.uuid4().hex
     queue, results = f"e{environment}-hserver", f"-execution-results-{environment}"
-    guest = identities.mint(queue, environment, results)
+    guest = identities.mint(queue, results)
     try:
         with pytest.raises(amqp.exceptions.NotAllowed, match="access to vhost"):
             with amqp.Connection("127.0.0.1:5672", userid=guest.login,
@@ -58,5 +58,5 @@ def test_the_engines_virtual_host_is_made_on_first_use_and_guests_cannot_open_it
                 pass
     finally:
         assert identities.revoke(queue)
-        assert identities.remove_exchange(environment)
+        assert identities.remove_exchange(results)
         identities.api.request("DELETE", f"/api/queues/%2F/{results}")
