@@ -93,11 +93,16 @@ class BrokerIdentities:
     def mint(self, queue: str, result_queue: str) -> BrokerIdentity:
         """A new user for the agent consuming ``queue`` (a new password if it exists),
         publishing to the result exchange of ``result_queue`` (made and bound here)."""
+        return self.grant(queue, result_queue, secrets.token_urlsafe(24))
+
+    def grant(self, queue: str, result_queue: str, password: str) -> BrokerIdentity:
+        """The user of the agent consuming ``queue``, with ``password`` and its rights,
+        made (or made again) as :meth:`mint` makes it."""
         from murano_common.amqp import QUEUE_ARGUMENTS  # kombu: only once a server is made
 
         exchange = result_exchange_name(result_queue)
         vhost = name(self.virtual_host)
-        login, password = identity_name(queue), secrets.token_urlsafe(24)
+        login = identity_name(queue)
         with self.api.session() as conn:
             self.api.send(conn, "PUT", f"/api/exchanges/{vhost}/{name(exchange)}",
                           {"type": "direct", "durable": True, "auto_delete": False})
@@ -112,7 +117,7 @@ class BrokerIdentities:
             self.api.send(conn, "PUT", f"/api/permissions/{vhost}/{name(login)}",
                           {"configure": _exact(queue), "write": _exact(exchange),
                            "read": _exact(queue)})
-        LOG.debug("broker user %s minted for queue %s", login, queue)
+        LOG.debug("broker user %s made for queue %s", login, queue)
         return BrokerIdentity(login, password, self.virtual_host, exchange)
 
     def revoke(self, queue: str) -> bool:

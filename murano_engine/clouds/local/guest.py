@@ -112,8 +112,33 @@ class Guests:
             "hostname": hostname, "powershell": powershell,
             "interfaces": [vars(i) for i in interfaces]}), encoding="utf-8")
         self._stop_rivals(server_id)
+        self._keep_identity(server_id)
         self._start(server_id)
         return True
+
+    def _keep_identity(self, server_id: str) -> None:
+        """Make sure the broker user the server's user data names exists, with that
+        password: a server released just before, serving the same queue (one a killed
+        run half made, replaced by the next run), revoked it on its way out."""
+        queue = self.input_queue(server_id)
+        if self._identities is None or not queue:
+            return
+        ini = (self.sandbox(server_id) / "agent.conf").read_text(encoding="utf-8")
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(ini)
+            own = urlsplit(broker_from_ini(ini))
+        except (configparser.Error, ValueError):
+            return  # starting the agent says what is wrong with its config
+        if unquote(own.username or "") != identity_name(queue):
+            return
+        with self._lock:
+            releasing = [thread for other, thread in self._releases.items()
+                         if self.input_queue(other) in (queue, None)]
+        for thread in releasing:
+            thread.join()
+        self._identities.grant(queue, parser.get("rabbitmq", "result_routing_key"),
+                               unquote(own.password or ""))
 
     def _stop_rivals(self, server_id: str) -> None:
         """Stop other servers whose agents consume this server's queue: left by a run
