@@ -178,9 +178,9 @@ def engine_services(config: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     from murano_engine.clouds import open_cloud
     from murano_engine.config import broker_ssl, broker_url
     from murano_engine.messaging import AgentClient
+    from murano_engine.messaging.identities import BrokerIdentities
     key = config["engine"].get("signing_key") or None
     signing_key = Path(key).read_text() if key else None
-    from murano_engine.messaging.identities import BrokerIdentities
     identities = BrokerIdentities.from_config(config)
     services = {"cloud": open_cloud(config, identities),
                 "agents": AgentClient(broker_url(config), signing_key_pem=signing_key,
@@ -303,16 +303,17 @@ class Resources:
         from murano_engine.messaging.identities import BrokerIdentities
         from murano_engine.messaging.management import ManagementError
         identities = BrokerIdentities.from_config(config)
-        if identities is None or not self.identities:
+        results = [q for q in sorted(self.queues) if q.startswith(amqp.result_queue_name(""))]
+        if identities is None or not (self.identities or results):
             return []
         try:
             for queue in sorted(self.identities):
                 identities.revoke(queue)
-            for queue in sorted(self.queues):
-                if queue.startswith(amqp.result_queue_name("")):
-                    identities.remove_exchange(queue)
+            for queue in results:
+                identities.remove_exchange(queue)
         except ManagementError as exc:
-            return [f"broker users of {', '.join(sorted(self.identities))}: {exc}"]
+            return [f"broker users of {', '.join(sorted(self.identities))} and result "
+                    f"exchanges: {exc}"]
         return []
 
     def remove_all(self, services: Mapping[str, Any], config: Values) -> list[str]:

@@ -26,10 +26,10 @@ from murano_engine.dsl.errors import MuranoPlException
 from murano_engine.dsl.natives import NativeCall, method, native_class
 from murano_engine.dsl.objects import MuranoObject, real_object
 from murano_engine.messaging.errors import AgentError, AgentTimeout, PlanBuildError
-from murano_engine.messaging.identities import BrokerIdentities, with_credentials
 
 if TYPE_CHECKING:
     from murano_engine.messaging.client import AgentClient
+    from murano_engine.messaging.identities import BrokerIdentities
 
 AGENT_EXCEPTION = "murano.engine.system.agent.AgentException"
 TIMEOUT_EXCEPTION = "murano.engine.system.agent.TimeoutException"
@@ -319,6 +319,7 @@ class Agent:
         call.executor.outside.value("agent.results", str(resultQueue), lambda: None)
 
         def mint() -> dict[str, str]:
+            from murano_engine.messaging.identities import with_credentials
             identity = identities.mint(agent.queue, str(resultQueue)).as_dict()
             rabbit = (call.executor.services.get("config") or {}).get("rabbitmq") or {}
             url = str(rabbit.get("url") or "")
