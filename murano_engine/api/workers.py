@@ -27,7 +27,7 @@ from murano_engine.api.auth import Context
 from murano_engine.api.errors import ApiError, TimedOut, Unavailable
 from murano_engine.backend import db
 from murano_engine.backend.settings import Settings
-from murano_engine.backend.task_queues import declare_queues
+from murano_engine.backend.task_queues import declare_queues, prepare_engine_transport
 
 LOG = logging.getLogger(__name__)
 
@@ -60,6 +60,7 @@ class AmqpDispatcher:
     def __init__(self, store: db.Store, settings: Settings) -> None:
         self.store = store
         self.settings = settings
+        prepare_engine_transport(settings)
         self._publisher = Connection(settings.transport_url)
         self._lock = threading.Lock()
         with self._lock:

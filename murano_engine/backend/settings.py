@@ -31,8 +31,10 @@ DEFAULTS = Section(
     Option("bind_port", int, 8082, "Port the API listens on."),
     Option("transport_url", str, "",
            "Empty: deployments run in the API process. A broker URL (e.g. "
-           "amqp://guest:guest@127.0.0.1:5672//) hands tasks to `murano-engine worker "
-           "--config THIS_FILE` processes over RabbitMQ."),
+           "amqp://guest:guest@127.0.0.1:5672/murano-engine) hands tasks to `murano-engine "
+           "worker --config THIS_FILE` processes over RabbitMQ. Its virtual host must "
+           "not be the guest agents' ([rabbitmq] virtual_host); on the agents' broker it is "
+           "made on first use."),
 )
 DATABASE = Section(
     "database", "Where environments, sessions and packages are stored.",

@@ -63,3 +63,12 @@ def declare_queues(channel: Any, settings: Settings) -> Queues:
                 f"is empty, delete it (rabbitmqctl delete_queue {queue.name}), or set [engine] "
                 f"task_queue to a new name") from None
     return queues
+
+
+def prepare_engine_transport(settings: Settings) -> None:
+    """Check ``transport_url`` is apart from the guests' virtual host and make its
+    own when the broker lacks it (:mod:`murano_engine.messaging.transport`)."""
+    from murano_engine.backend.settings import SCHEMA
+    from murano_engine.engine.config import load_config
+    from murano_engine.messaging.transport import prepare_transport
+    prepare_transport(settings.transport_url, load_config(settings.config_file, schema=SCHEMA))

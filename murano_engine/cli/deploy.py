@@ -214,19 +214,23 @@ def open_interrupted(state_path: Path, key: bytes | None) -> FileJournal | None:
 
 
 class Resources:
-    """What an environment's runs made outside the engine: stacks and broker queues."""
+    """What an environment's runs made outside the engine: stacks, broker queues, and
+    servers' broker identities (by their input queue)."""
 
     def __init__(self, saved: Mapping[str, Any] | None = None) -> None:
         saved = saved or {}
         self.stacks: set[str] = set(saved.get("stacks") or ())
         self.queues: set[str] = set(saved.get("queues") or ())
+        self.identities: set[str] = set(saved.get("identities") or ())
 
     def add(self, touched: Mapping[str, set[str]]) -> None:
         self.stacks |= touched["stacks"]
         self.queues |= touched["queues"]
+        self.identities |= touched.get("identities", set())
 
     def as_dict(self) -> dict[str, list[str]]:
-        return {"stacks": sorted(self.stacks), "queues": sorted(self.queues)}
+        return {"stacks": sorted(self.stacks), "queues": sorted(self.queues),
+                "identities": sorted(self.identities)}
 
     def remove_stacks(self, services: Mapping[str, Any]) -> list[str]:
         """Delete every stack still there; returns what could not be removed."""
@@ -256,14 +260,35 @@ class Resources:
             return [f"queues {', '.join(sorted(self.queues))}: {exc}"]
         return []
 
+    def remove_identities(self, config: Values) -> list[str]:
+        """Revoke every server's broker user still there and delete the result exchanges
+        of the results queues."""
+        from murano_common import amqp
+        from murano_engine.messaging.identities import BrokerIdentities
+        from murano_engine.messaging.management import ManagementError
+        identities = BrokerIdentities.from_config(config)
+        results = [q for q in sorted(self.queues) if q.startswith(amqp.result_queue_name(""))]
+        if identities is None or not (self.identities or results):
+            return []
+        try:
+            for queue in sorted(self.identities):
+                identities.revoke(queue)
+            for queue in results:
+                identities.remove_exchange(queue)
+        except ManagementError as exc:
+            return [f"broker users of {', '.join(sorted(self.identities))} and result "
+                    f"exchanges: {exc}"]
+        return []
+
     def remove_all(self, services: Mapping[str, Any], config: Values) -> list[str]:
-        """Delete the stacks, close ``services``, then delete the queues; returns what
-        could not be removed."""
+        """Delete the stacks, close ``services``, then delete the queues and the servers'
+        broker users; returns what could not be removed."""
         try:
             problems = self.remove_stacks(services)
         finally:
             close_services(services)
-        return problems + self.remove_queues(config)
+        return (problems + self.remove_queues(config)
+                + self.remove_identities(config))
 
 
 def journal_steps(entries: list[dict[str, Any]]) -> tuple[int, int]:

@@ -8,7 +8,7 @@ the embedded local cloud otherwise (settings in ``[local_cloud]``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from murano_engine.clouds.base import (
     DEFAULT_STACK_TIMEOUT,
@@ -24,6 +24,9 @@ from murano_engine.clouds.base import (
     push_stack,
     remove_stack,
 )
+
+if TYPE_CHECKING:
+    from murano_engine.messaging.identities import BrokerIdentities
 
 __all__ = [
     "CloudError",
@@ -41,11 +44,13 @@ __all__ = [
 ]
 
 
-def open_cloud(config: Mapping[str, Mapping[str, Any]]) -> StackService:
+def open_cloud(config: Mapping[str, Mapping[str, Any]],
+               identities: BrokerIdentities | None = None) -> StackService:
     """The stack service the engine config asks for (sections as dicts).
 
     Its stack operations are waited for the cloud section's ``stack_timeout``
-    seconds, or ``[engine] stack_timeout`` where the cloud has none.
+    seconds, or ``[engine] stack_timeout`` where the cloud has none. The local
+    cloud revokes a deleted server's broker identity with ``identities``.
     """
     from murano_engine.clouds.heat import HeatStacks, heat_configured
 
@@ -56,4 +61,5 @@ def open_cloud(config: Mapping[str, Mapping[str, Any]]) -> StackService:
         return HeatStacks.from_config(heat, stack_timeout)
     from murano_engine.clouds.local import LocalCloud
 
-    return LocalCloud.from_config(config.get("local_cloud") or {}, stack_timeout)
+    return LocalCloud.from_config(config.get("local_cloud") or {}, stack_timeout,
+                                  identities=identities)

@@ -104,6 +104,15 @@ RABBITMQ = Section(
            "(empty: the system's CAs)."),
     Option("insecure", bool, False,
            "With ssl: do not require a valid broker certificate (engine and agents)."),
+    Option("server_identities", bool, True,
+           "Give each server's agent a broker user of its own, allowed only to consume its "
+           "input queue and publish to its environment's result exchange, removed with the "
+           "server (RabbitMQ only; needs its management plugin). False: agents get the "
+           "login above, as in Murano."),
+    Option("management_url", str, "",
+           "RabbitMQ's management HTTP API with an administrator's login, used to make and "
+           "remove the servers' broker users (e.g. http://admin:secret@broker:15672); "
+           "empty: http://<login>:<password>@<host>:15672 from the options above."),
 )
 
 HEAT = Section(

@@ -185,7 +185,8 @@ class Journal(Outside):
         self._cancelled = threading.Event()
         self.replayed = 0
         self.recorded = 0
-        self._touched: dict[str, set[str]] = {"stacks": set(), "queues": set()}
+        self._touched: dict[str, set[str]] = {"stacks": set(), "queues": set(),
+                                              "identities": set()}
         if store is not None:
             for entry in store.load():
                 self._note(entry)
@@ -196,7 +197,8 @@ class Journal(Outside):
         self.resuming = bool(self._ended or self._begun)
 
     def touched(self) -> dict[str, set[str]]:
-        """The stacks and broker queues this run (and the runs it resumes) reached."""
+        """The stacks, broker queues and servers' broker identities (by queue) this run
+        (and the runs it resumes) reached."""
         return {name: set(items) for name, items in self._touched.items()}
 
     def _note(self, entry: dict[str, Any]) -> None:
@@ -206,6 +208,8 @@ class Journal(Outside):
         kind, scope = parts[1], "|".join(parts[2:-1])
         if kind.startswith("stack."):
             self._touched["stacks"].add(scope)
+        elif kind == "broker.identity":
+            self._touched["identities"].add(scope)
         elif kind.startswith("agent."):
             self._touched["queues"].add(scope)
             value = entry.get("v")

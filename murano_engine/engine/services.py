@@ -18,19 +18,24 @@ SIGNING_KEY_NAME = "signing-key.pem"
 
 
 def engine_services(config: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """The outside services a run uses: the cloud, the agents' broker, class configs."""
+    """The outside services a run uses: the cloud, the agents' broker, the servers'
+    broker identities, class configs."""
     from murano_engine.clouds import open_cloud
     from murano_engine.engine.class_configs import ClassConfigFiles
     from murano_engine.engine.config import broker_ssl, broker_url
     from murano_engine.messaging import AgentClient
+    from murano_engine.messaging.identities import BrokerIdentities
     from murano_engine.messaging.signing import engine_key
     key_file = signing_key_file(config)
     signing_key = engine_key(key_file) if key_file is not None else None
-    services = {"cloud": open_cloud(config),
+    identities = BrokerIdentities.from_config(config)
+    services = {"cloud": open_cloud(config, identities),
                 "agents": AgentClient(broker_url(config), signing_key_pem=signing_key,
                                       ssl=broker_ssl(config)),
                 "config": config}
     services["agents"].watch_guests(services["cloud"].guest_failure)
+    if identities is not None:
+        services["identities"] = identities
     folder = config["engine"].get("class_configs")
     if folder:
         services["class_configs"] = ClassConfigFiles(folder)

@@ -22,6 +22,7 @@ from murano_engine.api.app import Api
 from murano_engine.backend import db
 from murano_engine.backend.settings import ConfigError, Settings, load_settings
 from murano_engine.backend.task_queues import QueueMismatch
+from murano_engine.messaging.transport import TransportError
 from murano_engine.server import worker
 from murano_engine.server.in_process import LocalDispatcher
 from murano_engine.web.pages import WebUi, token_from_cookie
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         app, dispatcher = build(settings)
     except ConfigError as exc:
         raise SystemExit(exc.lines()) from None
-    except QueueMismatch as exc:
+    except (QueueMismatch, TransportError) as exc:
         raise SystemExit(f"error: {exc}") from None
 
     from murano_engine.server import listener

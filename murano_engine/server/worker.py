@@ -35,7 +35,12 @@ from murano_engine.backend import db
 from murano_engine.backend.journal_store import DbJournalStore
 from murano_engine.backend.package_loader import CatalogLoader
 from murano_engine.backend.settings import SCHEMA, ConfigError, Settings, load_settings
-from murano_engine.backend.task_queues import QueueMismatch, declare_queues, task_queues
+from murano_engine.backend.task_queues import (
+    QueueMismatch,
+    declare_queues,
+    prepare_engine_transport,
+    task_queues,
+)
 from murano_engine.dsl import errors, serializer
 from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.executor import Executor
@@ -44,6 +49,7 @@ from murano_engine.engine.interpreter import build_interpreter
 from murano_engine.engine.journal import Journal, journal_key
 from murano_engine.engine.services import close_services, engine_services, project_config
 from murano_engine.engine.tasks import describe_failure, run_task
+from murano_engine.messaging.transport import TransportError
 
 LOG = logging.getLogger(__name__)
 Reporter = Callable[[dict[str, Any]], None]
@@ -350,10 +356,11 @@ def serve_worker(options: argparse.Namespace) -> int:
     threading.stack_size(256 * 1024 * 1024)
     load_green_threads()
     store = db.Store(settings.database)
-    connection = Connection(settings.transport_url)
     try:
+        prepare_engine_transport(settings)
+        connection = Connection(settings.transport_url)
         declare_queues(connection.default_channel, settings)
-    except QueueMismatch as exc:
+    except (QueueMismatch, TransportError) as exc:
         raise SystemExit(f"error: {exc}") from None
     worker = Worker(connection, store, settings)
 

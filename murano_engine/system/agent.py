@@ -28,6 +28,7 @@ from murano_engine.messaging.errors import AgentError, AgentTimeout, GuestDown, 
 
 if TYPE_CHECKING:
     from murano_engine.messaging.client import AgentClient
+    from murano_engine.messaging.identities import BrokerIdentities
 
 AGENT_EXCEPTION = "murano.engine.system.agent.AgentException"
 TIMEOUT_EXCEPTION = "murano.engine.system.agent.TimeoutException"
@@ -117,6 +118,17 @@ class AgentListener:
             return Path(str(path)).expanduser().read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"[rabbitmq] ca_certs {path}: cannot be read: {exc}") from None
+
+    @method
+    def removeResultExchange(call: NativeCall) -> bool:  # noqa: N802
+        """Delete the exchange the region's agents publish results to (the region is
+        gone); False when there was none or servers share a login."""
+        identities: BrokerIdentities | None = call.executor.services.get("identities")
+        if identities is None:
+            return False
+        queue = call.native.client(call).result_queue
+        return bool(call.executor.outside.value(
+            "broker.exchange", queue, lambda: identities.remove_exchange(queue)))
 
     @method
     def start(call: NativeCall) -> None:
@@ -293,6 +305,41 @@ class Agent:
     @method
     def queueName(call: NativeCall) -> str:  # noqa: N802
         return call.native.queue
+
+    @method
+    def brokerIdentity(call: NativeCall, resultQueue: str) -> Any:  # noqa: N802, N803
+        """A broker user of the host's own (``login``, ``password``, ``virtual_host``,
+        ``result_exchange``, and ``url`` when ``[rabbitmq] url`` is set), allowed only
+        to consume the host's queue and publish results to ``resultQueue`` through the
+        exchange bound to it; null where servers share the engine's login. Minted
+        through the run's journal: a resumed run gets the same identity back."""
+        identities: BrokerIdentities | None = call.executor.services.get("identities")
+        if identities is None:
+            return None
+        agent: Agent = call.native
+        # the exchange's binding makes the results queue: destroy must know it from now
+        call.executor.outside.value("agent.results", str(resultQueue), lambda: None)
+
+        def mint() -> dict[str, str]:
+            from murano_engine.messaging.identities import with_credentials
+            identity = identities.mint(agent.queue, str(resultQueue)).as_dict()
+            rabbit = (call.executor.services.get("config") or {}).get("rabbitmq") or {}
+            url = str(rabbit.get("url") or "")
+            identity["url"] = (with_credentials(url, identity["login"], identity["password"])
+                               if url else "")
+            return identity
+
+        return values.freeze(call.executor.outside.value("broker.identity", agent.queue, mint))
+
+    @method
+    def releaseBrokerIdentity(call: NativeCall) -> bool:  # noqa: N802
+        """Revoke the host's broker user (its server is gone); False when it had none."""
+        identities: BrokerIdentities | None = call.executor.services.get("identities")
+        if identities is None:
+            return False
+        agent: Agent = call.native
+        return bool(call.executor.outside.value(
+            "broker.revoke", agent.queue, lambda: identities.revoke(agent.queue)))
 
     @method
     def signingKey(call: NativeCall, linePrefix: str = "") -> str:  # noqa: N802, N803

@@ -16,10 +16,17 @@ import pytest
 import requests
 from kombu import Connection
 
+from murano_engine.engine.config import load_config
+from murano_engine.messaging.management import ManagementApi, management_url
+from murano_engine.messaging.transport import prepare_transport
 from tests.databases import throwaway_pg_database
 
 PACKAGES = Path(__file__).parent / "packages"
-AMQP = "amqp://guest:guest@127.0.0.1:5672//"
+#: The engine's traffic (tasks, results, reports): a virtual host of this test run's own,
+#: apart from the guest agents' (``/``); made for the run, deleted after it. Named by
+#: the process: test modules import this file again under another name.
+ENGINE_VHOST = f"murano-engine-test-{os.getpid()}"
+AMQP = f"amqp://guest:guest@127.0.0.1:5672/{ENGINE_VHOST}"
 TOKENS = {"tok-a": ("proj-a", "alice", []), "tok-b": ("proj-b", "bob", []),
           "tok-admin": ("admin", "root", ["admin"])}
 
@@ -43,6 +50,17 @@ def wait_for_port(port: int, process: subprocess.Popen, timeout: float = 20) -> 
     raise TimeoutError(f"nothing listens on port {port}")
 
 
+
+
+@pytest.fixture(scope="session", autouse=True)
+def engine_vhost() -> Iterator[str]:
+    """The virtual host :data:`AMQP` names, made as the API makes it on first use, and
+    deleted at the end of the run (with what is left in it)."""
+    config = load_config(None, environ={})
+    prepare_transport(AMQP, config)
+    yield ENGINE_VHOST
+    api = ManagementApi(management_url(config) or "")
+    api.request("DELETE", f"/api/vhosts/{ENGINE_VHOST}", missing_ok=True)
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import configparser
 import json
 import random
 import re
@@ -16,6 +17,12 @@ import pytest
 
 from murano_engine.api.catalog import pack_folder
 from murano_engine.clouds.local.sandbox import missing_for_namespaces
+from murano_engine.engine.config import load_config
+from murano_engine.messaging.identities import (
+    BrokerIdentities,
+    identity_name,
+    result_exchange_name,
+)
 from tests.api.conftest import PACKAGES
 from tests.apps import kv_nodes
 
@@ -56,6 +63,17 @@ def _wait_for(check, what: str, timeout: float = 60) -> Any:
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.2)
     return value
+
+
+def _identities() -> BrokerIdentities:
+    identities = BrokerIdentities.from_config(load_config(None, environ={}))
+    assert identities is not None
+    return identities
+
+
+def _broker_users(env_id: str) -> list[str]:
+    """The broker users of the environment's servers that exist now."""
+    return [u for u in _identities().users() if u.startswith(identity_name(f"e{env_id}-h"))]
 
 
 def _reports(api, env_id: str, task_id: str) -> list[str]:
@@ -130,6 +148,10 @@ def test_linux_app_deploy_reports_action_delete(start_api, request, tmp_path, ba
         assert len(networks) == 1 and master.ip != replica.ip
         assert app["masterNode"] == "kv-1" and app["masterAddress"] == f"{master.ip}:{base}"
         assert len(app["servers"]) == 2
+        assert len(_broker_users(env_id)) == 2, "each server has a broker user of its own"
+        conf = configparser.ConfigParser(interpolation=None)
+        conf.read(cloud / "servers" / server_ids[0] / "agent.conf")
+        results = conf.get("rabbitmq", "result_routing_key")
         assert master.status()["role"] == "master"
         status = replica.status()
         assert status["role"] == "replica" and status["master"] == app["masterAddress"]
@@ -163,6 +185,7 @@ def test_linux_app_deploy_reports_action_delete(start_api, request, tmp_path, ba
         assert nodes[2].status()["master"] == app["masterAddress"]
         assert [len(kv_nodes.sandbox_kv_pids(n)) for n in nodes] == [1, 1, 1]
         sandbox_pids = [p for n in nodes for p in kv_nodes.netns.pids(n.namespace)]
+        assert len(_broker_users(env_id)) == 3
 
         api.murano("environment-delete", "kv-env")
         _wait_for(lambda: not api.ok("GET", "/v1/environments")["environments"],
@@ -172,6 +195,9 @@ def test_linux_app_deploy_reports_action_delete(start_api, request, tmp_path, ba
         assert kv_nodes.namespaces_left(server_ids, networks) == []
         servers = cloud / "servers"
         assert not servers.exists() or not any(servers.iterdir()), "a server sandbox is left"
+        assert _broker_users(env_id) == [], "a server's broker user is left"
+        assert not [e for e in _identities().api.request("GET", "/api/exchanges/%2F")
+                    if e["name"] == result_exchange_name(results)], "a result exchange is left"
         api.murano("package-delete", package_id)
         assert api.ok("GET", "/v1/catalog/packages")["packages"] == []
     finally:  # only when an assertion failed first

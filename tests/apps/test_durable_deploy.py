@@ -29,7 +29,9 @@ import pytest
 
 from murano_engine.clouds.local import netns
 from murano_engine.clouds.local.sandbox import missing_for_namespaces
+from murano_engine.engine.config import load_config
 from murano_engine.engine.journal import TAMPERED, Chain
+from murano_engine.messaging.identities import USER_PREFIX, BrokerIdentities
 from tests import processes
 from tests.apps import kv_nodes
 from tests.tcp_forwarder import TcpForwarder
@@ -140,6 +142,9 @@ class Site:
             server / "agent.conf")}
         networks = kv_nodes.network_ids(self.cloud, servers)
         inside = [pid for s in servers for pid in netns.pids(netns.server_namespace(s))]
+        users = {_agent_login(server / "agent.conf") for server in self.servers()}
+        assert users and all(u.startswith(USER_PREFIX) for u in users), users
+        assert users <= set(_identities().users()), "each server has a broker user"
         self.run("destroy")
         assert not self.state.exists()
         assert not list((self.cloud / "servers").iterdir()), "a server's folder is left"
@@ -148,6 +153,19 @@ class Site:
         assert inside and kv_nodes.alive(inside) == [], "a sandbox's process outlived destroy"
         assert not _processes_mentioning(str(self.cloud)), "a process outlived destroy"
         assert queues and not [q for q in queues if _queue_exists(q)], "a queue is left"
+        assert not users & set(_identities().users()), "a server's broker user is left"
+
+
+def _agent_login(conf: Path) -> str:
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(conf.read_text())
+    return parser.get("rabbitmq", "login")
+
+
+def _identities() -> BrokerIdentities:
+    identities = BrokerIdentities.from_config(load_config(None, environ={}))
+    assert identities is not None
+    return identities
 
 
 def _agent_queues(conf: Path) -> set[str]:

@@ -236,3 +236,52 @@ def test_a_failed_release_is_reported_by_settle_and_its_folder_still_goes(tmp_pa
         guests.settle()
     guests.settle()  # reported once
     assert not any(guests.root.iterdir())
+
+
+class _StoppingLauncher:
+    """A launcher whose agents start at once and take ``delay`` seconds to stop."""
+
+    isolation = "none"
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    def start(self, spec) -> None:  # noqa: ANN001
+        pass
+
+    def stop(self, spec) -> None:  # noqa: ANN001
+        import time
+        time.sleep(self.delay)
+
+
+def test_a_server_replacing_one_on_its_queue_keeps_its_broker_user(tmp_path):
+    """A run killed while making a server leaves it half made; the next run removes it
+    and makes it again with the same user data (the same queue and broker user): the
+    old one's release, which revokes that user, must not leave the new one without it."""
+    import amqp
+
+    from murano_engine.clouds.local.guest import Guests
+    from murano_engine.engine.config import load_config
+    from murano_engine.messaging.identities import BrokerIdentities, with_credentials
+
+    identities = BrokerIdentities.from_config(load_config(None, environ={}))
+    assert identities is not None
+    queue, results = f"e{uuid.uuid4().hex}-hserver", f"-execution-results-{uuid.uuid4().hex}"
+    identity = identities.mint(queue, results)
+    url = with_credentials("amqp://127.0.0.1:5672//", identity.login, identity.password)
+    ini = (f"[rabbitmq]\nurl = {url}\n"
+           f"input_queue = {queue}\nresult_routing_key = {results}\n"
+           f"result_exchange = {identity.result_exchange}\n")
+    guests = Guests(tmp_path / "servers", _StoppingLauncher(0.5), identities=identities)
+    try:
+        assert guests.boot("half-made", "debian-12", False, cloud_config(ini))
+        guests.destroy("half-made")  # released in the background: stopped, then revoked
+        assert guests.boot("again", "debian-12", False, cloud_config(ini))
+        guests.settle()
+        with amqp.Connection("127.0.0.1:5672", userid=identity.login,
+                             password=identity.password, virtual_host="/"):
+            pass  # the user is there, with the user data's password
+    finally:
+        identities.revoke(queue)
+        identities.remove_exchange(results)
+        identities.api.request("DELETE", f"/api/queues/%2F/{results}", missing_ok=True)

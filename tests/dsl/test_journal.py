@@ -133,14 +133,16 @@ def test_parallel_branches_replay_alike_however_they_interleave(tmp_path):
     assert run(reopen(path)) == first
 
 
-def test_the_touched_stacks_and_queues_survive_the_journal(tmp_path):
+def test_the_touched_stacks_queues_and_identities_survive_the_journal(tmp_path):
     path = tmp_path / "run.journal"
     first = Journal(FileJournal.create(path, {}))
     first.effect("stack.push", "murano-env", dict, lambda intent: {})
     first.effect("agent.call", "e1-h2", lambda: {"id": "p", "results": "-execution-results-r"},
                  lambda intent: None)
+    first.value("broker.identity", "e1-h3", lambda: {"login": "murano-agent-e1-h3"})
     assert reopen(path).touched() == {"stacks": {"murano-env"},
-                                      "queues": {"e1-h2", "-execution-results-r"}}
+                                      "queues": {"e1-h2", "-execution-results-r"},
+                                      "identities": {"e1-h3"}}
 
 
 WAITER = class_text("t.jrn", "Waiter", """

@@ -17,8 +17,11 @@ import threading
 from pathlib import Path
 
 from murano_engine.clouds.local import netns
+from murano_engine.engine.config import load_config
+from murano_engine.messaging.identities import BrokerIdentities, identity_name
 
 REPO = Path(__file__).resolve().parents[2]
+ENV_ID = "e0000000000000000000000000000001"
 
 APP = """
 Namespaces:
@@ -71,7 +74,7 @@ def _package(root: Path) -> Path:
 
 
 def _model(names: list[str]) -> dict:
-    return {"?": {"id": "e0000000000000000000000000000001", "type": "io.murano.Environment"},
+    return {"?": {"id": ENV_ID, "type": "io.murano.Environment"},
             "name": "fleet",
             "defaultNetworks": {"environment": {
                 "?": {"id": "e0000000000000000000000000000002",
@@ -98,6 +101,13 @@ def _namespaces(server_ids: set[str]) -> list[str]:
 
 
 _networks: dict[str, set[str]] = {}
+
+
+def _broker_users() -> set[str]:
+    """The broker users of this test's environment's servers that exist now."""
+    identities = BrokerIdentities.from_config(load_config(None, environ={}))
+    assert identities is not None
+    return {u for u in identities.users() if u.startswith(identity_name(f"e{ENV_ID}-h"))}
 
 
 def _servers(cloud: Path) -> set[str]:
@@ -140,6 +150,13 @@ def _deploy_remove_destroy(tmp_path: Path, cloud: Path) -> None:
         assert netns.pids(netns.server_namespace(servers[app["name"]]))
     assert len({a["server"]["ipAddresses"][0] for a in apps}) == 3
     assert len(set().union(*_networks.values())) == 1
+    # each server's agent logs in as a broker user of its own
+    users = {app["name"]: identity_name(f"e{ENV_ID}-h{app['?']['id']}".lower())
+             for app in (a["server"] for a in apps)}
+    assert _broker_users() == set(users.values())
+    for app in apps:
+        conf = (cloud / "servers" / servers[app["name"]] / "agent.conf").read_text()
+        assert f"login = {users[app['name']]}\n" in conf
 
     done = _engine(tmp_path, "deploy", str(tmp_path / "two.json"))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -151,9 +168,11 @@ def _deploy_remove_destroy(tmp_path: Path, cloud: Path) -> None:
     assert _namespaces({servers["n1"]}), "the network stays while servers use it"
     kept = state["Objects"]["applications"][0]
     assert kept["server"]["openstackId"] == servers["n1"], "a kept instance keeps its server"
+    assert _broker_users() == {users["n1"], users["n3"]}, "the removed server's user must go"
 
     done = _engine(tmp_path, "destroy")
     assert done.returncode == 0, done.stdout + done.stderr
     assert _servers(cloud) == set()
+    assert _broker_users() == set()
     assert _namespaces(set(servers.values())) == []
     assert not (tmp_path / "state.json").exists()

@@ -6,8 +6,8 @@ format RAW or SOFTWARE_CONFIG, the id of a Heat software config, fetched here
 as Heat's own server resource fetches it). A thread watches one project's stacks in Heat: for each
 complete server it starts a murano-agent on this host with the agent
 configuration found in that user data, as the local cloud's guests do (its
-storage in a folder of the server's own, its broker the test's); a server that
-leaves its stack has its agent stopped.
+storage in a folder of the server's own, its broker the test's, its login the
+user data's); a server that leaves its stack has its agent stopped.
 """
 
 from __future__ import annotations
@@ -20,12 +20,14 @@ import sys
 import threading
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from heatclient import client as heat_client
 from heatclient import exc as heat_exc
 
-from murano_engine.clouds.local.sandbox import agent_config
+from murano_engine.clouds.local.sandbox import agent_config, broker_from_ini
 from murano_engine.clouds.local.userdata import find_agent_config
+from murano_engine.messaging.identities import USER_PREFIX, with_credentials
 
 REPO = Path(__file__).resolve().parents[2]
 UUID = re.compile(r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}")
@@ -110,12 +112,21 @@ class StandInAgents:
         root.mkdir(parents=True, exist_ok=True)
         (root / "agent.conf").write_text(ini)
         config = root / "agent.effective.conf"
-        config.write_text(agent_config(ini, str(root), self.broker_url))
+        config.write_text(agent_config(ini, str(root), self._broker_for(ini)))
         with open(root / "agent.out", "ab") as out:
             self.agents[server] = subprocess.Popen(
                 [sys.executable, "-m", "murano_agent.cli", "--config-file", str(config)],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=root,
                 start_new_session=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+    def _broker_for(self, ini: str) -> str:
+        """The test's broker, with the login the user data gives the server when it is
+        a broker user of the server's own (the engine mints one per server)."""
+        own = urlsplit(broker_from_ini(ini))
+        if unquote(own.username or "").startswith(USER_PREFIX):
+            return with_credentials(self.broker_url, unquote(own.username or ""),
+                                    unquote(own.password or ""))
+        return self.broker_url
 
     def _end(self, server: str) -> None:
         agent = self.agents.pop(server)

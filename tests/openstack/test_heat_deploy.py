@@ -8,6 +8,7 @@ dependency order, ``get_attr`` and outputs, updates, deletes, failures.
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import signal
@@ -17,10 +18,13 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import pytest
 from heatclient import exc as heat_exc
 
+from murano_engine.engine.config import load_config
+from murano_engine.messaging.identities import BrokerIdentities
 from tests.apps import kv_nodes
 from tests.openstack.agents import StandInAgents
 from tests.openstack.conftest import AMQP, engine_ini
@@ -53,6 +57,22 @@ def _engine(tmp: Path, packages: Path, *args: str) -> subprocess.CompletedProces
          "--state", str(tmp / "state.json"), "--config", str(tmp / "engine.ini")],
         capture_output=True, text=True, timeout=600, cwd=tmp,
         env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def _identities() -> BrokerIdentities:
+    identities = BrokerIdentities.from_config(load_config(None, environ={}))
+    assert identities is not None
+    return identities
+
+
+def _broker_users(servers: Path) -> dict[str, str]:
+    """Server (nested stack id) -> the broker login its user data gave its agent."""
+    found = {}
+    for conf in servers.glob("*/agent.conf"):
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read_string(conf.read_text())
+        found[conf.parent.name] = unquote(urlsplit(parser.get("rabbitmq", "url")).username)
+    return found
 
 
 def _stack(heat, prefix: str) -> Any:
@@ -137,6 +157,8 @@ def test_linux_cluster_deploy_scale_in_destroy(openstack, demo_heat, tmp_path: P
             assert agents.running() == {"kv-1": master.server_id, "kv-2": replica.server_id}, \
                 agents.errors
             assert len(kv_nodes.kv_processes(marker)) == 2
+            users = _broker_users(tmp_path / "servers")  # each server's, from its user data
+            assert len(users) == 2 and set(users.values()) <= set(_identities().users())
 
             done = _engine(tmp_path, REPO / "dsl_packages", "deploy", str(tmp_path / "one.json"))
             assert done.returncode == 0, done.stdout + done.stderr
@@ -151,6 +173,8 @@ def test_linux_cluster_deploy_scale_in_destroy(openstack, demo_heat, tmp_path: P
             assert _until(lambda: agents.running() == {"kv-1": master.server_id}), agents.errors
             assert _until(lambda: len(kv_nodes.kv_processes(marker)) == 1)
             assert master.status()["role"] == "master"
+            left = set(_identities().users()) & set(users.values())
+            assert left == {users[master.server_id]}, "the removed server's user must go"
 
             done = _engine(tmp_path, REPO / "dsl_packages", "destroy")
             assert done.returncode == 0, done.stdout + done.stderr
@@ -159,6 +183,7 @@ def test_linux_cluster_deploy_scale_in_destroy(openstack, demo_heat, tmp_path: P
             assert _until(lambda: agents.running() == {}), agents.errors
             assert _until(lambda: kv_nodes.kv_processes(marker) == [])
             assert not (tmp_path / "state.json").exists()
+            assert not set(_identities().users()) & set(users.values())
     finally:
         for pid in kv_nodes.kv_processes(marker):
             os.kill(pid, signal.SIGKILL)

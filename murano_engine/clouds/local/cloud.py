@@ -52,6 +52,7 @@ from murano_engine.clouds.local.stack import (
     plain,
 )
 from murano_engine.clouds.local.template import Template
+from murano_engine.messaging.identities import BrokerIdentities
 
 LOG = logging.getLogger(__name__)
 
@@ -78,6 +79,7 @@ class LocalCloud(StackService):
         parallel: int = DEFAULT_PARALLEL,
         timeout: float = DEFAULT_STACK_TIMEOUT,
         poll_interval: float = 0.05,
+        identities: BrokerIdentities | None = None,
     ) -> None:
         super().__init__(timeout=timeout, poll_interval=poll_interval)
         root = Path(state_dir).expanduser()
@@ -89,6 +91,7 @@ class LocalCloud(StackService):
             launcher if launcher is not None else make_launcher(isolation, max_processes),
             broker_url=broker_url,
             powershell=powershell,
+            identities=identities,
         )
         self.volumes = root / "volumes"
         self.volumes.mkdir(parents=True, exist_ok=True)
@@ -104,9 +107,11 @@ class LocalCloud(StackService):
 
     @classmethod
     def from_config(cls, section: Mapping[str, Any],
-                    stack_timeout: float = DEFAULT_STACK_TIMEOUT) -> LocalCloud:
+                    stack_timeout: float = DEFAULT_STACK_TIMEOUT,
+                    identities: BrokerIdentities | None = None) -> LocalCloud:
         """Build from the engine config's ``[local_cloud]`` section; its ``stack_timeout``
-        (when set) wins over ``stack_timeout``."""
+        (when set) wins over ``stack_timeout``; ``identities`` revokes the broker users
+        of the servers it deletes."""
         return cls(
             section.get("state_dir") or DEFAULT_STATE_DIR,
             broker_url=section.get("broker_url") or None,
@@ -117,6 +122,7 @@ class LocalCloud(StackService):
             parallel=int(section.get("parallel", DEFAULT_PARALLEL)),
             timeout=float(section.get("stack_timeout") or stack_timeout),
             poll_interval=float(section.get("poll_interval", 0.05)),
+            identities=identities,
         )
 
     # --- Services (what resource types use) ------------------------------------

@@ -13,7 +13,8 @@ server in ERROR is not started again by a later engine; deleting it clears it. T
 real ``murano-agent``, started by a launcher (:mod:`.sandbox`): in a sandbox of
 its own by default. ``broker_url`` (when set) replaces the broker address the
 agent config names, since the address a VM would use may not be the one this
-host reaches.
+host reaches (a server's own broker identity, ``murano-agent-<queue>``, is kept).
+Releasing a server revokes that identity.
 """
 
 from __future__ import annotations
@@ -27,12 +28,19 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from murano_engine.clouds.base import CloudError
 from murano_engine.clouds.local.flavors import Flavor
 from murano_engine.clouds.local.netns import Interface
 from murano_engine.clouds.local.sandbox import Launcher, ServerSpec, broker_from_ini
 from murano_engine.clouds.local.userdata import find_agent_config
+from murano_engine.messaging.identities import (
+    USER_PREFIX,
+    BrokerIdentities,
+    identity_name,
+    with_credentials,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -76,6 +84,7 @@ class Guests:
         *,
         broker_url: str | None = None,
         powershell: str | None = None,
+        identities: BrokerIdentities | None = None,
     ) -> None:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
@@ -85,6 +94,7 @@ class Guests:
         self._records.mkdir(exist_ok=True)
         self.launcher = launcher
         self._broker_url = broker_url
+        self._identities = identities
         self._powershell = powershell
         self._running: set[str] = set()
         self._lock = threading.Lock()
@@ -125,8 +135,33 @@ class Guests:
             "interfaces": [vars(i) for i in interfaces],
             "flavor": flavor.to_json() if flavor else None}), encoding="utf-8")
         self._stop_rivals(server_id)
+        self._keep_identity(server_id)
         self._start(server_id)
         return True
+
+    def _keep_identity(self, server_id: str) -> None:
+        """Make sure the broker user the server's user data names exists, with that
+        password: a server released just before, serving the same queue (one a killed
+        run half made, replaced by the next run), revoked it on its way out."""
+        queue = self.input_queue(server_id)
+        if self._identities is None or not queue:
+            return
+        ini = (self.sandbox(server_id) / "agent.conf").read_text(encoding="utf-8")
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(ini)
+            own = urlsplit(broker_from_ini(ini))
+        except (configparser.Error, ValueError):
+            return  # starting the agent says what is wrong with its config
+        if unquote(own.username or "") != identity_name(queue):
+            return
+        with self._lock:
+            releasing = [thread for other, thread in self._releases.items()
+                         if self.input_queue(other) in (queue, None)]
+        for thread in releasing:
+            thread.join()
+        self._identities.grant(queue, parser.get("rabbitmq", "result_routing_key"),
+                               unquote(own.password or ""))
 
     def _stop_rivals(self, server_id: str) -> None:
         """Stop other servers whose agents consume this server's queue: left by a run
@@ -194,7 +229,8 @@ class Guests:
 
     def _release(self, server_id: str) -> None:
         try:
-            if (self.sandbox(server_id) / "server.json").is_file():
+            if not self._revoke_identity(server_id) \
+                    and (self.sandbox(server_id) / "server.json").is_file():
                 self.launcher.remove(self._spec(server_id))
         except Exception as exc:  # noqa: BLE001 - reported by settle()
             LOG.exception("Releasing server %s failed", server_id)
@@ -206,6 +242,21 @@ class Guests:
             self._queue_file(server_id).unlink(missing_ok=True)
             with self._lock:
                 self._releases.pop(server_id, None)
+
+    def _revoke_identity(self, server_id: str) -> bool:
+        """Stop a released server that has a broker user of its own, then remove that
+        user and the server's queue with the administrative login (the engine revokes
+        it too when it deletes the server; a server found orphaned, or deleted by a
+        later ``destroy``, has only this). False, doing nothing, for a server with the
+        shared login."""
+        queue = self.input_queue(server_id)
+        if self._identities is None or not queue \
+                or _ini_login(self.sandbox(server_id) / "agent.conf") != identity_name(queue):
+            return False
+        if (self.sandbox(server_id) / "server.json").is_file():
+            self.launcher.stop(self._spec(server_id))
+        self._identities.revoke(queue)
+        return True
 
     def settle(self) -> None:
         """Wait until every server :meth:`destroy` let go is released; a release that
@@ -271,9 +322,16 @@ class Guests:
         if not ini.endswith("\n"):
             ini += "\n"
         meta = json.loads((folder / "server.json").read_text(encoding="utf-8"))
+        broker_url = broker_from_ini(ini)
+        if self._broker_url:
+            broker_url = self._broker_url
+            login = _ini_login(folder / "agent.conf")
+            if login and login.startswith(USER_PREFIX):  # keep the server's own identity
+                broker_url = with_credentials(broker_url, login, unquote(
+                    urlsplit(broker_from_ini(ini)).password or ""))
         return ServerSpec(
             server_id=server_id, hostname=meta["hostname"], folder=folder, agent_ini=ini,
-            broker_url=self._broker_url or broker_from_ini(ini),
+            broker_url=broker_url,
             interfaces=[Interface(**i) for i in meta["interfaces"]],
             powershell=meta.get("powershell"),
             flavor=Flavor.from_json(meta["flavor"]) if meta.get("flavor") else None)
@@ -349,3 +407,15 @@ def _input_queue(ini: str) -> str | None:
     except configparser.Error:
         return None
     return parser.get("rabbitmq", "input_queue", fallback=None)
+
+def _ini_login(path: Path) -> str | None:
+    """The broker login an agent config names (None when it names none or is unreadable)."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(path.read_text(encoding="utf-8"))
+    except (OSError, configparser.Error):
+        return None
+    url = parser.get("rabbitmq", "url", fallback="")
+    if url:
+        return unquote(urlsplit(url).username or "") or None
+    return parser.get("rabbitmq", "login", fallback=None)
