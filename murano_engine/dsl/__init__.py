@@ -6,3 +6,7 @@ Data flows one way through these modules: ``yaml_loader`` reads class files,
 method bodies into runnable blocks, ``executor`` builds objects from a model and
 runs methods, and ``serializer`` writes the model back.
 """
+
+from murano_engine.dsl.yaql_import import import_yaql
+
+import_yaql()  # before any module here imports yaql: without pbr's costly version lookup
