@@ -7,6 +7,6 @@ method bodies into runnable blocks, ``executor`` builds objects from a model and
 runs methods, and ``serializer`` writes the model back.
 """
 
-from murano_engine.dsl.yaql_import import import_yaql
+from murano_engine.dsl.library_imports import import_libraries
 
-import_yaql()  # before any module here imports yaql: without pbr's costly version lookup
+import_libraries()  # before any module here imports yaql: without costly metadata lookups
