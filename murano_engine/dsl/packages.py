@@ -72,9 +72,13 @@ class PackageSource:
 
 
 class FolderSource(PackageSource):
+    @functools.cached_property
+    def _resolved(self) -> Path:
+        return self.location.resolve()
+
     def read(self, relpath: str) -> bytes:
         path = self.location / _safe_relpath(relpath, self.location)
-        if not path.resolve().is_relative_to(self.location.resolve()):  # a symlink out
+        if not path.resolve().is_relative_to(self._resolved):  # a symlink out
             raise LoadError(f"path {relpath!r} leaves the package", file=str(self.location))
         return path.read_bytes()
 
