@@ -14,7 +14,10 @@ An entry is written to a temporary file and renamed into place, so processes
 writing the same entry at once leave one whole file; one that cannot be read
 (damaged, or from an incompatible Python) is parsed again and rewritten, and
 a cache folder that cannot be written only costs the parse. Files that do not
-parse are never cached: their error is raised each time.
+parse are never cached: their error is raised each time. Entries of files seen
+once (an upload checked in a temporary folder) do not pile up: about one write
+in PRUNE_EVERY removes the entries written more than MAX_AGE ago (one still in
+use is then parsed and written again).
 """
 
 from __future__ import annotations
@@ -23,14 +26,20 @@ import functools
 import hashlib
 import os
 import pickle
+import random
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 #: the sources whose code decides what a file parses to
 _READERS = ("yaml_loader.py", "expressions.py", "document_cache.py")
+#: entries older than this (seconds) are removed when the cache is pruned
+MAX_AGE = 7 * 24 * 3600
+#: one write in this many prunes the cache
+PRUNE_EVERY = 200
 
 
 def cache_dir() -> Path:
@@ -62,7 +71,31 @@ def cached(kind: str, text: bytes | str, filename: str, parse: Callable[[], Any]
         pass
     result = parse()
     _store(path, result)
+    if random.randrange(PRUNE_EVERY) == 0:  # noqa: S311 - not for security
+        prune(time.time() - MAX_AGE)
     return result
+
+
+def prune(written_before: float) -> int:
+    """Remove the entries written before ``written_before`` (a time.time()); how many."""
+    removed = 0
+    try:
+        shards = list(cache_dir().iterdir())
+    except OSError:
+        return 0
+    for shard in shards:
+        try:
+            entries = list(shard.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat().st_mtime < written_before:
+                    entry.unlink()
+                    removed += 1
+            except OSError:
+                pass  # gone already, or not ours to remove
+    return removed
 
 
 def _store(path: Path, result: Any) -> None:

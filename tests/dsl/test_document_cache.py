@@ -168,3 +168,18 @@ def test_a_warm_run_does_not_import_pyyaml(tmp_path: Path) -> None:
                           capture_output=True, check=True)
     assert cold.stdout.split() == ["5", "True"]
     assert warm.stdout.split() == ["5", "False"]
+
+
+def test_pruning_removes_old_entries_and_keeps_recent_ones(cache: Path) -> None:
+    document_cache.cached("manifest", b"old", "old.yaml", lambda: {"a": 1})
+    document_cache.cached("manifest", b"new", "new.yaml", lambda: {"a": 2})
+    [old] = [p for p in _entries(cache)
+             if pickle.loads(p.read_bytes()) == {"a": 1}]
+    os.utime(old, (1_000_000, 1_000_000))
+    assert document_cache.prune(2_000_000) == 1
+    assert [pickle.loads(p.read_bytes()) for p in _entries(cache)] == [{"a": 2}]
+    assert document_cache.cached("manifest", b"old", "old.yaml", lambda: {"a": 3}) == {"a": 3}
+
+
+def test_an_absent_cache_prunes_nothing(cache: Path) -> None:
+    assert document_cache.prune(10**12) == 0
