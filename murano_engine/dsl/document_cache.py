@@ -15,9 +15,11 @@ writing the same entry at once leave one whole file; one that cannot be read
 (damaged, or from an incompatible Python) is parsed again and rewritten, and
 a cache folder that cannot be written only costs the parse. Files that do not
 parse are never cached: their error is raised each time. Entries of files seen
-once (an upload checked in a temporary folder) do not pile up: about one write
-in PRUNE_EVERY removes the entries written more than MAX_AGE ago (one still in
-use is then parsed and written again).
+once (an upload checked in a temporary folder) do not pile up: a write whose
+key starts with ``PRUNE_PREFIX`` (one in 256) removes the entries written more
+than MAX_AGE before it (one still in use is then parsed and written again).
+The interpreter reads no clock (tests/dsl/test_boundary.py): an entry's age is
+measured against the file system's time of that write.
 """
 
 from __future__ import annotations
@@ -26,10 +28,8 @@ import functools
 import hashlib
 import os
 import pickle
-import random
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,8 +38,8 @@ from typing import Any
 _READERS = ("yaml_loader.py", "expressions.py", "document_cache.py")
 #: entries older than this (seconds) are removed when the cache is pruned
 MAX_AGE = 7 * 24 * 3600
-#: one write in this many prunes the cache
-PRUNE_EVERY = 200
+#: a write whose key starts so prunes the cache
+PRUNE_PREFIX = "00"
 
 
 def cache_dir() -> Path:
@@ -71,13 +71,17 @@ def cached(kind: str, text: bytes | str, filename: str, parse: Callable[[], Any]
         pass
     result = parse()
     _store(path, result)
-    if random.randrange(PRUNE_EVERY) == 0:  # noqa: S311 - not for security
-        prune(time.time() - MAX_AGE)
+    if key.startswith(PRUNE_PREFIX):
+        try:
+            prune(path.stat().st_mtime - MAX_AGE)
+        except OSError:
+            pass  # not written: nothing to measure against
     return result
 
 
 def prune(written_before: float) -> int:
-    """Remove the entries written before ``written_before`` (a time.time()); how many."""
+    """Remove the entries written before ``written_before`` (seconds since the epoch, as
+    a file's modification time); how many."""
     removed = 0
     try:
         shards = list(cache_dir().iterdir())

@@ -183,3 +183,13 @@ def test_pruning_removes_old_entries_and_keeps_recent_ones(cache: Path) -> None:
 
 def test_an_absent_cache_prunes_nothing(cache: Path) -> None:
     assert document_cache.prune(10**12) == 0
+
+
+def test_a_write_with_the_pruning_prefix_prunes(cache: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    document_cache.cached("manifest", b"old", "old.yaml", lambda: {"a": 1})
+    [old] = _entries(cache)
+    os.utime(old, (1_000_000, 1_000_000))
+    monkeypatch.setattr(document_cache, "PRUNE_PREFIX", "")  # every write prunes
+    document_cache.cached("manifest", b"new", "new.yaml", lambda: {"a": 2})
+    assert [pickle.loads(p.read_bytes()) for p in _entries(cache)] == [{"a": 2}]
