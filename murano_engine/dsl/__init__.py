@@ -6,3 +6,7 @@ Data flows one way through these modules: ``yaml_loader`` reads class files,
 method bodies into runnable blocks, ``executor`` builds objects from a model and
 runs methods, and ``serializer`` writes the model back.
 """
+
+from murano_engine.dsl.library_imports import import_libraries
+
+import_libraries()  # before any module here imports yaql: without costly metadata lookups

@@ -32,16 +32,32 @@ def engine() -> Any:
 
 
 class Expression:
-    """A yaql expression written in a class file."""
+    """A yaql expression written in a class file.
 
-    __slots__ = ("source", "position", "node", "_fn", "_contract_fn")
+    One read back from the document cache (:mod:`murano_engine.dsl.document_cache`)
+    parsed when it was first read; its syntax tree is made again on first use.
+    """
+
+    __slots__ = ("source", "position", "_node", "_fn", "_contract_fn")
 
     def __init__(self, source: str, position: Position | None, node: Any) -> None:
         self.source = source
         self.position = position
-        self.node = node
+        self._node = node
         self._fn: compiler.Evaluator | None = None
         self._contract_fn: compiler.Evaluator | None = None
+
+    @property
+    def node(self) -> Any:
+        """yaql's syntax tree of the expression."""
+        node = self._node
+        if node is None:
+            node = self._node = engine()(self.source)
+        return node
+
+    def __reduce__(self) -> tuple[Any, tuple[str, Position | None, None]]:
+        # Kept as its text: the tree is yaql's (it holds the parser), made again on use.
+        return Expression, (self.source, self.position, None)
 
     def evaluate(self, ctx: Any) -> Any:
         fn = self._fn

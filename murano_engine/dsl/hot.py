@@ -31,8 +31,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
-
 from murano_engine.dsl.errors import LoadError, LoadErrors, Position
 from murano_engine.dsl.expressions import parse, try_parse
 from murano_engine.dsl.yaml_loader import SourceMap, load_documents, load_plain, position_of
@@ -274,11 +272,15 @@ class _Yaql(str):
     """A UI value written as a yaql expression (``!yaql``)."""
 
 
-class _UiDumper(yaml.SafeDumper):
-    pass
+def _dump_ui(ui: dict) -> str:
+    """The UI as YAML, ``_Yaql`` values tagged ``!yaql`` (PyYAML imported on first use)."""
+    import yaml
 
+    class Dumper(yaml.SafeDumper):
+        pass
 
-_UiDumper.add_representer(_Yaql, lambda dumper, value: dumper.represent_scalar("!yaql", value))
+    Dumper.add_representer(_Yaql, lambda dumper, value: dumper.represent_scalar("!yaql", value))
+    return yaml.dump(ui, Dumper=Dumper, sort_keys=False, allow_unicode=True)
 
 
 def ui_definition(name: str, version: str, description: str | None, template: dict) -> str:
@@ -310,7 +312,7 @@ def ui_definition(name: str, version: str, description: str | None, template: di
     if values:
         application["templateParameters"] = values
     ui = {"Version": 2, "Application": application, "Forms": forms}
-    return yaml.dump(ui, Dumper=_UiDumper, sort_keys=False, allow_unicode=True)
+    return _dump_ui(ui)
 
 
 def _field(name: str, decl: Any) -> dict[str, Any]:

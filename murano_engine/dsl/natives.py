@@ -12,6 +12,7 @@ call's arguments. A native class that defines ``__init__(self, call,
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -71,10 +72,15 @@ def static(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class NativeRegistry:
-    """The native classes of one interpreter, by MuranoPL class name."""
+    """The native classes of one interpreter, by MuranoPL class name.
+
+    A class added by where it is (:meth:`add_lazy`) is imported when a MuranoPL
+    class of its name is first built, so start-up imports only what runs.
+    """
 
     def __init__(self, py_classes: Iterable[type] = ()) -> None:
         self._classes: dict[str, type] = {}
+        self._lazy: dict[str, str] = {}
         for py_class in py_classes:
             self.add(py_class)
 
@@ -84,9 +90,23 @@ class NativeRegistry:
         if name is None:
             raise TypeError(f"{py_class.__name__} is not marked with native_class()")
         self._classes[name] = py_class
+        self._lazy.pop(name, None)
+
+    def add_lazy(self, name: str, where: str) -> None:
+        """Add the native class of MuranoPL class ``name``, found at ``module:attribute``
+        when first needed (it must be marked with ``native_class(name)``)."""
+        if name not in self._classes:
+            self._lazy[name] = where
 
     def get(self, name: str) -> type | None:
-        return self._classes.get(name)
+        found = self._classes.get(name)
+        if found is None and name in self._lazy:
+            module, _, attribute = self._lazy.pop(name).partition(":")
+            found = getattr(importlib.import_module(module), attribute)
+            if getattr(found, "murano_name", None) != name:
+                raise TypeError(f"{module}:{attribute} is not the native class of {name}")
+            self._classes[name] = found
+        return found
 
 
 def attach_native(cls: MuranoClass, registry: NativeRegistry) -> None:

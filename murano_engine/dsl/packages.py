@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import semantic_version
 
-from murano_engine.dsl import errors, hot
+from murano_engine.dsl import document_cache, errors, hot
 from murano_engine.dsl.classes import MuranoClass, NamespaceResolver, build_class
 from murano_engine.dsl.errors import LoadError, Position
 from murano_engine.dsl.expressions import try_parse
@@ -72,9 +72,13 @@ class PackageSource:
 
 
 class FolderSource(PackageSource):
+    @functools.cached_property
+    def _resolved(self) -> Path:
+        return self.location.resolve()
+
     def read(self, relpath: str) -> bytes:
         path = self.location / _safe_relpath(relpath, self.location)
-        if not path.resolve().is_relative_to(self.location.resolve()):  # a symlink out
+        if not path.resolve().is_relative_to(self._resolved):  # a symlink out
             raise LoadError(f"path {relpath!r} leaves the package", file=str(self.location))
         return path.read_bytes()
 
@@ -301,7 +305,9 @@ class Package:
             raise LoadError(f"cannot read class file: {exc}", file=display) from None
         documents = []
         namespaces: Any = None
-        for doc in load_documents(text, display, try_parse):
+        parsed = document_cache.cached("class", text, display,
+                                       lambda: load_documents(text, display, try_parse))
+        for doc in parsed:
             if doc is None:
                 continue
             if not isinstance(doc, dict):
@@ -399,7 +405,8 @@ def read_manifest(source: PackageSource) -> dict:
     where = source.display("manifest.yaml")
     if not source.exists("manifest.yaml"):
         raise LoadError("no manifest.yaml", file=str(source.location))
-    manifest = load_plain(source.read("manifest.yaml"), where)
+    text = source.read("manifest.yaml")
+    manifest = document_cache.cached("manifest", text, where, lambda: load_plain(text, where))
     if not isinstance(manifest, dict):
         raise LoadError("manifest must be a mapping", file=where)
     problems = []

@@ -199,17 +199,23 @@ def last(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
 
 
 def sum_method(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
-    """``collection.sum()``: yaql folds with ``+``; numbers add directly, other pairs
-    take yaql's ``+`` (resolved for those operands, as yaql's delegate does)."""
-    if args or kwargs or not is_collection(receiver):
+    """``collection.sum()`` and ``collection.sum(initial)``: yaql folds with ``+``; numbers
+    add directly, other pairs take yaql's ``+`` (resolved for those operands, as yaql's
+    delegate does)."""
+    initial = kwargs.get("initial", args[0] if len(args) == 1 else None)
+    if len(args) + len(kwargs) > 1 or (kwargs and initial is None) \
+            or not is_collection(receiver):
         return NOT_HANDLED
     items = iter(limited(receiver))
-    total = NO_VALUE
-    for item in items:
-        total = item
-        break
-    if total is NO_VALUE:
-        return EMPTY
+    if initial is not None:
+        total = initial(ctx)
+    else:
+        total = NO_VALUE
+        for item in items:
+            total = item
+            break
+        if total is NO_VALUE:
+            return EMPTY
     engine = frame_of(ctx).executor.runtime.engine
     numbers = _NUMBERS
     for item in items:
@@ -234,4 +240,44 @@ METHODS: dict[str, Method] = {
     "first": first,
     "last": last,
     "sum": sum_method,
+}
+
+
+# -- functions -------------------------------------------------------------------
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def text_of(args: list) -> Any:
+    """``str(value)`` of a scalar: yaql's ``null``, ``true`` and ``false``, else Python's."""
+    if len(args) != 1 or type(args[0]) not in _SCALARS:
+        return NOT_HANDLED
+    value = args[0]
+    _check_quota(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return str(value)
+
+
+def concat_text(args: list) -> Any:
+    """``concat(text, ...)`` of strings (yaql's other ``concat`` joins collections)."""
+    if not args or any(type(arg) is not str for arg in args):
+        return NOT_HANDLED
+    _check_quota(*args)
+    result = "".join(args)
+    _check_quota(result)
+    return result
+
+
+Function = Callable[[list], Any]
+
+#: function name -> fast path taking the evaluated positional arguments; it returns
+#: the result or NOT_HANDLED (yaql then gets the same values)
+FUNCTIONS: dict[str, Function] = {
+    "str": text_of,
+    "concat": concat_text,
 }

@@ -136,6 +136,14 @@ class Runtime:
                 return spec.func(ctx, args[0](ctx) if args else None, args[1:], kwargs)
             return spec.func(ctx, *[a(ctx) for a in args],
                              **{k: v(ctx) for k, v in kwargs.items()})
+        fast = queries.FUNCTIONS.get(name)
+        if fast is not None and not kwargs:
+            # evaluated once: yaql then gets the values, not the expressions again
+            evaluated = [a(ctx) for a in args]
+            result = fast(evaluated)
+            if result is not queries.NOT_HANDLED:
+                return result
+            return ctx(name, self.engine, NO_VALUE, ctx)(*evaluated)
         if name == "len" and len(args) == 1 and not kwargs:
             # evaluated once: yaql then gets the value, not the expression again
             value = args[0](ctx)

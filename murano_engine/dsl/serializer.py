@@ -210,7 +210,23 @@ def serialize_model(root: MuranoObject | None) -> dict[str, Any]:
     attributes = [[obj.id, owner, name, _plain(value)]
                   for obj in writer.written.values()
                   for (owner, name), value in sorted(obj.attributes.items())]
-    return {"Objects": objects, "ObjectsCopy": copy.deepcopy(objects), "Attributes": attributes}
+    return {"Objects": objects, "ObjectsCopy": _copy_tree(objects), "Attributes": attributes}
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def _copy_tree(value: Any) -> Any:
+    """A deep copy of written model data (dicts, lists and scalars, which it is made of;
+    anything else goes to ``copy.deepcopy``): several times faster than deepcopy alone."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copy_tree(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy_tree(item) for item in value]
+    if kind in _ATOMS:
+        return value
+    return copy.deepcopy(value)
 
 
 def _plain(value: Any) -> Any:

@@ -8,19 +8,22 @@ expression. Every mapping remembers where it was written (:class:`SourceMap`).
 Files come from people the operator does not control, so every file is read
 with libyaml (whatever tags it uses) and first checked on its event stream:
 its size, how deep it nests and how many nodes its aliases expand to.
+
+PyYAML is imported on the first file read (it costs a start-up that finds every
+file in the document cache about 15 ms).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from murano_engine.dsl.errors import LoadError, Position
 
-_BaseLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:
+    import yaml
 #: the largest YAML or JSON file read, in bytes
 MAX_BYTES = 16 * 1024 * 1024
 #: the deepest nesting of lists and mappings in a YAML or JSON file
@@ -46,6 +49,13 @@ def position_of(node: Any) -> Position | None:
     return getattr(node, "position", None)
 
 
+@functools.cache
+def _base_loader() -> type:
+    """libyaml's safe loader, or PyYAML's own where libyaml is missing."""
+    import yaml
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_documents(text: str | bytes, filename: str,
                    make_expression: ExpressionFactory | None) -> list[Any]:
     """Parse every YAML document of a class file.
@@ -54,6 +64,7 @@ def load_documents(text: str | bytes, filename: str,
     expressions; it returns ``None`` for text that does not parse, which then
     stays a string. Without it, scalars stay strings (manifests, UI files).
     """
+    import yaml
     if len(text) > MAX_BYTES:
         raise LoadError(f"file is larger than {MAX_BYTES} bytes", file=filename)
     try:
@@ -87,17 +98,19 @@ def check_events(text: str | bytes, filename: str) -> set[tuple[int, int]]:
     refused before it costs memory. Returns the (line, column) of every
     scalar with an explicit tag (``!!str $x`` is a string, not an expression).
     """
+    import yaml
     try:
-        return _check_events(yaml.parse(text, Loader=_BaseLoader), filename)
+        return _check_events(yaml.parse(text, Loader=_base_loader()), filename)
     except yaml.MarkedYAMLError as exc:
         # Newer libyaml refuses nesting past 1,000 levels while reading ahead, before the
         # events reach the 201st: Python's parser, which does not read ahead, finds it.
-        if "nesting depth" in str(exc.problem) and _BaseLoader is not yaml.SafeLoader:
+        if "nesting depth" in str(exc.problem) and _base_loader() is not yaml.SafeLoader:
             return _check_events(yaml.parse(text, Loader=yaml.SafeLoader), filename)
         raise
 
 
 def _check_events(events: Any, filename: str) -> set[tuple[int, int]]:
+    import yaml
     explicit: set[tuple[int, int]] = set()
     sizes: dict[str, int] = {}
     open_collections: list[tuple[str | None, int]] = []
@@ -158,7 +171,7 @@ def _compose_all(loader: yaml.SafeLoader):
 def _make_loader(text: str | bytes, filename: str,
                  make_expression: ExpressionFactory | None,
                  explicit: set[tuple[int, int]]) -> yaml.SafeLoader:
-    class Loader(_BaseLoader):  # type: ignore[misc,valid-type]
+    class Loader(_base_loader()):  # type: ignore[misc]
         pass
 
     def position(node: yaml.Node) -> Position:

@@ -37,6 +37,11 @@ EXPRESSIONS = [
     # ($.d.missing is null, as with Murano's yaql 1.x; yaql 3 raises KeyError: not compared)
     # logic
     "true and 0", "0 or 'x'", "not $.n", "$.n = null and 1",
+    # str() and concat() (fast for scalars and strings; the rest is yaql's)
+    "str(1)", "str(-2.5)", "str(null)", "str(true)", "str(false)", "str('a')", "str($.s)",
+    "str($.l)", "str($.d)", "str()", "str(1, 2)",
+    "concat('a', 'b')", "concat('a')", "concat($.s, 'x', '')", "concat()", "concat('a', 1)",
+    "concat('a', null)",
 ]
 
 
@@ -101,6 +106,9 @@ COLLECTION_EXPRESSIONS = [
     "[].sum()", "$.l.select($ * 1.5).sum()", "[true, 1].sum()", "[1, true].sum()",
     "[{a=>1}, {b=>2}].sum()", "$.l.sum(10)", "$.objs.select($.n).sum()", "[0.1, 0.2, 0.3].sum()",
     "($.big + $.big).sum()", "[$.big, $.big].sum()", "[null, 1].sum()", "$.d.sum()",
+    "[].sum(0)", "[].sum('x')", "['a', 'b'].sum('c')", "$.l.sum(initial => 1)", "$.l.sum(1, 2)",
+    "[1, 'a'].sum(0)", "$.l.select($ * 2).sum(0.5)", "[[1]].sum([0])", "$.d.sum(0)",
+    "$.l.sum(null)", "($.big + $.big).sum(0)",
 ]
 
 

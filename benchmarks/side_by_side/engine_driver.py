@@ -1,0 +1,76 @@
+"""The side-by-side workloads that have no command of their own, through this engine.
+
+``benchmarks/murano_side_by_side.py`` runs this file in a process of its own
+for each timed run, as it runs ``side_by_side/murano_driver.py`` for the
+original Murano; the other workloads go through ``murano-engine run`` and
+``murano-test-runner``. Modes:
+
+* ``load``: find every package under the ``-l`` folders and load each of their
+  classes (parse, build, compile); print how many loaded and which did not;
+* ``model``: deserialize an environment model and serialize it back, as every
+  deployment does; print the length of the JSON written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+
+def package_folders(folders: list[str]) -> list[Path]:
+    """Every folder with a ``manifest.yaml`` under ``folders`` (not looking inside one)."""
+    found = []
+    for folder in folders:
+        for path, dirs, files in os.walk(folder):
+            if "manifest.yaml" in files:
+                found.append(Path(path))
+                dirs[:] = []
+            dirs.sort()
+    return found
+
+
+def load(folders: list[str]) -> None:
+    from murano_engine.dsl.packages import PackageLoader
+    from murano_engine.engine.interpreter import build_interpreter
+    loader = PackageLoader(package_folders(folders), build_interpreter())
+    loaded, failed = 0, []
+    for versions in loader.packages.values():
+        for package in versions:
+            for name in package.class_files:
+                try:
+                    package.load_class(name)
+                    loaded += 1
+                except Exception:  # noqa: BLE001 - a broken class is counted, as validation does
+                    failed.append(name)
+    print(json.dumps({"loaded": loaded, "failed": sorted(failed),
+                      "problems": len(loader.problems)}))
+
+
+def model(folders: list[str], path: str) -> None:
+    from murano_engine.dsl import model as model_loader
+    from murano_engine.dsl import serializer
+    from murano_engine.dsl.executor import Executor
+    from murano_engine.dsl.packages import PackageLoader
+    from murano_engine.engine.interpreter import build_interpreter
+    loader = PackageLoader(folders, build_interpreter())
+    executor = Executor(loader)
+    root = model_loader.load_model(executor, json.loads(Path(path).read_text()))
+    print(len(json.dumps(serializer.serialize_model(root))))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["load", "model"])
+    parser.add_argument("-l", dest="folders", action="append", default=[])
+    parser.add_argument("target", nargs="?")
+    options = parser.parse_intermixed_args()
+    if options.mode == "load":
+        load(options.folders)
+    else:
+        model(options.folders, options.target)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Parsed class files and manifests kept between processes, keyed by their content.
+
+Reading a package's YAML (PyYAML's import, libyaml, the checks of
+:mod:`murano_engine.dsl.yaml_loader`, yaql parsing every candidate scalar)
+is most of what loading a class costs; the result depends only on the file's
+bytes, the name it is shown under and the code that reads it. So each result
+is pickled under the user's cache folder (``~/.cache/murano-engine/documents``
+or ``$XDG_CACHE_HOME``), named by a SHA-256 of all of those: a changed file, a
+moved one, another yaql or a change to the reading code each find no entry
+and parse afresh. Expressions are kept as their text and parsed again on first
+use (:class:`~murano_engine.dsl.expressions.Expression`).
+
+An entry is written to a temporary file and renamed into place, so processes
+writing the same entry at once leave one whole file; one that cannot be read
+(damaged, or from an incompatible Python) is parsed again and rewritten, and
+a cache folder that cannot be written only costs the parse. Files that do not
+parse are never cached: their error is raised each time. Entries of files seen
+once (an upload checked in a temporary folder) do not pile up: a write whose
+key starts with ``PRUNE_PREFIX`` (one in 256) removes the entries written more
+than MAX_AGE before it (one still in use is then parsed and written again).
+The interpreter reads no clock (tests/dsl/test_boundary.py): an entry's age is
+measured against the file system's time of that write.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+#: the sources whose code decides what a file parses to
+_READERS = ("yaml_loader.py", "expressions.py", "document_cache.py")
+#: entries older than this (seconds) are removed when the cache is pruned
+MAX_AGE = 7 * 24 * 3600
+#: a write whose key starts so prunes the cache
+PRUNE_PREFIX = "00"
+
+
+def cache_dir() -> Path:
+    """Where entries live (read each time: tests and the API set XDG_CACHE_HOME)."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "murano-engine" / "documents"
+
+
+@functools.cache
+def _salt() -> bytes:
+    """What every key starts with: the reading code and the yaql it parses with."""
+    import yaql
+    digest = hashlib.sha256(f"{sys.version_info[:2]} yaql {yaql.__version__}".encode())
+    here = Path(__file__).parent
+    for name in _READERS:
+        digest.update((here / name).read_bytes())
+    return digest.digest()
+
+
+def cached(kind: str, text: bytes | str, filename: str, parse: Callable[[], Any]) -> Any:
+    """What ``parse()`` makes of ``text`` (shown as ``filename``), from the cache when
+    an earlier process parsed the same; ``kind`` names the parse (class file, manifest)."""
+    data = text.encode() if isinstance(text, str) else text
+    key = hashlib.sha256(_salt() + f"\0{kind}\0{filename}\0".encode() + data).hexdigest()
+    path = cache_dir() / key[:2] / f"{key}.pickle"
+    try:
+        return pickle.loads(path.read_bytes())
+    except Exception:  # noqa: BLE001,S110 - no entry, or a damaged one: parsed, (re)written
+        pass
+    result = parse()
+    _store(path, result)
+    if key.startswith(PRUNE_PREFIX):
+        try:
+            prune(path.stat().st_mtime - MAX_AGE)
+        except OSError:
+            pass  # not written: nothing to measure against
+    return result
+
+
+def prune(written_before: float) -> int:
+    """Remove the entries written before ``written_before`` (seconds since the epoch, as
+    a file's modification time); how many."""
+    removed = 0
+    try:
+        shards = list(cache_dir().iterdir())
+    except OSError:
+        return 0
+    for shard in shards:
+        try:
+            entries = list(shard.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat().st_mtime < written_before:
+                    entry.unlink()
+                    removed += 1
+            except OSError:
+                pass  # gone already, or not ours to remove
+    return removed
+
+
+def _store(path: Path, result: Any) -> None:
+    try:
+        blob = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+    except (OSError, pickle.PicklingError, RecursionError, TypeError):
+        return  # an unwritable cache, or a document that cannot be kept: parsed each time
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(blob)
+        os.replace(temporary, path)
+    except OSError:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass

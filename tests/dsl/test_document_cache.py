@@ -1,0 +1,195 @@
+"""Parsed class files and manifests kept between processes: keyed by content,
+written atomically, never in the way."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from murano_engine.dsl import document_cache
+from murano_engine.dsl.executor import Executor
+from murano_engine.dsl.expressions import Expression
+from murano_engine.dsl.packages import PackageLoader
+from murano_engine.engine.interpreter import build_interpreter
+
+REPO = Path(__file__).resolve().parents[2]
+
+CLASS = """\
+Namespaces:
+  =: test.cache
+Name: Counter
+Properties:
+  start:
+    Contract: $.int().notNull()
+    Default: {start}
+Methods:
+  count:
+    Arguments:
+      - n:
+          Contract: $.int().notNull()
+    Body:
+      - Return: range($.start, $.start + $n).sum()
+"""
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "murano-engine" / "documents"
+
+
+def _package(root: Path, start: int = 10) -> Path:
+    folder = root / "packages" / "test.cache"
+    (folder / "Classes").mkdir(parents=True, exist_ok=True)
+    (folder / "manifest.yaml").write_text(
+        "Format: 1.4\nType: Library\nFullName: test.cache\n"
+        "Classes:\n  test.cache.Counter: Counter.yaml\n")
+    (folder / "Classes" / "Counter.yaml").write_text(CLASS.format(start=start))
+    return folder.parent
+
+
+def _count(packages: Path, n: int) -> int:
+    loader = PackageLoader([packages], build_interpreter())
+    cls = loader.find_class("test.cache.Counter")
+    executor = Executor(loader)
+    return executor.call(executor.new_object(cls), "count", (n,))
+
+
+def _entries(cache: Path) -> set[Path]:
+    return set(cache.rglob("*.pickle")) if cache.exists() else set()
+
+
+def test_a_second_load_reads_the_cache_and_runs_the_same(tmp_path: Path, cache: Path) -> None:
+    packages = _package(tmp_path)
+    assert _count(packages, 3) == 33
+    written = _entries(cache)
+    assert written  # the class file and the manifests
+    before = {p: p.stat().st_mtime_ns for p in written}
+    assert _count(packages, 3) == 33
+    assert _entries(cache) == written
+    assert {p: p.stat().st_mtime_ns for p in written} == before  # read, not rewritten
+
+
+def test_the_cached_document_equals_a_fresh_parse_positions_included(
+        tmp_path: Path, cache: Path) -> None:
+    text = CLASS.format(start=1).encode()
+    from murano_engine.dsl.expressions import try_parse
+    from murano_engine.dsl.yaml_loader import load_documents
+    fresh = load_documents(text, "Counter.yaml", try_parse)
+    document_cache.cached("class", text, "Counter.yaml",
+                          lambda: load_documents(text, "Counter.yaml", try_parse))
+    again = document_cache.cached("class", text, "Counter.yaml",
+                                  lambda: pytest.fail("parsed although cached"))
+    contract = again[0]["Properties"]["start"]["Contract"]
+    assert isinstance(contract, Expression)
+    assert contract.position == fresh[0]["Properties"]["start"]["Contract"].position
+    assert str(contract.node) == str(fresh[0]["Properties"]["start"]["Contract"].node)
+    assert again[0].position == fresh[0].position
+    assert repr(again) == repr(fresh)
+
+
+def test_a_changed_file_is_parsed_again(tmp_path: Path, cache: Path) -> None:
+    packages = _package(tmp_path, start=10)
+    assert _count(packages, 2) == 21
+    _package(tmp_path, start=100)
+    assert _count(packages, 2) == 201
+
+
+def test_the_same_bytes_under_another_name_are_another_entry(cache: Path) -> None:
+    calls = []
+    for name in ("a/manifest.yaml", "b/manifest.yaml", "a/manifest.yaml"):
+        document_cache.cached("manifest", b"FullName: x\n", name,
+                              lambda n=name: calls.append(n) or {"FullName": "x"})
+    assert calls == ["a/manifest.yaml", "b/manifest.yaml"]
+
+
+def test_a_damaged_entry_is_parsed_again_and_rewritten(cache: Path) -> None:
+    document_cache.cached("manifest", b"a: 1\n", "m.yaml", lambda: {"a": 1})
+    [entry] = _entries(cache)
+    entry.write_bytes(b"\x80\x05not a pickle")
+    assert document_cache.cached("manifest", b"a: 1\n", "m.yaml", lambda: {"a": 2}) == {"a": 2}
+    assert pickle.loads(entry.read_bytes()) == {"a": 2}
+
+
+def test_an_unwritable_cache_costs_only_the_parse(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    assert document_cache.cached("manifest", b"a: 1\n", "m.yaml", lambda: {"a": 1}) == {"a": 1}
+    assert document_cache.cached("manifest", b"a: 1\n", "m.yaml", lambda: {"a": 3}) == {"a": 3}
+
+
+def test_writers_at_once_leave_one_whole_entry(cache: Path) -> None:
+    big = {"items": list(range(200_000))}
+    barrier = threading.Barrier(8)
+
+    def write() -> None:
+        barrier.wait()
+        document_cache.cached("manifest", b"x", "m.yaml", lambda: big)
+
+    threads = [threading.Thread(target=write) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    [entry] = _entries(cache)
+    assert pickle.loads(entry.read_bytes()) == big
+    assert not [p for p in entry.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_bad_file_is_never_cached(tmp_path: Path, cache: Path) -> None:
+    from murano_engine.dsl.errors import LoadError
+    from murano_engine.dsl.yaml_loader import load_plain
+    for _ in range(2):
+        with pytest.raises(LoadError, match="malformed YAML"):
+            document_cache.cached("manifest", b"a: [1\n", "m.yaml",
+                                  lambda: load_plain(b"a: [1\n", "m.yaml"))
+    assert not _entries(cache)
+
+
+def test_a_warm_run_does_not_import_pyyaml(tmp_path: Path) -> None:
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    probe = ("import sys, runpy; sys.argv = ['murano-engine', 'run', '-l', sys.argv[1], "
+             "'bench.workloads.Fib.fib', '--arg', 'n=5']\n"
+             "try:\n    runpy.run_module('murano_engine.cli.main', run_name='__main__')\n"
+             "except SystemExit:\n    pass\n"
+             "print('yaml' in sys.modules)")
+    workloads = str(REPO / "benchmarks" / "workloads")
+    cold = subprocess.run([sys.executable, "-c", probe, workloads], env=env, text=True,
+                          capture_output=True, check=True)
+    warm = subprocess.run([sys.executable, "-c", probe, workloads], env=env, text=True,
+                          capture_output=True, check=True)
+    assert cold.stdout.split() == ["5", "True"]
+    assert warm.stdout.split() == ["5", "False"]
+
+
+def test_pruning_removes_old_entries_and_keeps_recent_ones(cache: Path) -> None:
+    document_cache.cached("manifest", b"old", "old.yaml", lambda: {"a": 1})
+    document_cache.cached("manifest", b"new", "new.yaml", lambda: {"a": 2})
+    [old] = [p for p in _entries(cache)
+             if pickle.loads(p.read_bytes()) == {"a": 1}]
+    os.utime(old, (1_000_000, 1_000_000))
+    assert document_cache.prune(2_000_000) == 1
+    assert [pickle.loads(p.read_bytes()) for p in _entries(cache)] == [{"a": 2}]
+    assert document_cache.cached("manifest", b"old", "old.yaml", lambda: {"a": 3}) == {"a": 3}
+
+
+def test_an_absent_cache_prunes_nothing(cache: Path) -> None:
+    assert document_cache.prune(10**12) == 0
+
+
+def test_a_write_with_the_pruning_prefix_prunes(cache: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    document_cache.cached("manifest", b"old", "old.yaml", lambda: {"a": 1})
+    [old] = _entries(cache)
+    os.utime(old, (1_000_000, 1_000_000))
+    monkeypatch.setattr(document_cache, "PRUNE_PREFIX", "")  # every write prunes
+    document_cache.cached("manifest", b"new", "new.yaml", lambda: {"a": 2})
+    assert [pickle.loads(p.read_bytes()) for p in _entries(cache)] == [{"a": 2}]

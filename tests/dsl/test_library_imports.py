@@ -1,0 +1,35 @@
+"""yaql and semantic_version imported without metadata lookups: the same versions, pbr and
+importlib.metadata left as they were."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib.metadata import version
+
+import pytest
+
+from murano_engine.dsl import library_imports
+
+
+@pytest.mark.parametrize("library", ["yaql", "semantic_version"])
+def test_the_version_comes_from_the_installed_metadata(library: str) -> None:
+    assert library_imports.installed_version(library) == version(library)
+
+
+def test_a_library_without_metadata_beside_it_has_no_known_version() -> None:
+    assert library_imports.installed_version("murano_engine") is None  # a source tree
+
+
+def test_a_fresh_process_gets_both_with_their_versions_and_the_real_lookups_after() -> None:
+    probe = ("import sys\n"
+             "import murano_engine.dsl, yaql, semantic_version\n"
+             "print(yaql.__version__, semantic_version.__version__,"
+             " 'importlib.metadata' in sys.modules, 'pbr.version' in sys.modules)\n"
+             "import pbr.version, importlib.metadata\n"
+             "print(pbr.version.VersionInfo('yaql').version_string(),"
+             " importlib.metadata.version('semantic_version'))\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)
+    expected = [version("yaql"), version("semantic_version")]
+    assert done.stdout.split() == [*expected, "False", "False", *expected]
