@@ -4,9 +4,11 @@ Two environments are deployed with the engine command on the local cloud; then
 environment A's server runs the probe of :mod:`tests.broker_probe`, which connects
 through the sandbox's broker relay with exactly the credentials in its agent
 config and tries what a hostile package would against environment B, the results
-queue, the task queue and the engine's virtual host. Every attempt must be
-refused, while the probe's own plan and result still flow; destroying the
-environments removes their servers' broker users.
+queue, the task queue and the engine's virtual host, and logs in as
+``guest/guest`` through the relay. Every attempt must be refused (the guest
+login cut off by the relay), while the probe's own login (PLAIN or AMQPLAIN),
+plan and result still flow; destroying the environments removes their servers'
+broker users.
 """
 
 from __future__ import annotations
