@@ -202,6 +202,8 @@ class Relay:
                             self.name, *self.target, exc)
                 _shut(inner)
                 continue
+            for sock in (inner, outer):  # each chunk on at once: no Nagle's delay
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._lock:
                 if self._closed:
                     _shut(inner)
