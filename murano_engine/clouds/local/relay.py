@@ -45,7 +45,6 @@ class Login:
 
     mechanism: str
     user: str
-    length: int  # bytes of the stream up to the end of the StartOk frame
 
 
 def parse_login(data: bytes) -> Login | None:
@@ -68,7 +67,8 @@ def parse_login(data: bytes) -> Login | None:
         raise HandshakeRefused(f"frame type {kind} on channel {channel} before the login")
     end = header_end + size + 1
     if end > MAX_HANDSHAKE:
-        raise HandshakeRefused(f"a {size}-byte login frame (at most {MAX_HANDSHAKE} bytes)")
+        raise HandshakeRefused(f"a {size}-byte login frame (a handshake may take at most "
+                               f"{MAX_HANDSHAKE} bytes)")
     if len(data) < end:
         return None
     if data[end - 1] != _FRAME_END:
@@ -88,7 +88,7 @@ def parse_login(data: bytes) -> Login | None:
         user = _amqplain_user(response)
     else:
         raise HandshakeRefused(f"mechanism {mechanism!r} (only PLAIN and AMQPLAIN)")
-    return Login(mechanism, user, end)
+    return Login(mechanism, user)
 
 
 def _plain_user(response: bytes) -> str:
