@@ -22,6 +22,12 @@ from murano_engine.clouds.local.relay import (
     Relay,
     parse_login,
 )
+from murano_engine.clouds.local.sandbox import (
+    NamespaceLauncher,
+    SandboxError,
+    ServerSpec,
+    missing_for_namespaces,
+)
 
 BROKER = ("127.0.0.1", 5672)
 
@@ -223,3 +229,13 @@ def test_an_oversized_handshake_is_cut_before_it_is_sent(relay_for, caplog):
             _read_to_end(client)
         assert _drained(relay)
     assert any("at most" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.skipif(bool(missing_for_namespaces()), reason="no namespaces here")
+def test_a_sandbox_refuses_a_tls_broker_its_relay_cannot_read(tmp_path):
+    spec = ServerSpec(server_id=str(uuid.uuid4()), hostname="node-1", folder=tmp_path,
+                      agent_ini="", broker_url="amqps://guest:guest@127.0.0.1:5671//")
+    with pytest.raises(SandboxError, match="server node-1's agent would reach the broker "
+                                           "over TLS.*use amqp://"):
+        NamespaceLauncher().start(spec)
+    assert list(tmp_path.iterdir()) == []  # nothing was made

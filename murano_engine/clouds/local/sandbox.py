@@ -241,6 +241,11 @@ class NamespaceLauncher:
         """Start the sandbox, or take back the one a previous engine left running."""
         _check_broker(spec.broker_url)
         parts = urlsplit(spec.broker_url)
+        if parts.scheme == "amqps":
+            raise SandboxError(
+                f"server {spec.hostname}'s agent would reach the broker over TLS, but a "
+                f"sandbox reaches it through the engine's relay, which must read the "
+                f"agent's login: use amqp:// for the local cloud's agents ([rabbitmq] ssl)")
         inside_url = urlunsplit(parts._replace(
             netloc=parts.netloc.rsplit("@", 1)[0] + f"@127.0.0.1:{RELAY_PORT}"
             if "@" in parts.netloc else f"127.0.0.1:{RELAY_PORT}"))
