@@ -6,7 +6,8 @@ own config file (the one the agent was started with), connects with exactly the
 credentials in it and tries, each on a channel (or connection) of its own:
 publishing into another environment's agent queue and result exchange, reading
 the task queue, that queue and the results queue, declaring, purging, deleting
-and binding others' queues, opening the engine's virtual host. Its output (the
+and binding others' queues, opening the engine's virtual host, logging in as
+``guest/guest`` (which the local cloud's broker relay must cut off). Its output (the
 application's ``probe``) maps each attempt to the broker's reply code (0: done).
 :func:`assert_only_its_own` checks them. :class:`Deployment` runs the engine
 command on one environment.
@@ -87,9 +88,9 @@ login, password = unquote(url.username), unquote(url.password)
 vhost = unquote(url.path[1:]) or "/"
 other_queue, other_exchange, results, tasks, other_vhost = sys.argv[1:6]
 
-def attempt(action, virtual_host=vhost):
-    conn = amqp.Connection(f"{url.hostname}:{url.port or 5672}", userid=login, password=password,
-                           virtual_host=virtual_host, connect_timeout=5)
+def attempt(action, virtual_host=vhost, userid=login, secret=password, method=None):
+    conn = amqp.Connection(f"{url.hostname}:{url.port or 5672}", userid=userid, password=secret,
+                           virtual_host=virtual_host, login_method=method, connect_timeout=5)
     try:
         conn.connect()
         channel = conn.channel()
@@ -98,6 +99,8 @@ def attempt(action, virtual_host=vhost):
         return 0
     except amqp.exceptions.AMQPError as exc:
         return exc.reply_code
+    except OSError:  # the connection was cut before the broker answered the login
+        return -1
     finally:
         try:
             conn.close()
@@ -125,19 +128,32 @@ outcome = {
     "bind results queue": attempt(lambda ch: ch.queue_bind(results, "amq.direct", "x")),
     "open engine virtual host": attempt(lambda ch: None, other_vhost),
     "own queue passively": attempt(lambda ch: ch.queue_declare(own, passive=True)),
+    "own queue passively, PLAIN login": attempt(
+        lambda ch: ch.queue_declare(own, passive=True), method="PLAIN"),
+    "log in as guest/guest": attempt(lambda ch: None, "/", "guest", "guest", "PLAIN"),
+    "log in as guest/guest, AMQPLAIN": attempt(lambda ch: None, "/", "guest", "guest",
+                                               "AMQPLAIN"),
 }
 print(json.dumps(outcome))
 '''
 
 REFUSED = 403  # ACCESS_REFUSED: no permission on the resource
 NOT_ALLOWED = 530  # no access to the virtual host
+CUT = -1  # the connection was closed before the broker answered the login
 
 
-def assert_only_its_own(outcome: dict[str, int]) -> None:
-    """Only the probe's own queue was within reach; everything else refused."""
+def assert_only_its_own(outcome: dict[str, int], *, relayed: bool = True) -> None:
+    """Only the probe's own queue was within reach; everything else refused. When
+    ``relayed`` (a local-cloud sandbox), logging in as anyone else is cut off by the
+    relay; otherwise (a server on a real network) that is the broker's business."""
     outcome = dict(outcome)
     assert outcome.pop("own queue passively") == 0
+    assert outcome.pop("own queue passively, PLAIN login") == 0
     assert outcome.pop("open engine virtual host") == NOT_ALLOWED
+    guest_logins = (outcome.pop("log in as guest/guest"),
+                    outcome.pop("log in as guest/guest, AMQPLAIN"))
+    if relayed:
+        assert guest_logins == (CUT, CUT)
     assert outcome == dict.fromkeys(outcome, REFUSED)
 
 

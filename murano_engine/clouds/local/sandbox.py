@@ -38,7 +38,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import kombu
 
@@ -60,6 +60,7 @@ ISOLATIONS = ("namespaces", "none")
 INIT_SCRIPT = Path(__file__).with_name("sandbox-init.sh")
 INSIDE = "/sandbox"
 RELAY_PORT = 5672
+DEFAULT_LOGIN = "guest"  # whom AMQP clients log in as when the URL names no user
 FIRST_UID = 200_000
 UID_SPAN = 100_000
 STOP_GRACE = 3.0
@@ -240,6 +241,11 @@ class NamespaceLauncher:
         """Start the sandbox, or take back the one a previous engine left running."""
         _check_broker(spec.broker_url)
         parts = urlsplit(spec.broker_url)
+        if parts.scheme == "amqps":
+            raise SandboxError(
+                f"server {spec.hostname}'s agent would reach the broker over TLS, but a "
+                f"sandbox reaches it through the engine's relay, which must read the "
+                f"agent's login: use amqp:// for the local cloud's agents ([rabbitmq] ssl)")
         inside_url = urlunsplit(parts._replace(
             netloc=parts.netloc.rsplit("@", 1)[0] + f"@127.0.0.1:{RELAY_PORT}"
             if "@" in parts.netloc else f"127.0.0.1:{RELAY_PORT}"))
@@ -339,14 +345,16 @@ class NamespaceLauncher:
         return pid is None or not _alive(pid)
 
     def _relay(self, spec: ServerSpec, name: str) -> None:
-        """A relay from the namespace's loopback to the broker (replacing any old one)."""
+        """A relay from the namespace's loopback to the broker (replacing any old one)
+        that admits only the server's login (its own user, or the configured one)."""
         parts = urlsplit(spec.broker_url)
         target = (parts.hostname or "127.0.0.1", parts.port or 5672)
         old = self._relays.pop(spec.server_id, None)
         if old is not None:
             old.close()
         self._relays[spec.server_id] = Relay(
-            netns.listening_socket(name, "127.0.0.1", RELAY_PORT), target, name)
+            netns.listening_socket(name, "127.0.0.1", RELAY_PORT), target,
+            f"{spec.hostname} ({name})", unquote(parts.username or DEFAULT_LOGIN))
 
     def detach(self, spec: ServerSpec) -> None:
         """Leave the sandbox running for a later engine; only the broker relay goes

@@ -1,0 +1,241 @@
+"""The sandbox broker relay's login gate (issue 21): :func:`parse_login` on
+hand-made handshakes, then :class:`Relay` between real AMQP clients and the
+real broker on loopback."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+import time
+import uuid
+
+import amqp
+import pytest
+
+from murano_engine.clouds.local import relay as relay_module
+from murano_engine.clouds.local.relay import (
+    MAX_HANDSHAKE,
+    PROTOCOL_HEADER,
+    HandshakeRefused,
+    Login,
+    Relay,
+    parse_login,
+)
+from murano_engine.clouds.local.sandbox import (
+    NamespaceLauncher,
+    SandboxError,
+    ServerSpec,
+    missing_for_namespaces,
+)
+
+BROKER = ("127.0.0.1", 5672)
+
+
+def _shortstr(text: bytes) -> bytes:
+    return bytes([len(text)]) + text
+
+
+def _longstr(text: bytes) -> bytes:
+    return struct.pack(">I", len(text)) + text
+
+
+def start_ok(mechanism: bytes, response: bytes, *, method: tuple[int, int] = (10, 11),
+             channel: int = 0, kind: int = 1, end: bytes = b"\xce",
+             tail: bytes = b"") -> bytes:
+    """The protocol header and a Connection.StartOk frame as a client sends them."""
+    properties = _shortstr(b"product") + b"S" + _longstr(b"test")
+    payload = (struct.pack(">HH", *method) + _longstr(properties) + _shortstr(mechanism)
+               + _longstr(response) + _shortstr(b"en_US") + tail)
+    return PROTOCOL_HEADER + struct.pack(">BHI", kind, channel, len(payload)) + payload + end
+
+
+def amqplain(**fields: bytes) -> bytes:
+    return b"".join(_shortstr(name.encode()) + b"S" + _longstr(value)
+                    for name, value in fields.items())
+
+
+def test_plain_login_is_read():
+    assert parse_login(start_ok(b"PLAIN", b"\0alice\0secret")) == Login("PLAIN", "alice")
+    with_authzid = start_ok(b"PLAIN", b"alice\0alice\0secret")
+    assert parse_login(with_authzid + b"more") == Login("PLAIN", "alice")
+
+
+def test_amqplain_login_is_read():
+    data = start_ok(b"AMQPLAIN", amqplain(LOGIN=b"alice", PASSWORD=b"secret"))
+    assert parse_login(data) == Login("AMQPLAIN", "alice")
+    reordered = start_ok(b"AMQPLAIN", amqplain(PASSWORD=b"x", LOGIN=b"bob"))
+    assert parse_login(reordered).user == "bob"
+
+
+def test_every_prefix_needs_more_bytes():
+    data = start_ok(b"AMQPLAIN", amqplain(LOGIN=b"alice", PASSWORD=b"secret"))
+    for cut in range(len(data)):
+        assert parse_login(data[:cut]) is None
+
+
+@pytest.mark.parametrize("data, reason", [
+    (b"AMQP\x01\x01\x00\x09", "protocol header"),
+    (b"GET / HTTP/1.1\r\n", "protocol header"),
+    (start_ok(b"PLAIN", b"\0a\0b", kind=8), "frame type 8"),
+    (start_ok(b"PLAIN", b"\0a\0b", channel=1), "channel 1"),
+    (start_ok(b"PLAIN", b"\0a\0b", method=(10, 31)), "not Connection.StartOk"),
+    (start_ok(b"PLAIN", b"\0a\0b", end=b"\x00"), "frame-end"),
+    (start_ok(b"PLAIN", b"\0a\0b", tail=b"x"), "after the locale"),
+    (start_ok(b"EXTERNAL", b""), "mechanism 'EXTERNAL'"),
+    (start_ok(b"PLAIN", b"bob\0alice\0secret"), "authzid"),
+    (start_ok(b"PLAIN", b"\0alice\0sec\0ret"), "authzid"),
+    (start_ok(b"PLAIN", b"\0alice"), "authzid"),
+    (start_ok(b"PLAIN", b"\0\xff\xfe\0secret"), "not UTF-8"),
+    (start_ok(b"AMQPLAIN", amqplain(PASSWORD=b"secret")), "0 LOGIN fields"),
+    (start_ok(b"AMQPLAIN", amqplain(LOGIN=b"a") + amqplain(LOGIN=b"b")), "2 LOGIN fields"),
+    (start_ok(b"AMQPLAIN", _shortstr(b"LOGIN") + b"I" + struct.pack(">i", 1)),
+     "not a long string"),
+    (start_ok(b"AMQPLAIN", _shortstr(b"LOGIN") + b"S" + struct.pack(">I", 99) + b"ab"),
+     "past the end"),
+])
+def test_bad_handshakes_are_refused(data, reason):
+    with pytest.raises(HandshakeRefused, match=reason):
+        parse_login(data)
+
+
+def test_a_field_length_past_its_frame_is_refused():
+    data = bytearray(start_ok(b"PLAIN", b"\0alice\0secret"))
+    struct.pack_into(">I", data, len(PROTOCOL_HEADER) + 7 + 4, 10**6)  # client properties
+    with pytest.raises(HandshakeRefused, match="past the end"):
+        parse_login(bytes(data))
+
+
+def test_an_oversized_frame_is_refused_from_its_header():
+    header = PROTOCOL_HEADER + struct.pack(">BHI", 1, 0, MAX_HANDSHAKE)
+    with pytest.raises(HandshakeRefused, match="at most"):
+        parse_login(header)
+    largest = start_ok(b"PLAIN", b"\0alice\0" + b"p" * MAX_HANDSHAKE)
+    with pytest.raises(HandshakeRefused, match="at most"):
+        parse_login(largest[:len(PROTOCOL_HEADER) + 7])
+
+
+# The relay between real clients and the real broker.
+
+@pytest.fixture
+def relay_for():
+    made: list[Relay] = []
+
+    def make(user: str) -> Relay:
+        listener = socket.create_server(("127.0.0.1", 0))
+        made.append(Relay(listener, BROKER, f"test-{user}", user))
+        return made[-1]
+
+    yield make
+    for relay in made:
+        relay.close()
+
+
+def _connect(relay: Relay, user: str, password: str, method: str | None = None) -> amqp.Connection:
+    port = relay.listener.getsockname()[1]
+    connection = amqp.Connection(f"127.0.0.1:{port}", userid=user, password=password,
+                                 login_method=method, connect_timeout=5)
+    connection.connect()
+    return connection
+
+
+def _drained(relay: Relay) -> bool:
+    """Whether both sockets of every connection were let go, within 5 s."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with relay._lock:
+            if not relay._open:
+                return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.parametrize("method", ["PLAIN", "AMQPLAIN"])
+def test_the_allowed_login_passes(relay_for, method):
+    connection = _connect(relay_for("guest"), "guest", "guest", method)
+    try:
+        channel = connection.channel()
+        name = channel.queue_declare(f"relay-test-{uuid.uuid4().hex}", exclusive=True).queue
+        channel.basic_publish(amqp.Message("through"), "", name)
+        for _ in range(50):
+            message = channel.basic_get(name, no_ack=True)
+            if message is not None:
+                break
+            time.sleep(0.05)
+        assert message is not None and message.body == "through"
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("method", ["PLAIN", "AMQPLAIN"])
+def test_another_user_is_cut_off_and_logged(relay_for, caplog, method):
+    relay = relay_for("murano-agent-somebody")
+    with caplog.at_level(logging.WARNING, logger=relay_module.__name__):
+        with pytest.raises(OSError, match="closed connection"):
+            _connect(relay, "guest", "guest", method)
+        assert _drained(relay)
+    refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert refusals == ["relay test-murano-agent-somebody: refused broker user 'guest' "
+                        "(only 'murano-agent-somebody' may log in)"]
+
+
+def test_the_broker_still_checks_the_password(relay_for):
+    relay = relay_for("guest")
+    with pytest.raises(amqp.exceptions.AccessRefused):
+        _connect(relay, "guest", "not-the-password")
+
+
+def _raw_client(relay: Relay) -> socket.socket:
+    return socket.create_connection(relay.listener.getsockname(), timeout=10)
+
+
+def _read_to_end(sock: socket.socket) -> bytes:
+    received = b""
+    while data := sock.recv(65536):
+        received += data
+    return received
+
+
+def test_a_login_split_into_single_bytes_passes(relay_for):
+    relay = relay_for("guest")
+    with _raw_client(relay) as client:
+        hello = start_ok(b"PLAIN", b"\0guest\0guest")
+        for at in range(len(hello)):
+            client.sendall(hello[at:at + 1])
+            time.sleep(0.001)
+        client.settimeout(5)
+        answer = client.recv(65536)  # Connection.Start, then the broker's Tune
+        while b"\x00\x0a\x00\x1e" not in answer:  # Connection.Tune: class 10, method 30
+            answer += client.recv(65536)
+        assert answer[0] == 1
+
+
+def test_a_handshake_too_slow_is_cut(relay_for, caplog, monkeypatch):
+    monkeypatch.setattr(relay_module, "HANDSHAKE_TIMEOUT", 0.5)
+    relay = relay_for("guest")
+    with caplog.at_level(logging.WARNING, logger=relay_module.__name__):
+        with _raw_client(relay) as client:
+            client.sendall(PROTOCOL_HEADER)
+            start = _read_to_end(client)  # the broker's Connection.Start, then the cut
+        assert start[:1] == b"\x01" and _drained(relay)
+    assert any("no login within 0.5 s" in r.getMessage() for r in caplog.records)
+
+
+def test_an_oversized_handshake_is_cut_before_it_is_sent(relay_for, caplog):
+    relay = relay_for("guest")
+    with caplog.at_level(logging.WARNING, logger=relay_module.__name__):
+        with _raw_client(relay) as client:
+            client.sendall(PROTOCOL_HEADER + struct.pack(">BHI", 1, 0, 10**6))
+            _read_to_end(client)
+        assert _drained(relay)
+    assert any("at most" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.skipif(bool(missing_for_namespaces()), reason="no namespaces here")
+def test_a_sandbox_refuses_a_tls_broker_its_relay_cannot_read(tmp_path):
+    spec = ServerSpec(server_id=str(uuid.uuid4()), hostname="node-1", folder=tmp_path,
+                      agent_ini="", broker_url="amqps://guest:guest@127.0.0.1:5671//")
+    with pytest.raises(SandboxError, match="server node-1's agent would reach the broker "
+                                           "over TLS.*use amqp://"):
+        NamespaceLauncher().start(spec)
+    assert list(tmp_path.iterdir()) == []  # nothing was made
