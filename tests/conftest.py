@@ -74,3 +74,21 @@ def no_sandbox_left_behind(tmp_path_factory):
         pytest.fail(f"the test left local-cloud servers running: {sorted(left)}")
     if leaked_disks:
         pytest.fail(f"the test left local-cloud server disks mounted: {sorted(leaked_disks)}")
+
+
+def _green() -> bool:
+    """Whether eventlet has monkey-patched this process's threads."""
+    patcher = sys.modules.get("eventlet.patcher")
+    return patcher is not None and patcher.is_monkey_patched("thread")
+
+
+@pytest.fixture(autouse=True)
+def no_green_patching_of_the_test_process():
+    """The deploy commands monkey-patch their process for green threads; run in the test
+    process they would leave every later test green (locks made before the patch then
+    deadlock green threads): such a test must run the command in a subprocess."""
+    before = _green()
+    yield
+    if _green() and not before:
+        pytest.fail("the test monkey-patched the test process with eventlet (run the "
+                    "command in a subprocess)")

@@ -81,14 +81,20 @@ def _raw(message: dict[str, Any]) -> bytes:
 
 def test_an_api_deploy_puts_no_token_on_the_broker(start_api, tmp_path):
     tag = f"murano-wire-{uuid.uuid4().hex[:8]}"
+    # the guests' virtual host and the engine's own (tasks, results, reports), both traced
     url = f"amqp://{tag}:{tag}@127.0.0.1:5672/{tag}"
+    engine_url = f"amqp://{tag}:{tag}@127.0.0.1:5672/{tag}-engine"
     _rabbitmqctl("add_vhost", tag)
+    _rabbitmqctl("add_vhost", f"{tag}-engine")
+    firehoses: list[Firehose] = []
     try:
         _rabbitmqctl("add_user", tag, tag)
-        _rabbitmqctl("set_permissions", "-p", tag, tag, ".*", ".*", ".*")
-        _rabbitmqctl("trace_on", "-p", tag)
-        firehose = Firehose(url)
-        api = start_api(broker=url, environment_class="io.murano.Environment",
+        _rabbitmqctl("set_user_tags", tag, "administrator")  # it mints the servers' users
+        for vhost in (tag, f"{tag}-engine"):
+            _rabbitmqctl("set_permissions", "-p", vhost, tag, ".*", ".*", ".*")
+            _rabbitmqctl("trace_on", "-p", vhost)
+        firehoses = [Firehose(url), Firehose(engine_url)]
+        api = start_api(broker=engine_url, environment_class="io.murano.Environment",
                         sections={"local_cloud": {"state_dir": str(tmp_path / "cloud")},
                                   "rabbitmq": {"url": url}})
         try:
@@ -110,11 +116,13 @@ def test_an_api_deploy_puts_no_token_on_the_broker(start_api, tmp_path):
                 assert time.monotonic() < deadline, "the environment was not deleted"
                 time.sleep(0.5)
         finally:
-            firehose.close()
+            for firehose in firehoses:
+                firehose.close()
             api.stop()
+        messages = [m for firehose in firehoses for m in firehose.messages]
 
         def routed(prefix: str) -> list[dict[str, Any]]:
-            return [m for m in firehose.messages
+            return [m for m in messages
                     if any(k.startswith(prefix) for k in m["routing_keys"])]
 
         tasks, results = routed("murano-tasks-"), routed("murano-results-")
@@ -125,9 +133,11 @@ def test_an_api_deploy_puts_no_token_on_the_broker(start_api, tmp_path):
         for plan in plans:
             assert plan["properties"].get("headers", {}).get("signature"), plan
             assert json.loads(plan["body"])["Stamp"]
-        carrying = [m["routing_keys"] for m in firehose.messages if TOKEN.encode() in _raw(m)]
+        carrying = [m["routing_keys"] for m in messages if TOKEN.encode() in _raw(m)]
         assert carrying == [], f"the user's token went over the broker in {carrying}"
     finally:
-        _rabbitmqctl("delete_vhost", tag)
+        for vhost in (tag, f"{tag}-engine"):
+            subprocess.run(["rabbitmqctl", "-q", "delete_vhost", vhost], capture_output=True,
+                           timeout=60)
         subprocess.run(["rabbitmqctl", "-q", "delete_user", tag], capture_output=True,
                        timeout=60)

@@ -249,7 +249,7 @@ class _StoppingLauncher:
     def start(self, spec) -> None:  # noqa: ANN001
         pass
 
-    def stop(self, spec) -> None:  # noqa: ANN001
+    def discard(self, spec) -> None:  # noqa: ANN001
         import time
         time.sleep(self.delay)
 

@@ -232,12 +232,13 @@ def test_another_environment_is_refused_on_a_state_file(tmp_path, packages):
 def test_a_journal_of_a_run_that_never_began_takes_nothing_over(tmp_path, packages, capsys):
     assert deploy(tmp_path, packages, model("a")) == 0
     config = tmp_path / "bad.ini"
-    config.write_text(f"[engine]\nsigning_key = {tmp_path / 'no-such-key.pem'}\n")
+    (tmp_path / "key-folder.pem").mkdir()  # a signing key that cannot be read
+    config.write_text(f"[engine]\nsigning_key = {tmp_path / 'key-folder.pem'}\n")
     options = SimpleNamespace(load_packages_from=[str(packages)], config=str(config),
                               state=str(tmp_path / "state.json"),
                               model=str(tmp_path / "model.json"))
     (tmp_path / "model.json").write_text(json.dumps(model("a", "b")))
-    with pytest.raises(FileNotFoundError, match="no-such-key.pem"):
+    with pytest.raises(IsADirectoryError, match="key-folder.pem"):
         run_command(options, "deploy", build_interpreter(natives=[Probe]))
     assert not journal_path(tmp_path / "state.json").exists()
 

@@ -87,7 +87,8 @@ def site(tmp_path: Path) -> Path:
     (tmp_path / "engine.ini").write_text(f"[local_cloud]\nstate_dir = {tmp_path / 'cloud'}\n")
     (tmp_path / "bad.ini").write_text(
         f"[local_cloud]\nstate_dir = {tmp_path / 'cloud'}\n"
-        f"[engine]\nsigning_key = {tmp_path / 'no-such-key.pem'}\n")
+        f"[engine]\nsigning_key = {tmp_path / 'key-folder.pem'}\n")  # not a file: unreadable
+    (tmp_path / "key-folder.pem").mkdir()
     yield tmp_path
     if (tmp_path / "murano-state.json").exists():  # after a failed assertion only
         subprocess.run(command(tmp_path, "destroy"), cwd=tmp_path, capture_output=True,
@@ -122,7 +123,7 @@ def test_the_default_state_file_keeps_its_one_environment(site: Path) -> None:
 
     # A run that fails before it begins leaves neither a state file nor a journal.
     failed = run(site, "deploy", str(second), config="bad.ini")
-    assert failed.returncode == 1 and "no-such-key.pem" in failed.stderr, failed.stderr
+    assert failed.returncode == 1 and "key-folder.pem" in failed.stderr, failed.stderr
     assert not state.exists() and not (site / "murano-state.json.journal").exists()
 
     # Two deploys 0.3 s apart: one runs, the other is refused at once naming it.

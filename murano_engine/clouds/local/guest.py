@@ -244,17 +244,17 @@ class Guests:
                 self._releases.pop(server_id, None)
 
     def _revoke_identity(self, server_id: str) -> bool:
-        """Stop a released server that has a broker user of its own, then remove that
-        user and the server's queue with the administrative login (the engine revokes
-        it too when it deletes the server; a server found orphaned, or deleted by a
-        later ``destroy``, has only this). False, doing nothing, for a server with the
-        shared login."""
+        """Stop for good a released server that has a broker user of its own (its disk
+        goes too), then remove that user and the server's queue with the administrative
+        login (the engine revokes it too when it deletes the server; a server found
+        orphaned, or deleted by a later ``destroy``, has only this). False, doing
+        nothing, for a server with the shared login."""
         queue = self.input_queue(server_id)
         if self._identities is None or not queue \
                 or _ini_login(self.sandbox(server_id) / "agent.conf") != identity_name(queue):
             return False
         if (self.sandbox(server_id) / "server.json").is_file():
-            self.launcher.stop(self._spec(server_id))
+            self.launcher.discard(self._spec(server_id))
         self._identities.revoke(queue)
         return True
 

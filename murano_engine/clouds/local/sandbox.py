@@ -204,8 +204,13 @@ class ProcessLauncher:
 
     def remove(self, spec: ServerSpec) -> None:
         """Stop the server for good: its agent, then its queue."""
-        self.stop(spec)
+        self.discard(spec)
         delete_input_queue(spec)
+
+    def discard(self, spec: ServerSpec) -> None:
+        """Stop the server for good, leaving the broker alone (its queue goes with its
+        broker user, removed with the administrative login)."""
+        self.stop(spec)
 
     def stop(self, spec: ServerSpec) -> None:
         child = self._children.pop(spec.server_id, None)
@@ -366,13 +371,18 @@ class NamespaceLauncher:
 
     def remove(self, spec: ServerSpec) -> None:
         """Stop the server for good: its sandbox, its disk, then its queue."""
+        self.discard(spec)
+        delete_input_queue(spec)
+
+    def discard(self, spec: ServerSpec) -> None:
+        """Stop the server for good, its disk too, leaving the broker alone (its queue
+        goes with its broker user, removed with the administrative login)."""
         self.stop(spec)
         try:
             ServerDisk(spec.folder).delete()
         except DiskError as exc:
             raise SandboxError(f"cannot remove the disk of server {spec.hostname}: "
                                f"{exc}") from None
-        delete_input_queue(spec)
 
     def stop(self, spec: ServerSpec) -> None:
         _terminate(netns.pids(netns.server_namespace(spec.server_id)))
