@@ -132,8 +132,13 @@ def _running_once(output: str) -> None:
 def _wizard_app(case: Case, tmp: Path) -> dict[str, Any]:
     """The application as ``murano-engine ui-model`` makes it from the case's answers."""
     answers = copy.deepcopy(case.answers or {})
-    last_form = list(answers)[-1]
-    answers[last_form]["application_name"] = NAME
+    # the package's own name field where it has one (the wizard then adds none), else
+    # the application name field the wizard adds to the last form
+    own = next((form for form, values in answers.items() if "name" in values), None)
+    if own is not None:
+        answers[own]["name"] = NAME
+    else:
+        answers[list(answers)[-1]]["application_name"] = NAME
     (tmp / "answers.json").write_text(json.dumps(answers))
     done = subprocess.run([sys.executable, "-m", "murano_engine.cli.main", "ui-model",
                            str(case.package / "UI" / "ui.yaml"), str(tmp / "answers.json")],

@@ -253,6 +253,9 @@ class _StoppingLauncher:
         import time
         time.sleep(self.delay)
 
+    def exited(self, spec) -> bool:  # noqa: ANN001
+        return False
+
 
 def test_a_server_replacing_one_on_its_queue_keeps_its_broker_user(tmp_path):
     """A run killed while making a server leaves it half made; the next run removes it
