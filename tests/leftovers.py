@@ -1,7 +1,8 @@
 """What an environment left behind on the local cloud and the broker once it is gone.
 
 A :class:`Footprint` is noted while an environment lives (after each deploy or
-action): its servers, their networks, its stacks and broker queues.
+action): its servers, their networks, its stacks, broker queues and the servers'
+broker users.
 :func:`leftovers` lists what of it still exists once the environment is
 deleted; one place to add a check for anything else an environment makes.
 """
@@ -17,6 +18,8 @@ from kombu import Connection
 
 from murano_common.amqp import result_queue_name
 from murano_engine.clouds.local import netns
+from murano_engine.engine.config import load_config
+from murano_engine.messaging.identities import BrokerIdentities, identity_name
 
 AMQP = "amqp://guest:guest@127.0.0.1:5672//"
 #: the prefix of the stack a framework region makes (its agents' result queue drops it)
@@ -52,7 +55,7 @@ class Footprint:
 
 def leftovers(footprint: Footprint) -> list[str]:
     """What of ``footprint`` still exists: server sandboxes, stacks and their locks,
-    network namespaces, broker queues."""
+    network namespaces, broker queues, the servers' broker users."""
     left = [f"server {p.name}" for p in _entries(footprint.cloud / "servers")]
     left += [f"stack {p.name}" for p in _entries(footprint.cloud / "stacks")]
     left += [f"stack lock {p.name}" for p in _entries(footprint.cloud / "locks")]
@@ -60,7 +63,21 @@ def leftovers(footprint: Footprint) -> list[str]:
     names += [netns.network_namespace(n) for n in sorted(footprint.networks)]
     left += [f"network namespace {n}" for n in names if netns.exists(n)]
     left += [f"queue {q}" for q in sorted(footprint.queues) if _queue_exists(q)]
+    users = {identity_name(q) for q in footprint.queues if _is_agent_queue(q)}
+    left += [f"broker user {u}" for u in sorted(users & set(_broker_users()))]
     return left
+
+
+def _is_agent_queue(queue: str) -> bool:
+    """An agent's input queue (``e<environment>-h<instance>``), not a results queue."""
+    return queue.startswith("e") and "-h" in queue
+
+
+def _broker_users() -> list[str]:
+    """The servers' broker users the broker has now."""
+    identities = BrokerIdentities.from_config(load_config(None, environ={}))
+    assert identities is not None, "the default configuration mints server identities"
+    return identities.users()
 
 
 def _entries(folder: Path) -> list[Path]:

@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,6 +101,24 @@ def _actions(app_class: str) -> tuple[str, ...]:
     cls = _loader().find_class(app_class)
     return tuple(sorted({m.name for c in cls.init_order() for m in c.methods.values()
                          if m.scope == "Public" and all(a.has_default for a in m.arguments)}))
+
+
+def test_the_leftover_check_sees_a_server_broker_user(tmp_path):
+    """A broker user minted for a server of the footprint counts as left until revoked."""
+    from murano_engine.engine.config import load_config
+    from murano_engine.messaging.identities import BrokerIdentities, identity_name
+
+    identities = BrokerIdentities.from_config(load_config(None, environ={}))
+    queue = f"e{uuid.uuid4().hex}-h{uuid.uuid4().hex}"
+    results = f"-execution-results-{uuid.uuid4().hex[:8]}"
+    footprint = Footprint(tmp_path, queues={queue})
+    identities.mint(queue, results)
+    try:
+        assert f"broker user {identity_name(queue)}" in leftovers(footprint)
+    finally:
+        identities.revoke(queue)
+        identities.remove_exchange(results)
+    assert leftovers(footprint) == []
 
 
 def test_the_matrix_holds_every_shipped_package_and_example():
