@@ -1,26 +1,38 @@
-"""Importing yaql and semantic_version without their installed-metadata lookups.
+"""Importing yaql and semantic_version without their start-up costs.
 
 Both libraries look their own version up when imported: yaql through
 ``pbr.version``, semantic_version through ``importlib.metadata.version``. Each
 lookup imports ``importlib.metadata`` (and with it the ``email`` package) and
 searches every ``sys.path`` entry for the library's metadata: together about a
-quarter of the CPU time a ``murano-engine run`` start-up took.
-:func:`import_libraries` imports each with a stand-in for the module it asks
-that answers from the name of the ``<library>-<version>.dist-info`` folder
-installed beside the library, then removes the stand-in (later imports get
-the real module). A library without such a folder (run from a source tree), or
-whose lookup module is already imported, is imported as it is.
+quarter of the CPU time a ``murano-engine run`` start-up took. Each is
+imported with a stand-in for the module it asks that answers from the name of
+the ``<library>-<version>.dist-info`` folder installed beside the library,
+then the stand-in is removed (later imports get the real module). A library
+without such a folder (run from a source tree), or whose lookup module is
+already imported, is imported as it is.
+
+yaql's package module imports its whole standard library (and with it
+``dateutil``'s parser, ``decimal``, ...), which the interpreter needs only when
+an expression calls a function yaql resolves. :func:`import_libraries` makes
+``yaql`` a package whose own module runs on first use of a name it defines
+(``yaql.create_context``, ``yaql.__version__`` when no folder names it); its
+submodules (``yaql.language.*``) import as usual in the meantime.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
+import threading
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
 
 
 def installed_version(library: str) -> str | None:
@@ -28,10 +40,20 @@ def installed_version(library: str) -> str | None:
     spec = importlib.util.find_spec(library)
     if spec is None or spec.origin is None:
         return None
-    found = sorted(Path(spec.origin).parent.parent.glob(f"{library}-*.dist-info"))
+    return _version_beside(spec, library)
+
+
+def _version_beside(spec: ModuleSpec, library: str) -> str | None:
+    folder = os.path.dirname(os.path.dirname(spec.origin or ""))
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    prefix = f"{library}-"
+    found = [n for n in names if n.startswith(prefix) and n.endswith(".dist-info")]
     if len(found) != 1:
         return None
-    return found[0].name[len(library) + 1:-len(".dist-info")]
+    return found[0][len(prefix):-len(".dist-info")]
 
 
 class _KnownVersion:
@@ -58,16 +80,56 @@ def _standing_in(name: str, parent: types.ModuleType, module: types.ModuleType
         delattr(parent, attribute)
 
 
-def _import_yaql() -> None:
-    version = installed_version("yaql")
+def _run_yaql_module(module: types.ModuleType, version: str | None) -> None:
+    """Run yaql's own package module in ``module`` (its version from ``version``)."""
+    loader = module.__spec__.loader  # type: ignore[union-attr]
     if version is None or "pbr.version" in sys.modules:
-        importlib.import_module("yaql")
+        loader.exec_module(module)
         return
     import pbr
     stand_in = types.ModuleType("pbr.version")
     stand_in.VersionInfo = lambda name: _KnownVersion(version)  # type: ignore[attr-defined]
     with _standing_in("pbr.version", pbr, stand_in):
-        importlib.import_module("yaql")
+        loader.exec_module(module)
+
+
+def _defer_yaql() -> None:
+    """``yaql`` in ``sys.modules``, its package module run on first use of its names."""
+    spec = importlib.util.find_spec("yaql")
+    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+        importlib.import_module("yaql")  # not where it can be deferred: as it is
+        return
+    version = _version_beside(spec, "yaql")
+    module = importlib.util.module_from_spec(spec)
+    lock = threading.RLock()  # one thread runs it; the others wait for it
+    ran = []
+
+    def first_use(name: str) -> Any:
+        if _is_submodule(spec, name):  # ``from yaql import legacy``: imported, not run
+            raise AttributeError(f"module 'yaql' has no attribute {name!r}")
+        with lock:
+            if not ran:
+                ran.append(True)
+                try:
+                    _run_yaql_module(module, version)
+                finally:
+                    del module.__getattr__  # type: ignore[attr-defined]
+        try:  # (a name asked for while the module runs is not there yet)
+            return module.__dict__[name]
+        except KeyError:
+            raise AttributeError(f"module 'yaql' has no attribute {name!r}") from None
+
+    module.__getattr__ = first_use  # type: ignore[attr-defined]
+    if version is not None:
+        module.__version__ = version  # type: ignore[attr-defined]
+    sys.modules["yaql"] = module
+
+
+def _is_submodule(spec: ModuleSpec, name: str) -> bool:
+    """Whether ``name`` is a module or package inside the package ``spec`` finds."""
+    return any(os.path.exists(os.path.join(folder, name + ".py"))
+               or os.path.isdir(os.path.join(folder, name))
+               for folder in spec.submodule_search_locations or ())
 
 
 def _import_semantic_version() -> None:
@@ -82,9 +144,10 @@ def _import_semantic_version() -> None:
 
 
 def import_libraries() -> None:
-    """Import yaql and semantic_version (once each), versions from their folder names."""
+    """Import yaql (deferred) and semantic_version (once each), versions from their
+    folder names."""
     import collections.abc  # noqa: F401 - yaql uses collections.abc without importing it
     if "yaql" not in sys.modules:
-        _import_yaql()
+        _defer_yaql()
     if "semantic_version" not in sys.modules:
         _import_semantic_version()

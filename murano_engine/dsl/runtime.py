@@ -14,8 +14,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import yaql
-import yaql.legacy
 from yaql.language import expressions as ast
 from yaql.language import utils as yaql_utils
 
@@ -170,6 +168,7 @@ class Runtime:
 
 
 def _yaql_library(legacy: bool) -> Any:
+    import yaql.legacy  # here: yaql's package module runs only once a library is needed
     base = yaql.legacy.create_context() if legacy else yaql.create_context()
     if legacy:
         base = base.create_child_context()

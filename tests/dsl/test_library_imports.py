@@ -33,3 +33,19 @@ def test_a_fresh_process_gets_both_with_their_versions_and_the_real_lookups_afte
                           check=True)
     expected = [version("yaql"), version("semantic_version")]
     assert done.stdout.split() == [*expected, "False", "False", *expected]
+
+
+def test_yaqls_package_module_runs_on_first_use_of_its_names() -> None:
+    probe = ("import sys\n"
+             "import murano_engine.dsl\n"
+             "from yaql.language import contexts\n"
+             "from yaql import yaql_interface\n"
+             "print('yaql.standard_library.date_time' in sys.modules)\n"
+             "import yaql\n"
+             "print(yaql.eval('len([1, 2]) + 1'), 'yaql.standard_library.date_time' in"
+             " sys.modules, yaql.create_context is not None, hasattr(yaql, 'no_such_name'))\n"
+             "import yaql.legacy\n"
+             "print(len(yaql.legacy.create_context().collect_functions('#operator_=>')))\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == ["False", "3", "True", "True", "False", "1"]
