@@ -18,11 +18,9 @@ empty value of an option whose default is None means "not set" (None).
 
 from __future__ import annotations
 
-import configparser
 import importlib
 import os
 import sys
-import textwrap
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -279,6 +277,7 @@ class Schema:
         return "\n".join(lines).lstrip("\n") + "\n"
 
     def _read_ini(self, values: Values, text: str, source: str, problems: list[str]) -> None:
+        import configparser  # here: most starts read no file
         # No default section: [DEFAULT] is read as a section of its own.
         parser = configparser.ConfigParser(interpolation=None, strict=not self.lenient,
                                            default_section="\0")
@@ -336,6 +335,7 @@ def _unquote(text: str) -> str:
 
 
 def _comment(text: str) -> list[str]:
+    import textwrap
     return [f"# {line}".rstrip() for paragraph in text.splitlines()
             for line in (textwrap.wrap(paragraph, 77) or [""])]
 

@@ -29,7 +29,6 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -103,6 +102,7 @@ def prune(written_before: float) -> int:
 
 
 def _store(path: Path, result: Any) -> None:
+    import tempfile  # here: a warm start writes nothing
     try:
         blob = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
         path.parent.mkdir(parents=True, exist_ok=True)

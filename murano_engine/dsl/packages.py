@@ -14,7 +14,6 @@ import functools
 import os
 import re
 import sys
-import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,6 +91,7 @@ class FolderSource(PackageSource):
 
 class ZipSource(PackageSource):
     def __init__(self, location: Path) -> None:
+        import zipfile  # here: folders need none of it
         super().__init__(location)
         if not location.exists():
             raise LoadError("no such package folder or zip", file=str(location))
@@ -103,10 +103,11 @@ class ZipSource(PackageSource):
         self._prefix = _zip_root(self._names)
 
     def read(self, relpath: str) -> bytes:
+        from zipfile import BadZipFile
         _safe_relpath(relpath, self.location)
         try:
             return self._zip.read(self._prefix + relpath)
-        except (KeyError, zipfile.BadZipFile, OSError) as exc:
+        except (KeyError, BadZipFile, OSError) as exc:
             raise FileNotFoundError(f"{self.display(relpath)}: {exc}") from None
 
     def exists(self, relpath: str) -> bool:

@@ -123,3 +123,12 @@ def test_nothing_in_the_interpreter_calls_time_random_or_uuid_directly() -> None
                            re.MULTILINE)
     offenders = [str(p) for p in dsl.rglob("*.py") if forbidden.search(p.read_text())]
     assert offenders == []
+
+
+def test_the_live_worlds_ids_are_random_version_4_uuids() -> None:
+    import uuid
+    ids = [boundary.Outside().new_id() for _ in range(200)]
+    assert len(set(ids)) == 200
+    for text in ids:
+        parsed = uuid.UUID(hex=text)
+        assert (parsed.hex, parsed.version, parsed.variant) == (text, 4, uuid.RFC_4122)
