@@ -8,7 +8,6 @@ import json
 import logging
 import os
 import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ def run_guarded(body: Callable[[], int], debug: bool = False) -> int:
     except Exception as exc:  # noqa: BLE001 - every error ends in one clear message
         print(describe_error(exc), file=sys.stderr)
         if debug:
+            import traceback
             traceback.print_exception(exc)
         return 1
 
@@ -206,7 +206,13 @@ def _ui_model(options: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: the commands, in the order the help lists them
+COMMANDS = ("run", "deploy", "destroy", "action", "validate", "ui-model", "worker")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: every command's, or only ``command``'s options (what
+    parsing that command needs; the usage line still names every command)."""
     parser = argparse.ArgumentParser(prog="murano-engine",
                                      description="Run MuranoPL packages.")
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks too")
@@ -216,9 +222,16 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show Python tracebacks too")
-    commands = parser.add_subparsers(dest="command", required=True,
-                                     parser_class=_with_parents(common))
+    only = command in COMMANDS
+    commands = parser.add_subparsers(
+        dest="command", required=True, parser_class=_with_parents(common),
+        metavar="{" + ",".join(COMMANDS) + "}" if only else None)  # as all of them show
+    for name in (command,) if only else COMMANDS:
+        _COMMAND_PARSERS[name](commands)
+    return parser
 
+
+def _run_parser(commands: Any) -> None:
     run = commands.add_parser("run", help="run one method and print its result as JSON",
                               usage="%(prog)s CLASS.METHOD [-l DIR ...] [--model FILE] "
                                     "[--arg NAME=JSON ...]")
@@ -230,25 +243,29 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a keyword argument of the method")
     run.set_defaults(handler=_run)
 
-    def environment_command(name: str, help_text: str, words: str = "") -> argparse.ArgumentParser:
-        command = commands.add_parser(
-            name, help=help_text,
-            usage=f"%(prog)s {words}[-l DIR ...] [--config FILE] [--state FILE]"
-                  + {"action": " [--arg NAME=JSON ...]",
-                     "deploy": " [--report FILE.html]"}.get(name, ""))
-        command.add_argument("-l", "--load-packages-from", nargs="+", action="extend",
-                             default=[], metavar="DIR",
-                             help="folders holding packages (added to those the state file "
-                                  "remembers)")
-        command.add_argument("--config", help="engine configuration (INI); default: the one "
-                             "the state file remembers, else the local cloud, RabbitMQ on "
-                             "127.0.0.1:5672")
-        command.add_argument("--state",
-                             help="the environment's state file (default murano-state.json)")
-        return command
 
-    deploy = environment_command("deploy", "deploy an environment (again) from a model",
-                                 "MODEL ")
+def _environment_command(commands: Any, name: str, help_text: str,
+                         words: str = "") -> argparse.ArgumentParser:
+    command = commands.add_parser(
+        name, help=help_text,
+        usage=f"%(prog)s {words}[-l DIR ...] [--config FILE] [--state FILE]"
+              + {"action": " [--arg NAME=JSON ...]",
+                 "deploy": " [--report FILE.html]"}.get(name, ""))
+    command.add_argument("-l", "--load-packages-from", nargs="+", action="extend",
+                         default=[], metavar="DIR",
+                         help="folders holding packages (added to those the state file "
+                              "remembers)")
+    command.add_argument("--config", help="engine configuration (INI); default: the one "
+                         "the state file remembers, else the local cloud, RabbitMQ on "
+                         "127.0.0.1:5672")
+    command.add_argument("--state",
+                         help="the environment's state file (default murano-state.json)")
+    return command
+
+
+def _deploy_parser(commands: Any) -> None:
+    deploy = _environment_command(commands, "deploy",
+                                  "deploy an environment (again) from a model", "MODEL ")
     deploy.add_argument("model", nargs="?",
                         help="object model (JSON; required, except to carry on an "
                              "interrupted deploy with --state alone)")
@@ -256,16 +273,26 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write the deployment picture (timeline per server, topology, "
                              "reports) to this self-contained HTML file")
     deploy.set_defaults(handler=lambda o: _environment(o, "deploy"))
-    destroy = environment_command("destroy", "tear down everything a state file holds")
+
+
+def _destroy_parser(commands: Any) -> None:
+    destroy = _environment_command(commands, "destroy",
+                                   "tear down everything a state file holds")
     destroy.set_defaults(handler=lambda o: _environment(o, "destroy"))
-    action = environment_command("action", "run a public method of a deployed object",
-                                 "OBJECT_ID METHOD ")
+
+
+def _action_parser(commands: Any) -> None:
+    action = _environment_command(commands, "action",
+                                  "run a public method of a deployed object",
+                                  "OBJECT_ID METHOD ")
     action.add_argument("object_id", nargs="?", help="the object's id (required)")
     action.add_argument("method", nargs="?", help="the method's name (required)")
     action.add_argument("--arg", action="append", default=[], metavar="NAME=JSON",
                         dest="raw_args", help="a keyword argument of the method")
     action.set_defaults(handler=lambda o: _environment(o, "action"))
 
+
+def _validate_parser(commands: Any) -> None:
     validate = commands.add_parser("validate", help="check a package and list every problem",
                                    usage="%(prog)s PATH [-l DIR ...]")
     validate.add_argument("path", nargs="?", help="package folder or zip (required)")
@@ -274,6 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "(the package's own folder is searched too)")
     validate.set_defaults(handler=_validate)
 
+
+def _ui_model_parser(commands: Any) -> None:
     ui_model = commands.add_parser(
         "ui-model", help="the object model a UI definition (ui.yaml) makes from answers",
         usage="%(prog)s UI_YAML ANSWERS_JSON [--name NAME]")
@@ -284,11 +313,30 @@ def build_parser() -> argparse.ArgumentParser:
     ui_model.add_argument("--name", default="", help="the application's name (UI 2.2+)")
     ui_model.set_defaults(handler=_ui_model)
 
+
+def _worker_parser(commands: Any) -> None:
     worker = commands.add_parser("worker", help="run engine tasks that murano-api queues",
                                  usage="%(prog)s --config FILE")
     add_config_option(worker, "murano-api configuration file (required)")
     worker.set_defaults(handler=_worker)
-    return parser
+
+
+_COMMAND_PARSERS: dict[str, Callable[[Any], None]] = {
+    "run": _run_parser, "deploy": _deploy_parser, "destroy": _destroy_parser,
+    "action": _action_parser, "validate": _validate_parser, "ui-model": _ui_model_parser,
+    "worker": _worker_parser,
+}
+
+
+def _command_word(argv: list[str]) -> str | None:
+    """The command ``argv`` names: its first word that is no option (the options before
+    the command take no values); None when the help comes first (it lists them all)."""
+    for word in argv:
+        if word == "-h" or len(word) > 2 and "--help".startswith(word):
+            return None
+        if not word.startswith("-"):
+            return word
+    return None
 
 
 def add_config_option(parser: argparse.ArgumentParser, help_text: str) -> None:
@@ -362,7 +410,8 @@ def split_load_dirs(load_dirs: list[str], positional: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    options = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    options = build_parser(_command_word(argv)).parse_args(argv)
     if options.command == "run":
         options.target, = take_positionals(options, "run", ["class.method"],
                                            [options.target] if options.target else [])

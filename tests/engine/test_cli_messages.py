@@ -122,3 +122,13 @@ def test_test_runner_reads_its_config_before_running_anything(capsys, tmp_path, 
     assert code == 1 and out == ""
     assert err == f"error: {config} [engine]: option 'task_step_limit' = 'many' is not a " \
                   "whole number\n"
+
+
+@pytest.mark.parametrize("argv", [["run", "-l", "x"], ["--debug", "deploy", "m.json"],
+                                  ["validate", "p"], ["worker", "--config", "c"]])
+def test_the_parser_of_one_command_parses_as_the_whole_one_does(argv: list[str]) -> None:
+    whole = cli.build_parser().parse_args(argv)
+    one = cli.build_parser(argv[1] if argv[0] == "--debug" else argv[0]).parse_args(argv)
+    assert {k: v for k, v in vars(one).items() if k != "handler"} == \
+        {k: v for k, v in vars(whole).items() if k != "handler"}
+    assert cli.build_parser(argv[0]).format_usage() == cli.build_parser().format_usage()
