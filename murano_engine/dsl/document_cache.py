@@ -7,8 +7,8 @@ bytes, the name it is shown under and the code that reads it. So each result
 is pickled under the user's cache folder (``~/.cache/murano-engine/documents``
 or ``$XDG_CACHE_HOME``), named by a SHA-256 of all of those: a changed file, a
 moved one, another yaql or a change to the reading code each find no entry
-and parse afresh. Expressions are kept as their text and parsed again on first
-use (:class:`~murano_engine.dsl.expressions.Expression`).
+and parse afresh. Expressions are kept with their yaql syntax trees, so a warm
+start needs no yaql parser (:class:`~murano_engine.dsl.expressions.Expression`).
 
 An entry is written to a temporary file and renamed into place, so processes
 writing the same entry at once leave one whole file; one that cannot be read

@@ -35,7 +35,7 @@ class Expression:
     """A yaql expression written in a class file.
 
     One read back from the document cache (:mod:`murano_engine.dsl.document_cache`)
-    parsed when it was first read; its syntax tree is made again on first use.
+    comes with its syntax tree.
     """
 
     __slots__ = ("source", "position", "_node", "_fn", "_contract_fn")
@@ -55,9 +55,12 @@ class Expression:
             node = self._node = engine()(self.source)
         return node
 
-    def __reduce__(self) -> tuple[Any, tuple[str, Position | None, None]]:
-        # Kept as its text: the tree is yaql's (it holds the parser), made again on use.
-        return Expression, (self.source, self.position, None)
+    def __reduce__(self) -> tuple[Any, tuple[str, Position | None, Any]]:
+        # Kept with its tree, less the root that holds yaql's engine (the parser): read
+        # back, it needs no parser.
+        node = self._node
+        tree = node.expression if isinstance(node, yaql_expressions.Statement) else None
+        return _read_back, (self.source, self.position, tree)
 
     def evaluate(self, ctx: Any) -> Any:
         fn = self._fn
@@ -78,6 +81,21 @@ class Expression:
 
     def __str__(self) -> str:
         return self.source
+
+
+class _ReadBackStatement(yaql_expressions.Statement):
+    """The root of a tree read back from the document cache: its engine, which only
+    yaql's own ``evaluate`` asks for, is made when asked for."""
+
+    def __init__(self, expression: Any) -> None:
+        super().__init__(expression, None)
+
+    engine = property(lambda self: engine(), lambda self, value: None)
+
+
+def _read_back(source: str, position: Position | None, tree: Any) -> Expression:
+    """An expression as the document cache kept it (``tree`` None: parsed on use)."""
+    return Expression(source, position, None if tree is None else _ReadBackStatement(tree))
 
 
 #: the deepest an expression's syntax tree may nest: compiling it recurses per level

@@ -10,6 +10,7 @@ place (``murano_engine.engine.interpreter``) and nothing here is global.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -54,8 +55,13 @@ class Runtime:
                  contract_functions: Mapping[str, ContractFunction]) -> None:
         self.functions = dict(functions)
         self.contract_functions = dict(contract_functions)
-        self.engine = engine()
         self._roots: dict[bool, DslContext] = {}
+
+    @functools.cached_property
+    def engine(self) -> Any:
+        """The yaql engine, which functions yaql resolves are called with: made on first
+        use (a warm start reads parsed class files back and needs no parser)."""
+        return engine()
 
     def root_context(self, legacy: bool) -> DslContext:
         """The yaql standard library (legacy flavour for formats 1.0 and 1.1)."""

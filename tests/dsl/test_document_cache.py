@@ -90,6 +90,7 @@ def test_the_cached_document_equals_a_fresh_parse_positions_included(
     assert isinstance(contract, Expression)
     assert contract.position == fresh[0]["Properties"]["start"]["Contract"].position
     assert str(contract.node) == str(fresh[0]["Properties"]["start"]["Contract"].node)
+    assert contract.node.engine is fresh[0]["Properties"]["start"]["Contract"].node.engine
     assert again[0].position == fresh[0].position
     assert repr(again) == repr(fresh)
 
@@ -154,20 +155,20 @@ def test_a_bad_file_is_never_cached(tmp_path: Path, cache: Path) -> None:
     assert not _entries(cache)
 
 
-def test_a_warm_run_does_not_import_pyyaml(tmp_path: Path) -> None:
+def test_a_warm_run_imports_neither_pyyaml_nor_yaqls_parser(tmp_path: Path) -> None:
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
     probe = ("import sys, runpy; sys.argv = ['murano-engine', 'run', '-l', sys.argv[1], "
              "'bench.workloads.Fib.fib', '--arg', 'n=5']\n"
              "try:\n    runpy.run_module('murano_engine.cli.main', run_name='__main__')\n"
              "except SystemExit:\n    pass\n"
-             "print('yaml' in sys.modules)")
+             "print('yaml' in sys.modules, 'yaql._ply.yacc' in sys.modules)")
     workloads = str(REPO / "benchmarks" / "workloads")
     cold = subprocess.run([sys.executable, "-c", probe, workloads], env=env, text=True,
                           capture_output=True, check=True)
     warm = subprocess.run([sys.executable, "-c", probe, workloads], env=env, text=True,
                           capture_output=True, check=True)
-    assert cold.stdout.split() == ["5", "True"]
-    assert warm.stdout.split() == ["5", "False"]
+    assert cold.stdout.split() == ["5", "True", "True"]
+    assert warm.stdout.split() == ["5", "False", "False"]
 
 
 def test_pruning_removes_old_entries_and_keeps_recent_ones(cache: Path) -> None:
