@@ -35,15 +35,18 @@ class Expression:
     """A yaql expression written in a class file.
 
     One read back from the document cache (:mod:`murano_engine.dsl.document_cache`)
-    comes with its syntax tree.
+    comes with its syntax tree, pickled apart (``tree``): unpickled on first use, so
+    reading a class file back costs no more for the expressions it never runs.
     """
 
-    __slots__ = ("source", "position", "_node", "_fn", "_contract_fn")
+    __slots__ = ("source", "position", "_node", "_tree", "_fn", "_contract_fn")
 
-    def __init__(self, source: str, position: Position | None, node: Any) -> None:
+    def __init__(self, source: str, position: Position | None, node: Any,
+                 tree: bytes | None = None) -> None:
         self.source = source
         self.position = position
         self._node = node
+        self._tree = tree
         self._fn: compiler.Evaluator | None = None
         self._contract_fn: compiler.Evaluator | None = None
 
@@ -52,15 +55,23 @@ class Expression:
         """yaql's syntax tree of the expression."""
         node = self._node
         if node is None:
-            node = self._node = engine()(self.source)
+            if self._tree is not None:
+                import pickle
+                node = _ReadBackStatement(pickle.loads(self._tree))
+                self._tree = None
+            else:
+                node = engine()(self.source)
+            self._node = node
         return node
 
-    def __reduce__(self) -> tuple[Any, tuple[str, Position | None, Any]]:
+    def __reduce__(self) -> tuple[Any, tuple[str, Position | None, None, bytes | None]]:
         # Kept with its tree, less the root that holds yaql's engine (the parser): read
         # back, it needs no parser.
-        node = self._node
-        tree = node.expression if isinstance(node, yaql_expressions.Statement) else None
-        return _read_back, (self.source, self.position, tree)
+        node, tree = self._node, self._tree
+        if isinstance(node, yaql_expressions.Statement):
+            import pickle
+            tree = pickle.dumps(node.expression, protocol=pickle.HIGHEST_PROTOCOL)
+        return Expression, (self.source, self.position, None, tree)
 
     def evaluate(self, ctx: Any) -> Any:
         fn = self._fn
@@ -91,11 +102,6 @@ class _ReadBackStatement(yaql_expressions.Statement):
         super().__init__(expression, None)
 
     engine = property(lambda self: engine(), lambda self, value: None)
-
-
-def _read_back(source: str, position: Position | None, tree: Any) -> Expression:
-    """An expression as the document cache kept it (``tree`` None: parsed on use)."""
-    return Expression(source, position, None if tree is None else _ReadBackStatement(tree))
 
 
 #: the deepest an expression's syntax tree may nest: compiling it recurses per level
