@@ -143,11 +143,48 @@ def _import_semantic_version() -> None:
         importlib.import_module("semantic_version")
 
 
+class _UtcOnFirstUse:
+    """``yaqltypes.DateTime.utctz``: dateutil's UTC, imported when first asked for."""
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        from dateutil import tz
+        from yaql.language import yaqltypes
+        yaqltypes.DateTime.utctz = utc = tz.tzutc()
+        return utc
+
+
+def _dateutil_tz(name: str) -> Any:
+    """``yaqltypes.tz``, imported when first asked for."""
+    if name != "tz":
+        raise AttributeError(f"module 'yaql.language.yaqltypes' has no attribute {name!r}")
+    from dateutil import tz
+    return tz
+
+
+def _import_yaqltypes() -> None:
+    """``yaql.language.yaqltypes`` (which every yaql context imports) with dateutil's
+    ``tz`` imported on first use: its import (zoneinfo, sysconfig, importlib.resources,
+    ctypes) is about a tenth of a ``murano-engine run`` start-up, and only yaql's
+    date functions use it. yaqltypes asks for ``tz.tzutc()`` as it is imported; a
+    stand-in answers then, and the class attribute it set answers dateutil's own UTC
+    once read."""
+    import dateutil
+    stand_in = types.ModuleType("dateutil.tz")
+    stand_in.tzutc = lambda: None  # type: ignore[attr-defined]
+    with _standing_in("dateutil.tz", dateutil, stand_in):
+        from yaql.language import yaqltypes
+    yaqltypes.DateTime.utctz = _UtcOnFirstUse()
+    del yaqltypes.tz
+    yaqltypes.__getattr__ = _dateutil_tz  # type: ignore[attr-defined]
+
+
 def import_libraries() -> None:
-    """Import yaql (deferred) and semantic_version (once each), versions from their
-    folder names."""
+    """Import yaql (deferred, dateutil's ``tz`` too) and semantic_version (once each),
+    versions from their folder names."""
     import collections.abc  # noqa: F401 - yaql uses collections.abc without importing it
     if "yaql" not in sys.modules:
         _defer_yaql()
+    if "yaql.language.yaqltypes" not in sys.modules and "dateutil.tz" not in sys.modules:
+        _import_yaqltypes()
     if "semantic_version" not in sys.modules:
         _import_semantic_version()

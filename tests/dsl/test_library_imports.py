@@ -49,3 +49,19 @@ def test_yaqls_package_module_runs_on_first_use_of_its_names() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True)
     assert done.stdout.split() == ["False", "3", "True", "True", "False", "1"]
+
+
+def test_dateutils_tz_is_imported_on_first_use_and_is_what_yaql_gets() -> None:
+    probe = ("import sys, datetime\n"
+             "import murano_engine.dsl.executor\n"
+             "print('dateutil.tz' in sys.modules)\n"
+             "import yaql\n"
+             "from yaql.standard_library import date_time\n"
+             "from yaql.language import yaqltypes\n"
+             "import dateutil.tz\n"
+             "naive = yaqltypes.DateTime().convert(datetime.datetime(2020, 1, 1))\n"
+             "print(naive.tzinfo is dateutil.tz.tzutc(), date_time.UTCTZ is dateutil.tz.tzutc(),"
+             " yaqltypes.tz is dateutil.tz, yaql.eval('datetime(2020, 1, 2).day'))\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == ["False", "True", "True", "True", "2"]
