@@ -5,9 +5,12 @@ Reading a package's YAML (PyYAML's import, libyaml, the checks of
 is most of what loading a class costs; the result depends only on the file's
 bytes, the name it is shown under and the code that reads it. So each result
 is pickled under the user's cache folder (``~/.cache/murano-engine/documents``
-or ``$XDG_CACHE_HOME``), named by a SHA-256 of all of those: a changed file, a
-moved one, another yaql or a change to the reading code each find no entry
-and parse afresh. Expressions are kept with their yaql syntax trees, so a warm
+or ``$XDG_CACHE_HOME``) together with all of those, in an entry named by their
+CRC-32 and length; an entry is used only when what it holds equals them byte
+for byte, so a changed file, a moved one, another yaql or a change to the
+reading code each parse afresh (a checksum, not a cryptographic hash: the
+comparison, not the name, decides, and neither ``hashlib`` nor hashing costs
+start-up time). Expressions are kept with their yaql syntax trees, so a warm
 start needs no yaql parser (:class:`~murano_engine.dsl.expressions.Expression`).
 
 An entry is written to a temporary file and renamed into place, so processes
@@ -25,10 +28,10 @@ measured against the file system's time of that write.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import pickle
 import sys
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -49,27 +52,30 @@ def cache_dir() -> Path:
 
 @functools.cache
 def _salt() -> bytes:
-    """What every key starts with: the reading code and the yaql it parses with."""
+    """What every entry is checked against besides the file: checksums of the reading
+    code and of the Python and yaql it parses with."""
     import yaql
-    digest = hashlib.sha256(f"{sys.version_info[:2]} yaql {yaql.__version__}".encode())
     here = Path(__file__).parent
-    for name in _READERS:
-        digest.update((here / name).read_bytes())
-    return digest.digest()
+    material = f"{sys.version_info[:2]} yaql {yaql.__version__}".encode() + b"".join(
+        (here / name).read_bytes() for name in _READERS)
+    return f"{zlib.crc32(material):08x}{zlib.adler32(material):08x}{len(material)}".encode()
 
 
 def cached(kind: str, text: bytes | str, filename: str, parse: Callable[[], Any]) -> Any:
     """What ``parse()`` makes of ``text`` (shown as ``filename``), from the cache when
     an earlier process parsed the same; ``kind`` names the parse (class file, manifest)."""
     data = text.encode() if isinstance(text, str) else text
-    key = hashlib.sha256(_salt() + f"\0{kind}\0{filename}\0".encode() + data).hexdigest()
+    source = (_salt(), f"{kind}\0{filename}".encode(), data)
+    key = f"{zlib.crc32(data, zlib.crc32(source[1], zlib.crc32(source[0]))):08x}{len(data):x}"
     path = cache_dir() / key[:2] / f"{key}.pickle"
     try:
-        return pickle.loads(path.read_bytes())
+        *kept, result = pickle.loads(path.read_bytes())
+        if tuple(kept) == source:
+            return result
     except Exception:  # noqa: BLE001,S110 - no entry, or a damaged one: parsed, (re)written
         pass
     result = parse()
-    _store(path, result)
+    _store(path, (*source, result))
     if key.startswith(PRUNE_PREFIX):
         try:
             prune(path.stat().st_mtime - MAX_AGE)
