@@ -45,8 +45,13 @@ PRUNE_PREFIX = "00"
 
 
 def cache_dir() -> Path:
-    """Where entries live (read each time: tests and the API set XDG_CACHE_HOME)."""
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    """Where entries live (looked up each time: tests and the API set XDG_CACHE_HOME)."""
+    return _cache_dir(os.environ.get("XDG_CACHE_HOME"), os.environ.get("HOME"))
+
+
+@functools.lru_cache(maxsize=8)
+def _cache_dir(xdg_cache_home: str | None, home: str | None) -> Path:
+    base = xdg_cache_home or Path.home() / ".cache"
     return Path(base) / "murano-engine" / "documents"
 
 

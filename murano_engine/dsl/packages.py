@@ -71,15 +71,31 @@ class PackageSource:
 
 
 class FolderSource(PackageSource):
+    def __init__(self, location: Path) -> None:
+        super().__init__(location)
+        self._folders: dict[str, bool] = {}
+
     @functools.cached_property
     def _resolved(self) -> Path:
         return self.location.resolve()
 
     def read(self, relpath: str) -> bytes:
         path = self.location / _safe_relpath(relpath, self.location)
-        if not path.resolve().is_relative_to(self._resolved):  # a symlink out
+        if not self._inside(path):  # a symlink out
             raise LoadError(f"path {relpath!r} leaves the package", file=str(self.location))
         return path.read_bytes()
+
+    def _inside(self, path: Path) -> bool:
+        """Whether ``path`` resolves inside the package: a file that is no symlink is
+        where its folder resolves to (each folder resolved once)."""
+        if os.path.islink(path):
+            return path.resolve().is_relative_to(self._resolved)
+        folder = str(path.parent)
+        inside = self._folders.get(folder)
+        if inside is None:
+            inside = self._folders[folder] = \
+                Path(folder).resolve().is_relative_to(self._resolved)
+        return inside
 
     def exists(self, relpath: str) -> bool:
         return (self.location / relpath).is_file()
@@ -454,7 +470,12 @@ def declared_classes(manifest: dict) -> list[str]:
 
 def is_core_location(path: Path) -> bool:
     """Whether ``path`` is inside the engine's own ``meta/`` folder."""
-    return path.resolve().is_relative_to(META_DIR.resolve())
+    return path.resolve().is_relative_to(_resolved_meta_dir())
+
+
+@functools.cache
+def _resolved_meta_dir() -> Path:
+    return META_DIR.resolve()
 
 
 @functools.cache

@@ -334,3 +334,17 @@ def test_a_symlink_out_of_a_folder_package_is_not_followed(tmp_path: Path) -> No
     (path / "Resources" / "link.txt").symlink_to(tmp_path / "secret.txt")
     with pytest.raises(LoadError, match="leaves the package"):
         run_method([tmp_path / "pkgs"], "t.res.R.read")
+
+
+def test_a_symlinked_folder_out_of_a_folder_package_is_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "link.txt").write_text("secret")
+    path = write_package(tmp_path / "pkgs", "t.res", {"R": class_text("t.res", "R", """
+        Methods:
+          read:
+            Body:
+              - Return: sys:Resources.string('link.txt')
+    """, sys="io.murano.system")})
+    (path / "Resources").symlink_to(tmp_path / "outside", target_is_directory=True)
+    with pytest.raises(LoadError, match="leaves the package"):
+        run_method([tmp_path / "pkgs"], "t.res.R.read")
