@@ -10,11 +10,12 @@ STATE ?= state/linux-cluster.json
 
 install: $(VENV)/.installed
 
-# The stamp lives in the virtualenv: a new one (or a removed one) installs again.
+# The stamp lives in the virtualenv: a new one (or a removed one) installs again, and so
+# does a change to setup.py or to the install line here.
 # The editable install is a path entry (compat mode): setuptools' default editable
 # finder is imported by every Python start in the virtualenv and costs about 25 ms
 # of CPU each time (pathlib, re, importlib.util), more than a whole `python -c pass`.
-$(VENV)/.installed: setup.py
+$(VENV)/.installed: setup.py Makefile
 	@test -x $(PYTHON) || { echo "make: creating the virtualenv $(VENV) with $(BOOT_PYTHON)"; \
 		$(BOOT_PYTHON) -m venv $(VENV); }
 	@echo "make: installing murano-engine and its test tools into $(VENV) (about a minute the first time)"

@@ -102,14 +102,15 @@ def _defer_yaql() -> None:
     version = _version_beside(spec, "yaql")
     module = importlib.util.module_from_spec(spec)
     lock = threading.RLock()  # one thread runs it; the others wait for it
-    ran = []
+    ran = False
 
     def first_use(name: str) -> Any:
+        nonlocal ran
         if _is_submodule(spec, name):  # ``from yaql import legacy``: imported, not run
             raise AttributeError(f"module 'yaql' has no attribute {name!r}")
         with lock:
             if not ran:
-                ran.append(True)
+                ran = True
                 try:
                     _run_yaql_module(module, version)
                 finally:
