@@ -16,7 +16,8 @@ yaql's package module imports its whole standard library (and with it
 an expression calls a function yaql resolves. :func:`import_libraries` makes
 ``yaql`` a package whose own module runs on first use of a name it defines
 (``yaql.create_context``, ``yaql.__version__`` when no folder names it); its
-submodules (``yaql.language.*``) import as usual in the meantime.
+submodules (``yaql.language.*``) import as usual in the meantime, and dateutil's
+``tz``, which ``yaql.language.yaqltypes`` imports, on its first use too.
 """
 
 from __future__ import annotations
