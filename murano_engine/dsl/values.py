@@ -85,6 +85,9 @@ def freeze(value: Any, limit: int = ITERATOR_LIMIT, depth: int = 0) -> Any:
     if kind is FrozenDict or isinstance(value, Mapping):
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)
+        if kind is FrozenDict and _KEEP.issuperset(map(type, value)) \
+                and _KEEP.issuperset(map(type, value.values())):
+            return value  # frozen already, nothing in it to freeze (a list's records)
         return FrozenDict({freeze(k, limit, depth): freeze(v, limit, depth)
                            for k, v in value.items()})
     if isinstance(value, (list, tuple)):
