@@ -8,6 +8,7 @@ or raises :class:`ContractViolationException` naming the value's path.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -198,7 +199,9 @@ def _list_contract(spec: list, position: Position | None) -> Any:
         for index, item in enumerate(value):
             contract = item_contracts[min(index, len(item_contracts) - 1)]
             out.append(contract(item, scope.at(index)))
-        return tuple(out)
+        result = tuple(out)
+        # every item as it was: the list itself (known to freeze() as frozen, maybe)
+        return value if all(map(operator.is_, result, value)) else result
 
     return apply
 
@@ -225,8 +228,14 @@ def _dict_contract(spec: dict, position: Position | None) -> Any:
         if not fixed and key_contract is None:
             return value
         out: dict[Any, Any] = {}
+        same = type(value) is FrozenDict and key_contract is None and len(value) == len(fixed)
         for key, contract in fixed.items():
-            out[key] = contract(value.get(key), scope.at(key))
+            item = value.get(key)
+            out[key] = result = contract(item, scope.at(key))
+            if result is not item or item is None and key not in value:
+                same = False
+        if same:
+            return value  # exactly the declared keys, each value as it was
         if key_contract is not None:
             for key, item in value.items():
                 if key in fixed:
