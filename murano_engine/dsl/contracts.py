@@ -22,6 +22,7 @@ from murano_engine.dsl.expressions import Expression
 from murano_engine.dsl.objects import MuranoObject, ObjectView
 
 _SCALARS = (str, int, float, bool, type(None))
+_new_scope = object.__new__
 
 
 class ContractScope:
@@ -54,12 +55,21 @@ class ContractScope:
 
     def at(self, key: Any) -> ContractScope:
         """The scope of the item ``key`` (a list index or a dict key) of this value."""
-        scope = ContractScope(self.frame, self.this, self.owner, "", self.dry_run,
-                              self.checking)
+        scope = _new_scope(ContractScope)  # one per item: no __init__ to run
+        scope.frame = self.frame
+        scope.this = self.this
+        scope.owner = self.owner
         scope._path = None
         scope._parent = self
         scope._key = key
+        scope.dry_run = self.dry_run
+        scope.checking = self.checking
         return scope
+
+    def get_data(self, key: str) -> ContractScope:
+        """As the context of a simple contract chain (``$.string().notNull()``), whose
+        functions ask it for nothing but the scope (``$?contract``)."""
+        return self
 
     def violation(self, message: str) -> errors.DslError:
         return errors.ContractViolationException(f"[{self.path}] {message}")
@@ -134,18 +144,6 @@ def _simple_chain(node: Any) -> list[str] | None:
     return None
 
 
-class _ScopeOnly:
-    """The context a simple contract chain needs: only the scope, for errors."""
-
-    __slots__ = ("scope",)
-
-    def __init__(self, scope: ContractScope) -> None:
-        self.scope = scope
-
-    def get_data(self, key: str) -> Any:
-        return self.scope
-
-
 def _chain_contract(names: list[str]) -> Any:
     functions: list[Any] = []
 
@@ -153,9 +151,8 @@ def _chain_contract(names: list[str]) -> Any:
         if not functions:
             table = scope.frame.executor.runtime.contract_functions
             functions.extend(table[n] for n in names)
-        ctx = _ScopeOnly(scope)
         for func in functions:
-            value = func(ctx, value, (), {})
+            value = func(scope, value, (), {})  # the scope is all the context they need
         return value
     return apply
 
@@ -223,7 +220,7 @@ def _dict_contract(spec: dict, position: Position | None) -> Any:
     def apply(value: Any, scope: ContractScope) -> Any:
         if value is None:
             value = {}
-        if not isinstance(value, Mapping):
+        if type(value) is not FrozenDict and not isinstance(value, Mapping):
             raise scope.violation(f"value {value!r} is not a dict")
         if not fixed and key_contract is None:
             return value
