@@ -31,6 +31,14 @@ def engine() -> Any:
     })
 
 
+@functools.lru_cache(maxsize=4096)
+def _tree(text: str) -> Any:
+    """yaql's syntax tree of ``text``, parsed once a process: a tree is only read (compiled
+    to closures, walked), so expressions of the same text (``$``, ``$.string()``, a
+    test's ``new(...)`` line repeated in its siblings) share it."""
+    return engine()(text)
+
+
 class Expression:
     """A yaql expression written in a class file.
 
@@ -52,7 +60,7 @@ class Expression:
         """yaql's syntax tree of the expression."""
         node = self._node
         if node is None:
-            node = self._node = engine()(self.source)
+            node = self._node = _tree(self.source)
         return node
 
     def __reduce__(self) -> tuple[Any, tuple[str, Position | None, None]]:
@@ -87,7 +95,7 @@ MAX_EXPRESSION_DEPTH = 200
 def parse(text: str, position: Position | None = None) -> Expression:
     """Parse ``text`` as yaql; a syntax error names the position."""
     try:
-        node = engine()(text)
+        node = _tree(text)
     except (yaql_exceptions.YaqlException, KeyError, IndexError) as exc:
         raise LoadError(f"invalid expression {text!r}: {exc}", position) from None
     return Expression(text, position, _shallow(node, text, position))
@@ -115,7 +123,7 @@ def _shallow(node: Any, text: str, position: Position | None) -> Any:
 def try_parse(text: str, position: Position) -> Expression | None:
     """An expression for ``text``, or ``None`` when it is not valid yaql."""
     try:
-        node = engine()(text)
+        node = _tree(text)
     except (yaql_exceptions.YaqlException, KeyError, IndexError):
         return None
     return Expression(text, position, _shallow(node, text, position))

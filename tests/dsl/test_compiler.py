@@ -212,3 +212,13 @@ def test_collection_fast_paths_count_the_budget_steps_yaql_does(
     fast = steps()
     monkeypatch.setattr(queries, "METHODS", {})
     assert steps() == fast
+
+
+def test_expressions_of_the_same_text_share_one_syntax_tree() -> None:
+    first = expressions.parse("$.a * 2", None)
+    again = expressions.Expression("$.a * 2", None, None)  # as read back from the cache
+    assert again.node is first.node
+    for expression, data, expected in ((first, {"a": 2}, 4), (again, {"a": 5}, 10)):
+        ctx = DslContext(RUNTIME.root_context(False))
+        ctx["$"] = values.freeze(data)
+        assert compiler.compile_expression(expression.node, RUNTIME)(ctx) == expected
