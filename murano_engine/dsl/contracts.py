@@ -145,16 +145,37 @@ def _simple_chain(node: Any) -> list[str] | None:
 
 
 def _chain_contract(names: list[str]) -> Any:
-    functions: list[Any] = []
+    return _Chain(names)
 
-    def apply(value: Any, scope: ContractScope) -> Any:
-        if not functions:
+
+class _Chain:
+    """A simple contract chain (``$.int().notNull()``): its functions called directly,
+    and not at all for a value of a type every one of them returns as it is (a function's
+    ``unchanged`` types: ``$.string()`` keeps text and null)."""
+
+    __slots__ = ("names", "functions", "unchanged")
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.functions: tuple[Any, ...] | None = None
+        self.unchanged: frozenset[type] = frozenset()
+
+    def __call__(self, value: Any, scope: ContractScope) -> Any:
+        functions = self.functions
+        if functions is None:
             table = scope.frame.executor.runtime.contract_functions
-            functions.extend(table[n] for n in names)
+            functions = tuple(table[n] for n in self.names)
+            kinds: frozenset[type] | None = None
+            for func in functions:
+                own = getattr(func, "unchanged", frozenset())
+                kinds = own if kinds is None else kinds & own
+            self.unchanged = kinds or frozenset()
+            self.functions = functions
+        elif type(value) in self.unchanged:
+            return value
         for func in functions:
             value = func(scope, value, (), {})  # the scope is all the context they need
         return value
-    return apply
 
 
 def _constant_contract(expected: Any) -> Any:
@@ -195,7 +216,10 @@ def _list_contract(spec: list, position: Position | None) -> Any:
         out = []
         for index, item in enumerate(value):
             contract = item_contracts[min(index, len(item_contracts) - 1)]
-            out.append(contract(item, scope.at(index)))
+            if type(contract) is _Chain and type(item) in contract.unchanged:
+                out.append(item)  # checked without a scope of its own
+            else:
+                out.append(contract(item, scope.at(index)))
         result = tuple(out)
         # every item as it was: the list itself (known to freeze() as frozen, maybe)
         return value if all(map(operator.is_, result, value)) else result
@@ -228,7 +252,11 @@ def _dict_contract(spec: dict, position: Position | None) -> Any:
         same = type(value) is FrozenDict and key_contract is None and len(value) == len(fixed)
         for key, contract in fixed.items():
             item = value.get(key)
-            out[key] = result = contract(item, scope.at(key))
+            if type(contract) is _Chain and type(item) in contract.unchanged:
+                result = item  # checked without a scope of its own
+            else:
+                result = contract(item, scope.at(key))
+            out[key] = result
             if result is not item or item is None and key not in value:
                 same = False
         if same:
