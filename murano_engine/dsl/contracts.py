@@ -22,6 +22,9 @@ from murano_engine.dsl.expressions import Expression
 from murano_engine.dsl.objects import MuranoObject, ObjectView
 
 _SCALARS = (str, int, float, bool, type(None))
+_SCALAR_TYPES = frozenset(_SCALARS)
+#: records a dict contract remembers as passed (see _dict_contract)
+_PASSED_KEPT = 512
 _new_scope = object.__new__
 
 
@@ -240,8 +243,14 @@ def _dict_contract(spec: dict, position: Position | None) -> Any:
             value_contract = _compile(item, position)
         else:
             fixed[key] = _compile(item, position)
+    # Records of scalars that went through as they were, every check skipped by its chain
+    # (so nothing about the scope mattered), by id, kept alive so the id stays theirs: a
+    # list of records checked again at every append checks each record once.
+    passed: dict[int, FrozenDict] = {}
 
     def apply(value: Any, scope: ContractScope) -> Any:
+        if passed and passed.get(id(value)) is value:
+            return value
         if value is None:
             value = {}
         if type(value) is not FrozenDict and not isinstance(value, Mapping):
@@ -250,16 +259,23 @@ def _dict_contract(spec: dict, position: Position | None) -> Any:
             return value
         out: dict[Any, Any] = {}
         same = type(value) is FrozenDict and key_contract is None and len(value) == len(fixed)
+        skipped = True
         for key, contract in fixed.items():
             item = value.get(key)
             if type(contract) is _Chain and type(item) in contract.unchanged:
                 result = item  # checked without a scope of its own
+                skipped = skipped and type(item) in _SCALAR_TYPES
             else:
                 result = contract(item, scope.at(key))
+                skipped = False
             out[key] = result
             if result is not item or item is None and key not in value:
                 same = False
         if same:
+            if skipped:
+                if len(passed) >= _PASSED_KEPT:
+                    passed.clear()
+                passed[id(value)] = value
             return value  # exactly the declared keys, each value as it was
         if key_contract is not None:
             for key, item in value.items():
