@@ -247,6 +247,7 @@ def _dict_contract(spec: dict, position: Position | None) -> Any:
     # (so nothing about the scope mattered), by id, kept alive so the id stays theirs: a
     # list of records checked again at every append checks each record once.
     passed: dict[int, FrozenDict] = {}
+    declared = tuple(fixed) if all(type(k) is str for k in fixed) else None
 
     def apply(value: Any, scope: ContractScope) -> Any:
         if passed and passed.get(id(value)) is value:
@@ -258,7 +259,10 @@ def _dict_contract(spec: dict, position: Position | None) -> Any:
         if not fixed and key_contract is None:
             return value
         out: dict[Any, Any] = {}
-        same = type(value) is FrozenDict and key_contract is None and len(value) == len(fixed)
+        # the declared (text) keys in their order and nothing else: the value may be its
+        # own result
+        same = type(value) is FrozenDict and key_contract is None and declared is not None \
+            and len(value) == len(declared) and tuple(value) == declared
         skipped = True
         for key, contract in fixed.items():
             item = value.get(key)
@@ -269,14 +273,14 @@ def _dict_contract(spec: dict, position: Position | None) -> Any:
                 result = contract(item, scope.at(key))
                 skipped = False
             out[key] = result
-            if result is not item or item is None and key not in value:
+            if result is not item:
                 same = False
         if same:
             if skipped:
                 if len(passed) >= _PASSED_KEPT:
                     passed.clear()
                 passed[id(value)] = value
-            return value  # exactly the declared keys, each value as it was
+            return value  # each value as it was
         if key_contract is not None:
             for key, item in value.items():
                 if key in fixed:

@@ -80,3 +80,15 @@ def test_collections_of_chains_check_every_item(spec: Any, value: Any, frame: Fr
     with pytest.raises(errors.ContractViolationException, match=r"\[p\[1\]"):
         contract.apply((value[0], None) if not isinstance(spec[0], dict)
                        else (value[0], FrozenDict({"n": 1})), scope)
+
+
+def test_a_dict_contract_gives_its_keys_in_their_declared_order(frame: Frame) -> None:
+    contract = Contract({"name": parse("$.string()"), "n": parse("$.int()")}, None)
+    scope = ContractScope(frame, frame.this, None, "p")
+    for _ in range(2):
+        for record in (FrozenDict({"n": 1, "name": "a"}), FrozenDict({"name": "a", "n": 1}),
+                       FrozenDict({"name": "a", "x": 2, "n": 1})):
+            result = contract.apply(record, scope)
+            assert list(result) == ["name", "n"] and dict(result) == {"name": "a", "n": 1}
+    numbered = Contract({1: parse("$.int()")}, None)
+    assert list(numbered.apply(FrozenDict({True: 5}), scope)) == [1]
