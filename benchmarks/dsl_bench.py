@@ -1,12 +1,13 @@
-"""MuranoPL through the engine: the three workloads whole process, per-operation
-figures and start-up.
+"""MuranoPL through the engine: the three workloads and a package's test suite whole
+process, per-operation figures and start-up.
 
 Whole-process figures run ``murano-engine run`` on the classes of
-benchmarks/workloads and take the median of BENCH_RUNS runs (3). Their targets
-are a hundredth of the original Murano's time for the same MuranoPL measured on
-a quiet machine (issue #24); the ratio itself is measured by
-``murano_side_by_side.py``, which runs both engines in one run. Python's
-bytecode of the project is compiled first, as ``pip install`` does.
+benchmarks/workloads (``murano-test-runner`` on its bench.suite package) and take the
+median of BENCH_RUNS runs (3). Their targets are a hundredth of the original
+Murano's time for the same MuranoPL measured on a quiet machine (issue #24); the
+ratio itself is measured by ``murano_side_by_side.py``, which runs both engines in
+one run. Python's bytecode of the project is compiled first, as ``pip install``
+does.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ WHOLE_PROCESS = [
                 "list property, For, select().sum())", "1999000", 0.136),
 ]
 STARTUP_TARGET_MS = 80
+#: the original Murano's ``murano-test-runner`` over bench.suite took 12.1 s (issue #24)
+SUITE_TARGET = 0.121
 
 
 #: CPU seconds (user + system) of every ``_engine`` run, in order
@@ -55,6 +58,19 @@ def _engine(*args: str, cache: str | None = None) -> str:
     CPU_SECONDS.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(f"murano-engine run {' '.join(args)} failed:\n{done.stderr}")
+    return done.stdout
+
+
+def _test_runner() -> str:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run([sys.executable, "-m", "murano_engine.cli.test_runner", "-l",
+                           str(WORKLOADS), "bench.suite"], capture_output=True, text=True,
+                          check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU_SECONDS.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    if done.returncode != 0 or "50 passed, 0 failed" not in done.stdout:
+        raise SystemExit(f"murano-test-runner bench.suite failed:\n{done.stdout[-2000:]}"
+                         f"\n{done.stderr[-2000:]}")
     return done.stdout
 
 
@@ -77,6 +93,18 @@ def whole_process() -> None:
         samples = figures.timed(lambda n=name: _engine(f"bench.workloads.{n}.run"), RUNS)
         figures.figure(label, samples, "s", target)
         _cpu_note(RUNS, 1, "s")
+
+
+def test_suite() -> None:
+    figures.method(f"whole process, `murano-test-runner -l benchmarks/workloads bench.suite` "
+                   f"(50 tests, each with a fresh executor, every result checked), median "
+                   f"of {RUNS} runs; target: a hundredth of the original Murano's "
+                   f"murano-test-runner (12.1 s, murano_side_by_side.py measures the ratio)")
+    _test_runner()  # the user cache (parsed class files) filled, as for the figures above
+    samples = figures.timed(_test_runner, RUNS)
+    figures.figure("murano-test-runner, 50 tests of a class with contracts (bench.suite)",
+                   samples, "s", SUITE_TARGET)
+    _cpu_note(RUNS, 1, "s")
 
 
 def per_operation() -> None:
@@ -133,6 +161,7 @@ def main() -> None:
     for package in ("murano_engine", "murano_common"):
         compileall.compile_dir(REPO / package, quiet=1)
     whole_process()
+    test_suite()
     per_operation()
     startup()
     figures.finish()

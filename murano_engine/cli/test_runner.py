@@ -9,6 +9,7 @@ fresh executor and fixture object: ``.init``, ``setUp``, the test,
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import re
 import sys
@@ -226,6 +227,9 @@ def _path_hint(path: Path) -> str:
 def _run(options: argparse.Namespace) -> int:
     config = load_config(options.config_file)
     loader = PackageLoader(options.load_packages_from, mocking_interpreter())
+    # What start-up made lives as long as the process: the cyclic garbage collector
+    # need not walk it again at every collection the tests cause (as ``run`` does).
+    gc.freeze()
     for problem in loader.problems:
         print(f"warning: {problem}", file=sys.stderr)
     tests = find_tests(loader, options.package, options.tests)

@@ -8,6 +8,7 @@ or raises :class:`ContractViolationException` naming the value's path.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +22,10 @@ from murano_engine.dsl.expressions import Expression
 from murano_engine.dsl.objects import MuranoObject, ObjectView
 
 _SCALARS = (str, int, float, bool, type(None))
+_SCALAR_TYPES = frozenset(_SCALARS)
+#: records a dict contract remembers as passed (see _dict_contract)
+_PASSED_KEPT = 512
+_new_scope = object.__new__
 
 
 class ContractScope:
@@ -53,12 +58,21 @@ class ContractScope:
 
     def at(self, key: Any) -> ContractScope:
         """The scope of the item ``key`` (a list index or a dict key) of this value."""
-        scope = ContractScope(self.frame, self.this, self.owner, "", self.dry_run,
-                              self.checking)
+        scope = _new_scope(ContractScope)  # one per item: no __init__ to run
+        scope.frame = self.frame
+        scope.this = self.this
+        scope.owner = self.owner
         scope._path = None
         scope._parent = self
         scope._key = key
+        scope.dry_run = self.dry_run
+        scope.checking = self.checking
         return scope
+
+    def get_data(self, key: str) -> ContractScope:
+        """As the context of a simple contract chain (``$.string().notNull()``), whose
+        functions ask it for nothing but the scope (``$?contract``)."""
+        return self
 
     def violation(self, message: str) -> errors.DslError:
         return errors.ContractViolationException(f"[{self.path}] {message}")
@@ -133,30 +147,38 @@ def _simple_chain(node: Any) -> list[str] | None:
     return None
 
 
-class _ScopeOnly:
-    """The context a simple contract chain needs: only the scope, for errors."""
-
-    __slots__ = ("scope",)
-
-    def __init__(self, scope: ContractScope) -> None:
-        self.scope = scope
-
-    def get_data(self, key: str) -> Any:
-        return self.scope
-
-
 def _chain_contract(names: list[str]) -> Any:
-    functions: list[Any] = []
+    return _Chain(names)
 
-    def apply(value: Any, scope: ContractScope) -> Any:
-        if not functions:
+
+class _Chain:
+    """A simple contract chain (``$.int().notNull()``): its functions called directly,
+    and not at all for a value of a type every one of them returns as it is (a function's
+    ``unchanged`` types: ``$.string()`` keeps text and null)."""
+
+    __slots__ = ("names", "functions", "unchanged")
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.functions: tuple[Any, ...] | None = None
+        self.unchanged: frozenset[type] = frozenset()
+
+    def __call__(self, value: Any, scope: ContractScope) -> Any:
+        functions = self.functions
+        if functions is None:
             table = scope.frame.executor.runtime.contract_functions
-            functions.extend(table[n] for n in names)
-        ctx = _ScopeOnly(scope)
+            functions = tuple(table[n] for n in self.names)
+            kinds: frozenset[type] | None = None
+            for func in functions:
+                own = getattr(func, "unchanged", frozenset())
+                kinds = own if kinds is None else kinds & own
+            self.unchanged = kinds or frozenset()
+            self.functions = functions
+        elif type(value) in self.unchanged:
+            return value
         for func in functions:
-            value = func(ctx, value, (), {})
+            value = func(scope, value, (), {})  # the scope is all the context they need
         return value
-    return apply
 
 
 def _constant_contract(expected: Any) -> Any:
@@ -197,8 +219,13 @@ def _list_contract(spec: list, position: Position | None) -> Any:
         out = []
         for index, item in enumerate(value):
             contract = item_contracts[min(index, len(item_contracts) - 1)]
-            out.append(contract(item, scope.at(index)))
-        return tuple(out)
+            if type(contract) is _Chain and type(item) in contract.unchanged:
+                out.append(item)  # checked without a scope of its own
+            else:
+                out.append(contract(item, scope.at(index)))
+        result = tuple(out)
+        # every item as it was: the list itself (known to freeze() as frozen, maybe)
+        return value if all(map(operator.is_, result, value)) else result
 
     return apply
 
@@ -216,17 +243,44 @@ def _dict_contract(spec: dict, position: Position | None) -> Any:
             value_contract = _compile(item, position)
         else:
             fixed[key] = _compile(item, position)
+    # Records of scalars that went through as they were, every check skipped by its chain
+    # (so nothing about the scope mattered), by id, kept alive so the id stays theirs: a
+    # list of records checked again at every append checks each record once.
+    passed: dict[int, FrozenDict] = {}
+    declared = tuple(fixed) if all(type(k) is str for k in fixed) else None
 
     def apply(value: Any, scope: ContractScope) -> Any:
+        if passed and passed.get(id(value)) is value:
+            return value
         if value is None:
             value = {}
-        if not isinstance(value, Mapping):
+        if type(value) is not FrozenDict and not isinstance(value, Mapping):
             raise scope.violation(f"value {value!r} is not a dict")
         if not fixed and key_contract is None:
             return value
         out: dict[Any, Any] = {}
+        # the declared (text) keys in their order and nothing else: the value may be its
+        # own result
+        same = type(value) is FrozenDict and key_contract is None and declared is not None \
+            and len(value) == len(declared) and tuple(value) == declared
+        skipped = True
         for key, contract in fixed.items():
-            out[key] = contract(value.get(key), scope.at(key))
+            item = value.get(key)
+            if type(contract) is _Chain and type(item) in contract.unchanged:
+                result = item  # checked without a scope of its own
+                skipped = skipped and type(item) in _SCALAR_TYPES
+            else:
+                result = contract(item, scope.at(key))
+                skipped = False
+            out[key] = result
+            if result is not item:
+                same = False
+        if same:
+            if skipped:
+                if len(passed) >= _PASSED_KEPT:
+                    passed.clear()
+                passed[id(value)] = value
+            return value  # each value as it was
         if key_contract is not None:
             for key, item in value.items():
                 if key in fixed:

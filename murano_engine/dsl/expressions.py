@@ -31,6 +31,14 @@ def engine() -> Any:
     })
 
 
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> Any:
+    """yaql's syntax tree of ``text``, parsed once a process: a tree is only read (compiled
+    to closures, walked), so expressions of the same text (``$``, ``$.string()``, a
+    test's ``new(...)`` line repeated in its siblings) share it."""
+    return engine()(text)
+
+
 class Expression:
     """A yaql expression written in a class file.
 
@@ -60,7 +68,7 @@ class Expression:
                 node = _ReadBackStatement(pickle.loads(self._tree))
                 self._tree = None
             else:
-                node = engine()(self.source)
+                node = _parsed(self.source)
             self._node = node
         return node
 
@@ -111,7 +119,7 @@ MAX_EXPRESSION_DEPTH = 200
 def parse(text: str, position: Position | None = None) -> Expression:
     """Parse ``text`` as yaql; a syntax error names the position."""
     try:
-        node = engine()(text)
+        node = _parsed(text)
     except (yaql_exceptions.YaqlException, KeyError, IndexError) as exc:
         raise LoadError(f"invalid expression {text!r}: {exc}", position) from None
     return Expression(text, position, _shallow(node, text, position))
@@ -139,7 +147,7 @@ def _shallow(node: Any, text: str, position: Position | None) -> Any:
 def try_parse(text: str, position: Position) -> Expression | None:
     """An expression for ``text``, or ``None`` when it is not valid yaql."""
     try:
-        node = engine()(text)
+        node = _parsed(text)
     except (yaql_exceptions.YaqlException, KeyError, IndexError):
         return None
     return Expression(text, position, _shallow(node, text, position))

@@ -13,13 +13,15 @@ compares every one with yaql's own result.
 
 from __future__ import annotations
 
+import operator
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence, Set
+from collections.abc import Callable, Iterator, Mapping, MappingView, Sequence, Set
 from typing import Any
 
 from yaql.language import exceptions as yaql_exceptions
 from yaql.language import utils as yaql_utils
 from yaql.language.utils import FrozenDict
+from yaql.standard_library.queries import OrderingIterable
 
 from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.values import ITERATOR_LIMIT, MEMORY_QUOTA, concat
@@ -36,10 +38,12 @@ _getsizeof = sys.getsizeof
 
 
 def is_collection(value: Any) -> bool:
-    """Whether yaql's ``Iterable()`` parameter takes ``value`` (not text, not a dict)."""
+    """Whether yaql's ``Iterable()`` parameter takes ``value`` (not text, not a dict): lists,
+    sets, lazy query results, a dict's ``keys()`` / ``values()`` and ``orderBy()``'s."""
     if type(value) in _COLLECTIONS:
         return True
-    return isinstance(value, Iterator) and not isinstance(value, (str, Mapping))
+    return isinstance(value, (Iterator, MappingView, OrderingIterable)) \
+        and not isinstance(value, (str, Mapping))
 
 
 def limited(collection: Any) -> Any:
@@ -105,9 +109,10 @@ def contains(item: Any, collection: Any) -> Any:
 
 
 def length(value: Any) -> Any:
-    """``len(value)`` / ``value.len()`` for lists, dicts, sets and query results."""
+    """``len(value)`` / ``value.len()`` for text, lists, dicts, sets (a dict's ``keys()``
+    too; yaql has no length of its ``values()``) and query results."""
     kind = type(value)
-    if kind in _COLLECTIONS or kind is FrozenDict:
+    if kind in _COLLECTIONS or kind is FrozenDict or kind is str or isinstance(value, Set):
         return len(value)
     if isinstance(value, Iterator) and not isinstance(value, (str, Mapping)):
         count = 0
@@ -230,6 +235,60 @@ def sum_method(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
     return total
 
 
+def _comparison(ctx: Any, name: str, compare: Callable[[Any, Any], bool],
+                ) -> Callable[[Any, Any], Any]:
+    """yaql's ``#operator_<`` / ``#operator_>`` as ``orderBy()`` injects them: numbers with
+    numbers and text with text directly, other pairs by yaql's overloads."""
+    engine = frame_of(ctx).executor.runtime.engine
+    numbers = _NUMBERS
+
+    def apply(a: Any, b: Any) -> Any:
+        ta = type(a)
+        tb = type(b)
+        if (ta in numbers and tb in numbers) or (ta is str and tb is str):
+            return compare(a, b)
+        return _child(ctx)(name, engine, NO_VALUE, use_convention=True)(a, b)
+
+    return apply
+
+
+def _ordering(ascending: bool) -> Method:
+    def order(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+        if len(args) != 1 or kwargs or not is_collection(receiver):
+            return NOT_HANDLED
+        # yaql's own sorter (thenBy() extends it), with the comparisons above; the
+        # selector runs per comparison, as yaql's does
+        ordered = OrderingIterable(limited(receiver),
+                                   _comparison(ctx, "#operator_<", operator.lt),
+                                   _comparison(ctx, "#operator_>", operator.gt))
+        ordered.append_field(_lambda(ctx, args[0]), ascending)
+        return ordered
+    return order
+
+
+def dict_get(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    """``dict.get(key)`` and ``dict.get(key, default)``."""
+    if type(receiver) is not FrozenDict or kwargs or not 1 <= len(args) <= 2:
+        return NOT_HANDLED
+    key = args[0](ctx)
+    default = args[1](ctx) if len(args) == 2 else None
+    result = receiver.get(key, default)
+    _check_quota(result)
+    return result
+
+
+def dict_keys(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    if type(receiver) is not FrozenDict or args or kwargs:
+        return NOT_HANDLED
+    return receiver.keys()
+
+
+def dict_values(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    if type(receiver) is not FrozenDict or args or kwargs:
+        return NOT_HANDLED
+    return receiver.values()
+
+
 #: method name -> fast path ``(ctx, receiver, args, kwargs)``, the arguments as evaluators;
 #: it returns the result, NOT_HANDLED or EMPTY
 METHODS: dict[str, Method] = {
@@ -240,6 +299,11 @@ METHODS: dict[str, Method] = {
     "first": first,
     "last": last,
     "sum": sum_method,
+    "orderBy": _ordering(True),
+    "orderByDescending": _ordering(False),
+    "get": dict_get,
+    "keys": dict_keys,
+    "values": dict_values,
 }
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from yaql.language import expressions as ast
 from yaql.language import utils as yaql_utils
+from yaql.language.utils import FrozenDict
 
 from murano_engine.dsl import errors, queries, values
 from murano_engine.dsl.contexts import DslContext, frame_of
@@ -71,6 +72,8 @@ class Runtime:
         return root
 
     def get_member(self, receiver: Any, name: str, ctx: Any) -> Any:
+        if type(receiver) is FrozenDict:  # a record's field (``$.amount`` in a lambda)
+            return receiver.get(name)
         if isinstance(receiver, (MuranoObject, ObjectView)):
             return receiver.real.executor.get_property(receiver, name, frame_of(ctx))
         if isinstance(receiver, Mapping):

@@ -8,6 +8,7 @@ while they are frozen.
 
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -50,20 +51,43 @@ def _is_flat(value: tuple) -> bool:
 
 
 def _remember_flat(value: tuple) -> None:
-    _flat[id(value)] = value
-    if len(_flat) > _FLAT_KEPT:
+    _remember(_flat, value)
+
+
+def _remember(seen: OrderedDict[int, tuple], value: tuple) -> None:
+    seen[id(value)] = value
+    if len(seen) > _FLAT_KEPT:
         try:
-            _flat.popitem(last=False)  # one call: safe with threads
+            seen.popitem(last=False)  # one call: safe with threads
         except KeyError:
             pass
 
 
+# Lists of records (kept values and dicts holding kept values only) frozen lately, by
+# id, as ``_flat``: the list an assignment froze is not walked again when the property's
+# contract takes it, nor is ``$list + [record]`` made of it.
+_RECORDS_MIN = 8
+_records: OrderedDict[int, tuple] = OrderedDict()
+_RECORD_TYPES = _KEEP | {FrozenDict}
+
+
+def _is_record(value: Any) -> bool:
+    kind = type(value)
+    return kind in _KEEP or kind is FrozenDict and len(value) <= ITERATOR_LIMIT \
+        and _KEEP.issuperset(map(type, value)) and _KEEP.issuperset(map(type, value.values()))
+
+
 def concat(left: tuple, right: tuple) -> tuple:
-    """``left + right``, known flat (see :func:`freeze`) when both are."""
+    """``left + right``, known flat (see :func:`freeze`) when both are, or a list of
+    records when both are."""
     result = left + right
+    if len(right) >= _FLAT_MIN:
+        return result
     if len(result) >= _FLAT_MIN and _flat.get(id(left)) is left \
-            and len(right) < _FLAT_MIN and _KEEP.issuperset(map(type, right)):
+            and _KEEP.issuperset(map(type, right)):
         _remember_flat(result)
+    elif _records.get(id(left)) is left and all(map(_is_record, right)):
+        _remember(_records, result)
     return result
 
 
@@ -81,10 +105,22 @@ def freeze(value: Any, limit: int = ITERATOR_LIMIT, depth: int = 0) -> Any:
             raise yaql_exceptions.CollectionTooLargeException(limit)
         if _is_flat(value):
             return value
-        return tuple(freeze(v, limit, depth) for v in value)
+        if limit >= ITERATOR_LIMIT and depth < MAX_DEPTH and _records.get(id(value)) is value:
+            return value  # a list of records, frozen by an earlier call (records nest once)
+        frozen = tuple(freeze(v, limit, depth) for v in value)
+        if len(value) >= _RECORDS_MIN and limit == ITERATOR_LIMIT \
+                and _RECORD_TYPES.issuperset(map(type, value)) \
+                and all(map(operator.is_, frozen, value)):
+            # every dict in it came back as it was: it holds kept values only
+            _remember(_records, value)
+            return value
+        return frozen
     if kind is FrozenDict or isinstance(value, Mapping):
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)
+        if kind is FrozenDict and _KEEP.issuperset(map(type, value)) \
+                and _KEEP.issuperset(map(type, value.values())):
+            return value  # frozen already, nothing in it to freeze (a list's records)
         return FrozenDict({freeze(k, limit, depth): freeze(v, limit, depth)
                            for k, v in value.items()})
     if isinstance(value, (list, tuple)):

@@ -109,6 +109,31 @@ COLLECTION_EXPRESSIONS = [
     "[].sum(0)", "[].sum('x')", "['a', 'b'].sum('c')", "$.l.sum(initial => 1)", "$.l.sum(1, 2)",
     "[1, 'a'].sum(0)", "$.l.select($ * 2).sum(0.5)", "[[1]].sum([0])", "$.d.sum(0)",
     "$.l.sum(null)", "($.big + $.big).sum(0)",
+    # dict get, keys and values (and what takes their views)
+    "$.d.get('k')", "$.d.get('missing')", "$.d.get('missing', 3)", "$.d.get('k', 3)",
+    "{a=>[1]}.get('a')", "{null=>1}.get(null)", "$.d.get()", "$.d.get('k', 1, 2)",
+    "$.l.get(0)", "$.d.get('x', default => 2)", "$.n.get('k')",
+    "$.d.keys()", "$.d.values()", "{a=>1, b=>2}.keys()", "{}.values()", "$.l.keys()",
+    "$.d.keys(1)", "len($.d.keys())", "$.d.values().len()", "{a=>1, b=>2}.values().sum()",
+    "{a=>1, b=>2}.keys().select($ + 'x')", "{a=>1, b=>2}.values().where($ > 1)",
+    "{a=>1, b=>2}.values().first()", "{a=>1, b=>2}.values().last()",
+    "{a=>1, b=>2}.keys().last()", "{a=>1, b=>2}.values().count()", "'k' in $.d.keys()",
+    "{a=>'x', b=>'y'}.values().sum()", "{}.keys().first()", "{}.values().sum(0)",
+    # len of text
+    "'abc'.len()", "len('')",
+    # orderBy, orderByDescending (thenBy extends them)
+    "[3, 1, 2].orderBy($)", "$.l.orderByDescending($)", "$.l.orderBy(-$)",
+    "['b', 'a', 'c'].orderByDescending($)", "[1, 2.5, 0].orderBy($)", "[2, 1.0, 1].orderBy($)",
+    "[[1, 'c'], [2, 'b'], [3, 'c'], [0, 'd']].orderBy($[1])",
+    "[[3, 'c'], [2, 'b'], [1, 'c']].orderBy($[1]).thenBy($[0])",
+    "[[3, 'c'], [2, 'b'], [1, 'c']].orderByDescending($[1]).thenByDescending($[0])",
+    "$.objs.orderByDescending($.n).first()", "$.objs.orderBy($.n).select($.n)",
+    "[1, 'a'].orderBy($)", "[true, false].orderBy($)", "[null, 1].orderBy($)",
+    "[[2], [1]].orderBy($)", "[].orderBy($)", "[].orderBy($).first()", "$.d.orderBy($)",
+    "$.l.orderBy()", "$.l.orderBy($, 1)", "$.l.orderBy(selector => $)", "$.n.orderBy($)",
+    "($.big + $.big).orderBy($)", "$.l.orderBy($).last()", "$.l.orderBy($).count()",
+    "$.l.orderBy($).len()", "$.l.orderBy($).sum()", "$.l.orderBy($ / 0)",
+    "{a=>2, b=>1}.values().orderBy($)", "$.l.select($ * 2).orderByDescending($)",
 ]
 
 
@@ -163,3 +188,37 @@ def test_collection_fast_paths_count_a_budget_step_per_lambda_call(frame_context
     before = budget.left
     assert compiler.compile_expression(node, runtime)(ctx) == 7
     assert before - budget.left == 6  # three selector and three predicate calls
+
+
+@pytest.mark.parametrize("text", [
+    "$.select($ + 1).where($ > 2).sum()", "$.orderBy($).first()",
+    "$.orderByDescending($).thenBy(-$).last()", "{a => 1, b => 2}.values().select($).sum()",
+])
+def test_collection_fast_paths_count_the_budget_steps_yaql_does(
+        text: str, frame_context: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from murano_engine.dsl import queries
+
+    budget = frame_context.frame.executor.budget
+    runtime = frame_context.frame.executor.runtime
+    node = expressions.parse(text).node
+
+    def steps() -> tuple[Any, int]:
+        ctx = DslContext(frame_context)
+        ctx["$"] = values.freeze([3, 1, 2, 5])
+        before = budget.left
+        result = values.freeze(compiler.compile_expression(node, runtime)(ctx))
+        return result, before - budget.left
+
+    fast = steps()
+    monkeypatch.setattr(queries, "METHODS", {})
+    assert steps() == fast
+
+
+def test_expressions_of_the_same_text_share_one_syntax_tree() -> None:
+    first = expressions.parse("$.a * 2", None)
+    again = expressions.Expression("$.a * 2", None, None)  # as read back from the cache
+    assert again.node is first.node
+    for expression, data, expected in ((first, {"a": 2}, 4), (again, {"a": 5}, 10)):
+        ctx = DslContext(RUNTIME.root_context(False))
+        ctx["$"] = values.freeze(data)
+        assert compiler.compile_expression(expression.node, RUNTIME)(ctx) == expected

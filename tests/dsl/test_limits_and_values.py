@@ -221,3 +221,66 @@ def test_a_long_list_grown_item_by_item_still_freezes_what_it_gets() -> None:
     assert frozen is not grown and frozen[-1] == (1, 2) and type(frozen[-1]) is tuple
     long_with_dict = tuple(range(100)) + ({"a": [1]},)
     assert values.freeze(long_with_dict)[-1] == FrozenDict({"a": (1,)})
+
+
+def test_a_list_of_records_grown_item_by_item_still_freezes_what_it_gets() -> None:
+    records = tuple(FrozenDict({"name": f"e{i}", "n": i}) for i in range(10))
+    assert values.freeze(records) is records  # nothing to freeze: kept (and remembered)
+    grown = values.concat(records, (FrozenDict({"name": "x", "n": 1.5}),))
+    assert values.freeze(grown) is grown
+    with_list = values.concat(grown, (FrozenDict({"l": [1]}),))  # a mutable list in a record
+    frozen = values.freeze(with_list)
+    assert frozen is not with_list and frozen[:-1] == grown
+    assert frozen[-1] == FrozenDict({"l": (1,)}) and type(frozen[-1]["l"]) is tuple
+    nested = values.concat(grown, ((1, 2),))  # not a record: frozen as usual
+    assert values.freeze(nested) == nested
+
+
+def test_a_remembered_list_of_records_still_counts_its_depth_and_sizes() -> None:
+    records = tuple(FrozenDict({"n": i}) for i in range(10))
+    assert values.freeze(records) is records  # remembered
+    deep: object = records
+    for _ in range(values.MAX_DEPTH - 2):
+        deep = (deep,)
+    values.freeze(deep)  # its records are MAX_DEPTH levels deep: allowed
+    with pytest.raises(errors.ValueLimitExceededError):
+        values.freeze((deep,))
+    wide = tuple(FrozenDict({k: k for k in range(5)}) for _ in range(10))
+    assert values.freeze(wide) is wide
+    with pytest.raises(yaql_exceptions.CollectionTooLargeException):
+        values.freeze(wide, limit=4)
+
+
+BOOK = class_text("t.rec", "Book", """
+    Properties:
+      rows:
+        Contract:
+          - name: $.string().notNull()
+            n: $.int()
+        Default: []
+        Usage: InOut
+    Methods:
+      grow:
+        Arguments:
+          - rows:
+              Contract: [$]
+        Body:
+          - For: r
+            In: $rows
+            Do:
+              - $.rows: $.rows + [$r]
+          - Return: $.rows
+""")
+
+
+def test_a_growing_list_of_records_keeps_its_contract(tmp_path: Path) -> None:
+    write_package(tmp_path, "t.rec", {"Book": BOOK})
+    rows = [{"name": f"r{i}", "n": i} for i in range(12)]
+    assert values.thaw(run_method([tmp_path], "t.rec.Book.grow", rows=rows)) == rows
+    odd = rows + [{"name": "extra", "n": 1, "x": 2}, {"name": "missing"}, {"name": 5, "n": "7"},
+                  {"name": "none", "x": None}]
+    assert values.thaw(run_method([tmp_path], "t.rec.Book.grow", rows=odd))[12:] == [
+        {"name": "extra", "n": 1}, {"name": "missing", "n": None}, {"name": "5", "n": 7},
+        {"name": "none", "n": None}]
+    with pytest.raises(errors.ContractViolationException, match=r"rows\[12\]\[name\]\] null"):
+        run_method([tmp_path], "t.rec.Book.grow", rows=rows + [{"n": 1}])
