@@ -21,7 +21,12 @@ server at 50 over that at 10 (deploy). Targets (issue #24): deploy under 10 s an
 destroy under 5 s (set for 50 servers, held at 10 too); per server at 50 within
 1.5 times that at 10. The
 phases the deploy reported (servers running, installed, configured: seconds
-since the command's start) are printed for each run.
+since the command's start) are printed for each run, with CPU per server: the
+deploy and destroy commands' (their processes and the ``ip``, ``mount`` ... they
+ran), the sandboxes' (every process in the servers' namespaces, with the
+children they waited for: the sandbox's set-up, the agent, its scripts, the
+service) at the deploy's end, and RabbitMQ's during the deploy (``beam.smp``;
+other work on the broker counts too).
 
     python benchmarks/helloweb_bench.py [--sizes 10 50]
 """
@@ -122,6 +127,34 @@ def _answer(namespace: str, address: str, port: int) -> str:
     return data.decode("utf-8", "replace").split("\r\n\r\n", 1)[-1].strip()
 
 
+def _process_cpu(pid: int) -> float:
+    """CPU seconds of a live process and of its children it has waited for."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _sandbox_cpu(ids: list[str]) -> float:
+    """CPU seconds the servers' sandboxes used so far: every process in their network
+    namespaces with the children it waited for (the set-up's commands, the agent's
+    scripts)."""
+    total = 0.0
+    for server_id in ids:
+        pids = subprocess.run(["ip", "netns", "pids", f"ms-{server_id.replace('-', '')[:12]}"],
+                              capture_output=True, text=True, check=False).stdout.split()
+        for pid in pids:
+            try:
+                total += _process_cpu(int(pid))
+            except (OSError, ValueError):
+                continue
+    return total
+
+
+def _broker_pid() -> int | None:
+    found = subprocess.run(["pgrep", "-x", "beam.smp"], capture_output=True, text=True,
+                           check=False).stdout.split()
+    return int(found[0]) if len(found) == 1 else None
+
+
 def _check_answers(cloud: Path, servers: int, port: int) -> list[str]:
     """Every server's namespace, asked for its greeting; returns the server ids."""
     records = {folder.name: json.loads((folder / "server.json").read_text())
@@ -165,13 +198,17 @@ def _one(servers: int, env: dict[str, str]) -> dict[str, float]:
         path.write_text(json.dumps(model))
         run_env = dict(env, MURANO_LOCAL_CLOUD_STATE_DIR=str(cloud))
         environment = model["?"]["id"]
+        broker = _broker_pid()
+        broker_cpu = _process_cpu(broker) if broker else 0.0
         try:
             deploy, deploy_cpu, output = _run(
                 [str(ENGINE), "deploy", str(path), "-l", "dsl_packages", "--state", str(state)],
                 run_env)
+            broker_cpu = _process_cpu(broker) - broker_cpu if broker else float("nan")
             if f"is deployed ({servers} units)" not in output:
                 raise SystemExit(f"the deploy of {servers} servers did not say so:\n"
                                  f"{output[-3000:]}")
+            sandbox_cpu = _sandbox_cpu([f.name for f in (cloud / "servers").iterdir()])
             ids = _check_answers(cloud, servers, model["applications"][0]["port"])
         finally:
             destroy, destroy_cpu, _ = _run([str(ENGINE), "destroy", "--state", str(state)],
@@ -179,9 +216,11 @@ def _one(servers: int, env: dict[str, str]) -> dict[str, float]:
         left = _leftovers(cloud, ids, environment)
         if left:
             raise SystemExit(f"the destroy left {len(left)} thing(s): {', '.join(left[:10])}")
-        print(f"  {servers} servers: deploy {deploy:.2f} s (CPU {deploy_cpu:.2f} s; "
-              f"{_phases(output)}), destroy {destroy:.2f} s (CPU {destroy_cpu:.2f} s)",
-              flush=True)
+        print(f"  {servers} servers: deploy {deploy:.2f} s ({_phases(output)}), destroy "
+              f"{destroy:.2f} s; CPU per server: deploy command {1000 * deploy_cpu / servers:.0f}"
+              f" ms, sandbox {1000 * sandbox_cpu / servers:.0f} ms, broker (shared) "
+              f"{1000 * broker_cpu / servers:.0f} ms, destroy command "
+              f"{1000 * destroy_cpu / servers:.0f} ms", flush=True)
         return {"deploy": deploy, "destroy": destroy}
 
 
