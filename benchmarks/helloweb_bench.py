@@ -156,7 +156,8 @@ def _broker_pid() -> int | None:
 
 
 def _check_answers(cloud: Path, servers: int, port: int) -> list[str]:
-    """Every server's namespace, asked for its greeting; returns the server ids."""
+    """Every server's namespace, asked for its greeting; returns the ids of the servers
+    and of their networks."""
     records = {folder.name: json.loads((folder / "server.json").read_text())
                for folder in (cloud / "servers").iterdir() if (folder / "server.json").is_file()}
     if len(records) != servers:
@@ -167,11 +168,13 @@ def _check_answers(cloud: Path, servers: int, port: int) -> list[str]:
         text = _answer(namespace, address, port)
         if text != f"Hello from {record['hostname']}":
             raise SystemExit(f"server {record['hostname']} answered {text!r}")
-    return list(records)
+    networks = {i["network_id"] for record in records.values() for i in record["interfaces"]}
+    return [*records, *networks]
 
 
 def _leftovers(cloud: Path, ids: list[str], environment: str) -> list[str]:
-    """What the destroyed deployment left behind (nothing, when all is well)."""
+    """What the destroyed deployment left behind (nothing, when all is well); ``ids``:
+    its servers' and networks'."""
     shorts = {i.replace("-", "")[:12] for i in ids}
     left = [f"namespace {n}" for n in os.listdir("/run/netns") if n[3:] in shorts] \
         if os.path.isdir("/run/netns") else []
