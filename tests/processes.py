@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 #: How an agent the engine started begins its command line.
-AGENT_COMMAND = sys.executable.encode() + b"\0-m\0murano_agent"
+AGENT_COMMAND = sys.executable.encode() + b"\0-S\0-m\0murano_agent"
 
 
 def cmdline(pid: int) -> bytes:

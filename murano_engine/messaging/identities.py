@@ -77,6 +77,8 @@ class BrokerIdentities:
     def __init__(self, api: ManagementApi, virtual_host: str = "/") -> None:
         self.api = api
         self.virtual_host = virtual_host
+        #: what this object granted and has not revoked: queue -> (result queue, password)
+        self._granted: dict[str, tuple[str, str]] = {}
 
     @classmethod
     def from_config(cls, config: Mapping[str, Mapping[str, Any]]) -> BrokerIdentities | None:
@@ -117,13 +119,20 @@ class BrokerIdentities:
             self.api.send(conn, "PUT", f"/api/permissions/{vhost}/{name(login)}",
                           {"configure": _exact(queue), "write": _exact(exchange),
                            "read": _exact(queue)})
+        self._granted[queue] = (result_queue, password)
         LOG.debug("broker user %s made for queue %s", login, queue)
         return BrokerIdentity(login, password, self.virtual_host, exchange)
+
+    def granted(self, queue: str, result_queue: str, password: str) -> bool:
+        """Whether this object made the user of ``queue`` with ``password`` and these
+        rights, and has not revoked it since (so a :meth:`grant` would change nothing)."""
+        return self._granted.get(queue) == (result_queue, password)
 
     def revoke(self, queue: str) -> bool:
         """Delete the user of the agent consuming ``queue`` (its connections close with
         it), then the queue; False when there was no such user."""
         login = identity_name(queue)
+        self._granted.pop(queue, None)
         with self.api.session() as conn:
             gone = self.api.send(conn, "DELETE", f"/api/users/{name(login)}",
                                  missing_ok=True) is not None

@@ -97,6 +97,8 @@ class Guests:
         self._identities = identities
         self._powershell = powershell
         self._running: set[str] = set()
+        #: the running servers' specs, as started (what the watcher looks at)
+        self._specs: dict[str, ServerSpec] = {}
         self._lock = threading.Lock()
         #: servers in ERROR: server id -> (its queue, why)
         self._failed: dict[str, tuple[str | None, str]] = {}
@@ -160,8 +162,10 @@ class Guests:
                          if self.input_queue(other) in (queue, None)]
         for thread in releasing:
             thread.join()
-        self._identities.grant(queue, parser.get("rabbitmq", "result_routing_key"),
-                               unquote(own.password or ""))
+        results, password = parser.get("rabbitmq", "result_routing_key"), \
+            unquote(own.password or "")
+        if not self._identities.granted(queue, results, password):  # minted just now
+            self._identities.grant(queue, results, password)
 
     def _stop_rivals(self, server_id: str) -> None:
         """Stop other servers whose agents consume this server's queue: left by a run
@@ -219,6 +223,7 @@ class Guests:
         """
         with self._lock:
             self._running.discard(server_id)
+            self._specs.pop(server_id, None)
             self._failed.pop(server_id, None)
             if server_id in self._releases:
                 return
@@ -276,6 +281,7 @@ class Guests:
     def stop(self, server_id: str) -> None:
         with self._lock:
             self._running.discard(server_id)
+            self._specs.pop(server_id, None)
         if (self.sandbox(server_id) / "server.json").is_file():
             self.launcher.stop(self._spec(server_id))
 
@@ -348,6 +354,7 @@ class Guests:
         with self._lock:
             self._failed.pop(server_id, None)
             self._running.add(server_id)
+            self._specs[server_id] = spec
             if self._watcher is None and not self._closing.is_set():
                 self._watcher = threading.Thread(target=self._watch, daemon=True,
                                                  name=f"local-cloud guests {self.root}")
@@ -362,10 +369,10 @@ class Guests:
         """Mark ERROR, at once, every running server whose agent ended for good."""
         while not self._closing.wait(WATCH_INTERVAL):
             with self._lock:
-                running = list(self._running)
-            for server_id in running:
+                running = [(i, self._specs.get(i)) for i in self._running]
+            for server_id, started in running:
                 try:
-                    spec = self._spec(server_id)
+                    spec = started or self._spec(server_id)
                     ended = self.launcher.exited(spec)
                 except (OSError, ValueError, KeyError):
                     continue  # being released

@@ -64,39 +64,49 @@ def exists(name: str) -> bool:
 
 
 def create_server(server_id: str, interfaces: Iterable[Interface]) -> str:
-    """The server's namespace with loopback and its ports plugged into their networks."""
+    """The server's namespace with loopback and its ports plugged into their networks.
+
+    Three ``ip`` runs a server with one port: the namespace; each port's veth pair,
+    made in its switch's namespace with the switch end on the bridge and the server
+    end (``eth<N>``, the port's MAC) in the server's; then, in one batch, the
+    server's addresses and links up.
+    """
     name = server_namespace(server_id)
     delete(name)
     ip("netns", "add", name)
-    ip("-n", name, "link", "set", "lo", "up")
+    inside = ["link set lo up"]
     for index, interface in enumerate(interfaces):
-        _plug(name, index, interface)
+        device = f"eth{index}"
+        _plug(name, index, device, interface)
+        inside += [f"addr add {ipaddress.ip_interface(interface.address)} dev {device}",
+                   f"link set {device} up"]
+    batch(name, inside)
     return name
 
 
-def _veth_names(server_ns: str, index: int) -> tuple[str, str]:
-    """The switch-side and server-side names of a port's veth pair."""
-    return f"v{_short(server_ns)}{index}"[:15], f"t{_short(server_ns)}{index}"[:15]
+def batch(namespace: str, commands: list[str], force: bool = False) -> str:
+    """Run ``ip`` commands (one a line, without ``ip``) in ``namespace`` in one process;
+    its output. ``force`` goes on past a failed command (the run still fails)."""
+    done = subprocess.run(["ip", *(["-force"] if force else []), "-o", "-n", namespace,
+                           "-batch", "-"], input="\n".join(commands) + "\n",
+                          capture_output=True, text=True)
+    if done.returncode != 0 and not force:
+        raise NetnsError(f"ip -n {namespace} -batch: {done.stderr.strip()}")
+    return done.stdout
 
 
-def _plug(server_ns: str, index: int, interface: Interface) -> None:
-    outer, inner = _veth_names(server_ns, index)
+def _veth_name(server_ns: str, index: int) -> str:
+    """The switch-side name of a port's veth pair."""
+    return f"v{_short(server_ns)}{index}"[:15]
+
+
+def _plug(server_ns: str, index: int, device: str, interface: Interface) -> None:
+    """The port's veth pair: its switch end up on the bridge, ``device`` (with the
+    port's MAC) in the server's namespace."""
     with _SWITCHES:  # so the switch is not removed before the server is plugged in
         switch = _network(interface.network_id)
-        ip("link", "add", outer, "type", "veth", "peer", "name", inner)
-        try:
-            ip("link", "set", outer, "netns", switch)
-            ip("link", "set", inner, "netns", server_ns)
-        except NetnsError:
-            ip("link", "del", outer, check=False)
-            raise
-        ip("-n", switch, "link", "set", outer, "master", BRIDGE, "up")
-    device = f"eth{index}"
-    ip("-n", server_ns, "link", "set", inner, "name", device)
-    ip("-n", server_ns, "link", "set", device, "address", interface.mac)
-    ip("-n", server_ns, "addr", "add", str(ipaddress.ip_interface(interface.address)),
-       "dev", device)
-    ip("-n", server_ns, "link", "set", device, "up")
+        batch(switch, [f"link add {_veth_name(server_ns, index)} up master {BRIDGE} type veth "
+                       f"peer name {device} address {interface.mac} netns {server_ns}"])
 
 
 def _network(network_id: str) -> str:
@@ -104,9 +114,8 @@ def _network(network_id: str) -> str:
     name = network_namespace(network_id)
     if not exists(name):
         ip("netns", "add", name)
-        ip("-n", name, "link", "set", "lo", "up")
-        ip("-n", name, "link", "add", BRIDGE, "type", "bridge")
-        ip("-n", name, "link", "set", BRIDGE, "up")
+        batch(name, ["link set lo up", f"link add {BRIDGE} type bridge",
+                     f"link set {BRIDGE} up"])
     return name
 
 
@@ -120,20 +129,18 @@ def delete_server(server_id: str, interfaces: Iterable[Interface]) -> None:
     """Unplug a server from its networks, remove its namespace, then every switch left
     with no port."""
     server_ns = server_namespace(server_id)
-    networks = []
+    ports: dict[str, list[str]] = {}
+    for index, interface in enumerate(interfaces):
+        ports.setdefault(network_namespace(interface.network_id), []).append(
+            _veth_name(server_ns, index))
     with _SWITCHES:
-        for index, interface in enumerate(interfaces):
-            switch = network_namespace(interface.network_id)
-            networks.append(switch)
+        for switch, veths in ports.items():
             if exists(switch):  # removing one end of a veth pair removes both, at once
-                ip("-n", switch, "link", "del", _veth_names(server_ns, index)[0], check=False)
-        delete(server_ns)
-        for switch in networks:
-            if exists(switch):
-                links = ip("-n", switch, "-o", "link", "show", "master", BRIDGE,
-                           check=False).stdout
-                if not links.strip():
+                left = batch(switch, [*(f"link del {veth}" for veth in veths),
+                                      f"link show master {BRIDGE}"], force=True)
+                if not left.strip():
                     delete(switch)
+    delete(server_ns)
 
 
 def pids(name: str) -> list[int]:

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 LOG = logging.getLogger(__name__)
 CHUNK = 65536
-ACCEPT_POLL = 0.2
 JOIN_TIMEOUT = 2.0
 PROTOCOL_HEADER = b"AMQP\x00\x00\x09\x01"
 #: The most bytes a client may send before its login is known.
@@ -170,6 +169,10 @@ class Relay:
         with self._lock:
             self._closed = True
             sockets = list(self._open)
+        try:  # wakes the accepting thread at once (its accept fails)
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         for sock in sockets:
             try:
                 sock.shutdown(socket.SHUT_RDWR)
@@ -180,7 +183,9 @@ class Relay:
                 thread.join(JOIN_TIMEOUT)
 
     def _accept(self) -> None:
-        self.listener.settimeout(ACCEPT_POLL)
+        """Accept until :meth:`close` shuts the listener down (no polling: a relay per
+        server, each waking up several times a second, would add up)."""
+        self.listener.settimeout(None)
         while True:
             with self._lock:
                 if self._closed:
@@ -188,8 +193,6 @@ class Relay:
                     return
             try:
                 inner, _ = self.listener.accept()
-            except TimeoutError:
-                continue
             except OSError:
                 self.listener.close()
                 return

@@ -15,46 +15,72 @@ shift 6
 
 hostname "$name"
 mount -t tmpfs -o mode=0755,size=16m sandbox-root "$root"
+# Few processes (each costs a fork and exec): folders made by a mkdir before /tmp is
+# mounted and one after (colon-separated lists: paths may hold spaces), the
+# top-level links copied by one cp, the /etc files by another.
+links="" tops="" etc_dirs=""
+dirs="$root/usr:$root/etc:$root/proc:$root/dev/shm:$root/tmp:$root/sandbox:$root/.host"
 for top in bin lib lib64 sbin; do
     if [ -L "/$top" ]; then
-        ln -s "$(readlink "/$top")" "$root/$top"
+        links="$links /$top"
     elif [ -d "/$top" ]; then
-        mkdir -p "$root/$top" && mount --rbind -o ro "/$top" "$root/$top"
+        tops="$tops $top" dirs="$dirs:$root/$top"
     fi
 done
-mkdir -p "$root/usr" "$root/etc" "$root/proc" "$root/dev/shm" "$root/tmp" "$root/sandbox"
+old_ifs=$IFS; IFS=:
+mkdir -p $dirs
+IFS=$old_ifs
+[ -z "$links" ] || cp -P $links "$root/"
+for top in $tops; do
+    mount --rbind -o ro "/$top" "$root/$top"
+done
 mount --rbind -o ro /usr "$root/usr"
 # Private /tmp first: a read-only path below /tmp (a checkout there) is bound over it.
 mount -t tmpfs -o mode=1777,size=256m sandbox-tmp "$root/tmp"
-old_ifs=$IFS; IFS=:
+IFS=:
+ro_here="" dirs="$root/etc"
 for path in $ro_paths; do
-    [ -e "$path" ] || continue
-    mkdir -p "$root$path" && mount --rbind -o ro "$path" "$root$path"
+    [ -e "$path" ] && ro_here="$ro_here:$path" && dirs="$dirs:$root$path"
 done
 IFS=$old_ifs
-for file in passwd group nsswitch.conf ld.so.cache localtime; do
-    [ -e "/etc/$file" ] && cp -L "/etc/$file" "$root/etc/$file"
-done
 for dir in ssl alternatives; do
-    [ -d "/etc/$dir" ] && mkdir -p "$root/etc/$dir" && mount --rbind -o ro "/etc/$dir" "$root/etc/$dir"
+    [ -d "/etc/$dir" ] && etc_dirs="$etc_dirs $dir" && dirs="$dirs:$root/etc/$dir"
+done
+IFS=:
+mkdir -p $dirs
+for path in ${ro_here#:}; do
+    mount --rbind -o ro "$path" "$root$path"
+done
+IFS=$old_ifs
+files=""
+for file in passwd group nsswitch.conf ld.so.cache localtime; do
+    [ -e "/etc/$file" ] && files="$files /etc/$file"
+done
+[ -z "$files" ] || cp -L $files "$root/etc/"
+for dir in $etc_dirs; do
+    mount --rbind -o ro "/etc/$dir" "$root/etc/$dir"
 done
 printf '127.0.0.1 localhost\n127.0.1.1 %s\n' "$name" > "$root/etc/hosts"
 echo "$name" > "$root/etc/hostname"
-for dev in null zero full random urandom tty; do
-    touch "$root/dev/$dev" && mount --bind "/dev/$dev" "$root/dev/$dev"
+devices="null zero full random urandom tty"
+for dev in $devices; do
+    : > "$root/dev/$dev"
+done
+for dev in $devices; do
+    mount --bind "/dev/$dev" "$root/dev/$dev"
 done
 mount -t tmpfs -o mode=1777,size=64m sandbox-shm "$root/dev/shm"
 mount --bind "$folder" "$root/sandbox"
 mount -t proc -o nosuid,nodev,noexec proc "$root/proc"
-cp "$(dirname "$0")/sandbox-init.py" "$root/init.py"
+cp "${0%/*}/sandbox-init.py" "$root/init.py"
 chmod 0555 "$root"
 
 cd "$root"
-mkdir .host
 pivot_root . .host
 umount -l /.host
 rmdir /.host
 cd /sandbox
 export HOME=/sandbox PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
+# init.py needs nothing of site-packages: no site start-up (-S)
 exec setpriv --reuid="$uid" --regid="$uid" --clear-groups --inh-caps=-all \
-    --bounding-set=-all unshare --user --map-root-user -- "$python" /init.py "$@"
+    --bounding-set=-all unshare --user --map-root-user -- "$python" -S /init.py "$@"

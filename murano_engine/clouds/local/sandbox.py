@@ -150,7 +150,17 @@ def delete_input_queue(spec: ServerSpec) -> None:
 
 
 def _agent_command(config_path: str) -> list[str]:
-    return [sys.executable, "-m", "murano_agent.cli", "--config-file", config_path]
+    """The agent's command: with no ``site`` start-up (its path comes from
+    :func:`_agent_path`), which saves a sandbox's Python the site's path hooks."""
+    return [sys.executable, "-S", "-m", "murano_agent.cli", "--config-file", config_path]
+
+
+def _agent_path() -> str:
+    """The agent's ``PYTHONPATH``: its packages where the engine found them, whatever
+    the installation's own path hooks (an editable install's) point at, then the
+    site folders this Python's ``site`` gave the engine (its libraries)."""
+    sites = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages")]
+    return ":".join(dict.fromkeys([*_agent_code_roots(), *sites]))
 
 
 def _check_broker(url: str) -> None:
@@ -180,7 +190,7 @@ class ProcessLauncher:
             child = subprocess.Popen(
                 _agent_command(str(config)), stdout=out, stderr=out, stdin=subprocess.DEVNULL,
                 cwd=spec.folder, start_new_session=True,
-                env=dict(os.environ, PYTHONPATH=":".join(_agent_code_roots())))
+                env=dict(os.environ, PYTHONPATH=_agent_path()))
         (spec.folder / "agent.pid").write_text(str(child.pid))
         self._children[spec.server_id] = child
 
@@ -285,9 +295,7 @@ class NamespaceLauncher:
                    "sh", str(INIT_SCRIPT), str(root), _hostname(spec.hostname),
                    str(spec.folder), str(uid), ":".join(_read_only_paths()), sys.executable,
                    *_agent_command(f"{INSIDE}/agent.effective.conf")]
-        # The agent imports its packages from where the engine found them, whatever
-        # the installation's own path hooks (an editable install's) point at.
-        environment = dict(os.environ, PYTHONPATH=":".join(_agent_code_roots()))
+        environment = dict(os.environ, PYTHONPATH=_agent_path())
         with open(spec.folder / "agent.out", "ab") as out:
             if spec.flavor is None:
                 child = self._children[spec.server_id] = subprocess.Popen(
@@ -376,8 +384,12 @@ class NamespaceLauncher:
 
     def discard(self, spec: ServerSpec) -> None:
         """Stop the server for good, its disk too, leaving the broker alone (its queue
-        goes with its broker user, removed with the administrative login)."""
-        self.stop(spec)
+        goes with its broker user, removed with the administrative login). Its
+        processes are killed at once, as deleting a VM powers it off: nothing of the
+        server is left to stop gracefully for."""
+        _terminate(netns.pids(netns.server_namespace(spec.server_id)),
+                   signals=(signal.SIGKILL,))
+        self._teardown(spec)
         try:
             ServerDisk(spec.folder).delete()
         except DiskError as exc:
@@ -481,10 +493,12 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
-def _terminate(pids: list[int], group: bool = False) -> None:
-    """SIGTERM, then SIGKILL what is still there after :data:`STOP_GRACE` seconds."""
+def _terminate(pids: list[int], group: bool = False,
+               signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGKILL)) -> None:
+    """SIGTERM, then SIGKILL what is still there after :data:`STOP_GRACE` seconds
+    (or each of ``signals`` in turn)."""
     kill = os.killpg if group else os.kill
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    for sig in signals:
         for pid in pids:
             try:
                 kill(pid, sig)
