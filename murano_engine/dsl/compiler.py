@@ -25,7 +25,7 @@ from yaql.language import utils as yaql_utils
 
 from murano_engine.dsl import errors, queries
 from murano_engine.dsl.budget import Regex, check_product, check_repetition, regex_search
-from murano_engine.dsl.contexts import PLAIN_CONTEXTS, frame_of
+from murano_engine.dsl.contexts import PLAIN_CONTEXTS, DslContext, frame_of
 from murano_engine.dsl.values import MEMORY_QUOTA
 
 if TYPE_CHECKING:
@@ -127,6 +127,10 @@ def _compile_variable(name: str) -> Evaluator:
     key = _variable_key(name)
 
     def lookup(ctx: Any) -> Any:
+        if type(ctx) is DslContext:  # the common case: a variable of the frame
+            data = ctx._data
+            if key in data:
+                return data[key]
         c = ctx
         while c is not None:
             if type(c) in PLAIN_CONTEXTS:
@@ -198,6 +202,9 @@ def _compile_binary(node: ast.BinaryOperator, runtime: Runtime, mode: int) -> Ev
             return fallback(ctx, a, b)
 
         return multiply
+    if op in _NUMERIC_CONSTANT_OPS and type(right_node) is ast.Constant \
+            and type(right_node.value) in _NUMBERS:
+        return _with_number(_NUMERIC_CONSTANT_OPS[op], left, right_node.value, fallback)
     if op == "+":
         plus = queries.plus
         not_handled = queries.NOT_HANDLED
@@ -263,6 +270,27 @@ def _compile_binary(node: ast.BinaryOperator, runtime: Runtime, mode: int) -> Ev
         return match
     # Operators with lazy operands (``->``) or unknown ones: yaql decides.
     return _generic_operator(name, [left_node, right_node], runtime)
+
+
+#: operators whose number operands need no check beyond their type
+_NUMERIC_CONSTANT_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub,
+    ">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operator.le,
+}
+
+
+def _with_number(func: Callable[[Any, Any], Any], left: Evaluator, number: Any,
+                 fallback: Callable[[Any, Any, Any], Any]) -> Evaluator:
+    """``left op number`` (``$n - 1``, ``$i < 10``): a number on the left is the common
+    case; anything else goes where the general operator sends it."""
+
+    def with_number(ctx: Any) -> Any:
+        a = left(ctx)
+        if type(a) in _NUMBERS:
+            return func(a, number)
+        return fallback(ctx, a, number)
+
+    return with_number
 
 
 def _compile_unary(node: ast.UnaryOperator, runtime: Runtime, mode: int) -> Evaluator:

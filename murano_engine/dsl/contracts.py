@@ -65,14 +65,20 @@ class ContractScope:
 
 
 class Contract:
-    """A compiled contract."""
+    """A compiled contract.
 
-    __slots__ = ("spec", "position", "_apply")
+    ``kept`` holds the types whose values the contract returns as they are
+    without looking further (``int`` for ``$.int().notNull()``): callers skip
+    applying it, and making its scope, for those.
+    """
+
+    __slots__ = ("spec", "position", "_apply", "kept")
 
     def __init__(self, spec: Any, position: Position | None) -> None:
         self.spec = spec
         self.position = position
         self._apply = _compile(spec, position)
+        self.kept = _kept_types(spec)
 
     def apply(self, value: Any, scope: ContractScope) -> Any:
         return self._apply(value, scope)
@@ -94,6 +100,15 @@ def _expression_contract(expr: Expression) -> Any:
     chain = _simple_chain(expr.node)
     if chain is not None:
         return _chain_contract(chain)
+    general = _evaluated_contract(expr)
+    class_name = _class_check(expr.node)
+    if class_name is not None:
+        return _class_contract(class_name, general)
+    return general
+
+
+def _evaluated_contract(expr: Expression) -> Any:
+    """The contract evaluated as yaql in a context of its own."""
 
     def apply(value: Any, scope: ContractScope) -> Any:
         ctx = DslContext(scope.frame.context, scope.frame)
@@ -113,6 +128,31 @@ def _expression_contract(expr: Expression) -> Any:
 
 
 _ARGUMENTLESS = ("string", "int", "bool", "notNull", "owned", "notOwned")
+_NONE = type(None)
+#: per function of a simple chain, the types it returns unchanged (None: every type)
+_KEEPS: dict[str, frozenset[type] | None] = {
+    "string": frozenset({str, _NONE}),
+    "int": frozenset({int, _NONE}),
+    "bool": frozenset({bool, _NONE}),
+    "notNull": None,
+    "owned": frozenset({str, int, float, bool, _NONE}),
+    "notOwned": frozenset({str, int, float, bool, _NONE}),
+}
+
+
+def _kept_types(spec: Any) -> frozenset[type]:
+    """The types a simple chain contract passes unchanged (see :class:`Contract`)."""
+    chain = _simple_chain(spec.node) if isinstance(spec, Expression) else None
+    if not chain:
+        return frozenset()
+    kept: frozenset[type] | None = None
+    for name in chain:
+        keeps = _KEEPS[name]
+        if keeps is not None:
+            kept = keeps if kept is None else kept & keeps
+    if kept is None:
+        return frozenset()
+    return kept - {_NONE} if "notNull" in chain else kept
 
 
 def _simple_chain(node: Any) -> list[str] | None:
@@ -131,6 +171,44 @@ def _simple_chain(node: Any) -> list[str] | None:
         names.reverse()
         return names
     return None
+
+
+def _class_check(node: Any) -> str | None:
+    """``$.class(Name)`` or ``$.class(Name).notNull()`` -> "Name"; None otherwise."""
+    from yaql.language import expressions as ast
+    if isinstance(node, ast.Statement):
+        node = node.expression
+    if isinstance(node, ast.BinaryOperator) and node.operator == "." \
+            and type(node.args[1]) is ast.Function and node.args[1].name == "notNull" \
+            and not node.args[1].args:
+        node = node.args[0]
+    if not (isinstance(node, ast.BinaryOperator) and node.operator == "."):
+        return None
+    target, call = node.args
+    if not (isinstance(target, ast.GetContextValue) and target.path.value == "$"):
+        return None
+    if type(call) is not ast.Function or call.name != "class" or len(call.args) != 1:
+        return None
+    (argument,) = call.args
+    if type(argument) is ast.KeywordConstant and isinstance(argument.value, str):
+        return argument.value
+    return None
+
+
+def _class_contract(class_name: str, general: Any) -> Any:
+    """``$.class(Name)``: an object of exactly that class passes as it is; anything
+    else (a subclass, a dict, an id, null) goes through the contract itself."""
+
+    def apply(value: Any, scope: ContractScope) -> Any:
+        if type(value) is MuranoObject:
+            try:
+                cls = scope.frame.murano_class.resolve_type(class_name)
+            except Exception:  # noqa: BLE001 - the contract itself raises what it raises
+                return general(value, scope)
+            if value.murano_class is cls:
+                return value
+        return general(value, scope)
+    return apply
 
 
 class _ScopeOnly:
@@ -179,8 +257,12 @@ def _list_contract(spec: list, position: Position | None) -> Any:
     minimum = bounds[0] if bounds else 0
     maximum = bounds[1] if len(bounds) > 1 else None
     item_contracts = [_compile(i, position) for i in items]
+    # one item contract and no bounds: a tuple whose items it keeps is kept whole
+    kept = _kept_types(items[0]) if len(items) == 1 and not bounds else frozenset()
 
     def apply(value: Any, scope: ContractScope) -> Any:
+        if kept and type(value) is tuple and kept.issuperset(map(type, value)):
+            return value
         if value is None:
             value = ()
         elif isinstance(value, (str, Mapping, MuranoObject, ObjectView)) \

@@ -16,10 +16,11 @@ from yaql.language.utils import FrozenDict
 from murano_engine.dsl import boundary, concurrency, errors, values
 from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.classes import WRITABLE_USAGES, MethodSpec, MuranoClass, PropertySpec
+from murano_engine.dsl.concurrency import current as current_thread
 from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.contracts import ContractScope
 from murano_engine.dsl.errors import MuranoPlException, StackFrame
-from murano_engine.dsl.instructions import BREAK, CONTINUE
+from murano_engine.dsl.instructions import BREAK, CONTINUE, ConstantData
 from murano_engine.dsl.objects import MuranoObject, real_object
 from murano_engine.dsl.packages import PackageLoader
 
@@ -155,7 +156,11 @@ class Executor:
             lock_key = self._lock_key(method, this, args, kwargs)
         self.active_frames.add(frame)
         if lock_key is not None:
-            self._acquire(lock_key)
+            lock = self._locks.get(lock_key)
+            if lock is None:  # the common case, inline: a free lock
+                self._locks[lock_key] = _Lock(current_thread())
+            else:
+                self._acquire(lock)
         try:
             if method.native is not None:
                 from murano_engine.dsl.natives import NativeCall
@@ -189,8 +194,11 @@ class Executor:
         if binding is not False and not kwargs and len(args) == len(binding):
             # every argument Standard and given by position: the common call
             freeze = values.freeze
-            for (key, apply, path), value in zip(binding, args, strict=True):
-                data[key] = apply(freeze(value), ContractScope(frame, this, None, path))
+            for (key, kept, apply, path), value in zip(binding, args, strict=True):
+                if type(value) in kept:
+                    data[key] = value
+                else:
+                    data[key] = apply(freeze(value), ContractScope(frame, this, None, path))
             return
         where = f"{method.declaring_class.name}::{method.name}"
         position = 0
@@ -252,12 +260,9 @@ class Executor:
         # side by side.
         return (this, method)
 
-    def _acquire(self, key: Any) -> None:
-        me = concurrency.current()
-        lock = self._locks.get(key)
-        if lock is None:
-            self._locks[key] = _Lock(me)
-            return
+    def _acquire(self, lock: _Lock) -> None:
+        """Take a lock that is held: again by its owner, else once it is handed over."""
+        me = current_thread()
         if lock.owner is me:
             lock.count += 1
             return
@@ -340,9 +345,12 @@ class Executor:
         that result without making anything (a template() stays the dict it is)."""
         spec = specs[0]
         try:
+            contract = spec.compiled_contract()
+            if type(value) in contract.kept and len(specs) == 1:
+                return value
             scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj, spec.path,
                                   dry_run)
-            result = spec.compiled_contract().apply(values.freeze(value), scope)
+            result = contract.apply(values.freeze(value), scope)
             for spec in specs[1:]:
                 scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj,
                                       spec.path, True, True)
@@ -382,8 +390,9 @@ class Executor:
 
     def _object_context(self, this: Any, frame: Frame) -> DslContext:
         ctx = DslContext(frame.context, frame)
-        ctx["$"] = this
-        ctx["$this"] = this
+        data = ctx._data
+        data["$1"] = this
+        data["$this"] = this
         return ctx
 
     # -- objects ---------------------------------------------------------------
@@ -503,12 +512,16 @@ class Executor:
                     elif name in configured:
                         value = configured[name]
                     elif default_spec is not None:
-                        owner = spec.declaring_class
-                        frame = frames.get(owner)
-                        if frame is None:
-                            frame = frames[owner] = Frame(self, None, obj, owner, caller,
-                                                          init_writes=True)
-                        value = _default_of(default_spec)(self._object_context(obj, frame))
+                        default = _default_of(default_spec)
+                        if type(default) is ConstantData:  # no context to make
+                            value = default.value
+                        else:
+                            owner = spec.declaring_class
+                            frame = frames.get(owner)
+                            if frame is None:
+                                frame = frames[owner] = Frame(self, None, obj, owner, caller,
+                                                              init_writes=True)
+                            value = default(self._object_context(obj, frame))
                     else:
                         value = None
                     obj.props[name] = self.check_property(obj, specs, value, dry_run)
@@ -642,13 +655,15 @@ class _Load:
         return new_id
 
 
-def _positional_binding(method: MethodSpec) -> tuple[tuple[str, Any, str], ...] | bool:
-    """(variable, contract, contract path) per argument when every argument is Standard
-    (False otherwise): what binding arguments given by position needs."""
+def _positional_binding(method: MethodSpec) -> tuple[tuple[str, Any, Any, str], ...] | bool:
+    """(variable, types the contract keeps, contract, contract path) per argument when
+    every argument is Standard (False otherwise): what binding arguments given by
+    position needs."""
     if any(spec.usage != "Standard" for spec in method.arguments):
         return False
     where = f"{method.declaring_class.name}::{method.name}"
-    return tuple(("$" + spec.name, spec.compiled_contract().apply, f"{where}({spec.name})")
+    return tuple(("$" + spec.name, spec.compiled_contract().kept,
+                  spec.compiled_contract().apply, f"{where}({spec.name})")
                  for spec in method.arguments)
 
 

@@ -27,6 +27,8 @@ MAX_DEPTH = 500
 _SCALARS = frozenset({str, int, float, bool, type(None), bytes})
 # Values kept as they are: scalars and references (objects, casts, types).
 _KEEP = _SCALARS | {MuranoObject, ObjectView, TypeRef}
+#: the types :func:`freeze` returns as they are (callers test it to skip the call)
+KEPT_TYPES = _KEEP
 
 
 # Long tuples of kept values seen lately, by id (the entry keeps the tuple alive, so

@@ -57,7 +57,7 @@ def contract_check(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
     predicate = args[0] if args else kwargs.get("predicate")
     message = args[1] if len(args) > 1 else kwargs.get("msg")
     child = DslContext(ctx)
-    child["$"] = value
+    child._data["$1"] = value
     if predicate is None or not predicate(child):
         text = message(ctx) if message is not None else None
         raise _scope(ctx).violation(text or f"value {value!r} doesn't match predicate")
