@@ -97,7 +97,10 @@ def _compile(node: ast.Expression, runtime: Runtime, mode: int = NORMAL) -> Eval
         return _compile_index(node, runtime, mode)
     if kind is ast.ListExpression:
         items = [_compile(a, runtime, mode) for a in node.args]
-        return lambda ctx: tuple(f(ctx) for f in items)
+        if len(items) == 1:  # ``$list + [$item]``
+            (only,) = items
+            return lambda ctx: (only(ctx),)
+        return lambda ctx: tuple([f(ctx) for f in items])
     if kind is ast.MapExpression:
         return _compile_map(node, runtime, mode)
     if kind is ast.Function:

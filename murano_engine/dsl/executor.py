@@ -158,7 +158,7 @@ class Executor:
         if lock_key is not None:
             lock = self._locks.get(lock_key)
             if lock is None:  # the common case, inline: a free lock
-                self._locks[lock_key] = _Lock(current_thread())
+                lock = self._locks[lock_key] = _Lock(current_thread())
             else:
                 self._acquire(lock)
         try:
@@ -173,7 +173,9 @@ class Executor:
             raise
         finally:
             if lock_key is not None:
-                self._release(lock_key)
+                lock.count -= 1
+                if not lock.count:
+                    self._release(lock_key, lock)
             self.active_frames.discard(frame)
         if signal is None:
             return None
@@ -270,11 +272,8 @@ class Executor:
         lock.waiters.append((me, event))
         event.wait()
 
-    def _release(self, key: Any) -> None:
-        lock = self._locks[key]
-        lock.count -= 1
-        if lock.count:
-            return
+    def _release(self, key: Any, lock: _Lock) -> None:
+        """A lock no call holds any more: handed to its first waiter, or dropped."""
         if lock.waiters:
             owner, event = lock.waiters.pop(0)
             lock.owner = owner

@@ -36,6 +36,9 @@ class ObjectSpec:
     dependencies: Any = None
 
 
+_ID_TYPES = (str, type(None))
+
+
 def is_object_dict(value: Any) -> bool:
     if not isinstance(value, Mapping):
         return False
@@ -58,7 +61,7 @@ def parse_object(value: Mapping, executor: Executor,
         if cls is None:
             raise errors.NoClassFound(f"object {header.get('id')!r} has no type")
         props = {k: v for k, v in value.items() if isinstance(k, str) and k != "?"}
-        if not isinstance(header.get("id"), str | None):
+        if not isinstance(header.get("id"), _ID_TYPES):
             raise errors.ContractViolationException(
                 f"object id {str(header.get('id'))[:60]!r} is not a string")
         return ObjectSpec(cls, header.get("id"), header.get("name"), props,

@@ -27,6 +27,7 @@ SERIALIZE_META = "io.murano.metadata.engine.Serialize"
 _TITLES = {"io.murano.metadata.Title": "title", "io.murano.metadata.Description": "description",
            "io.murano.metadata.HelpText": "helpText"}
 _SCALARS = (str, int, float, bool, type(None), bytes)
+_SCALAR_TYPES = frozenset(_SCALARS)
 
 
 def type_string(cls: MuranoClass) -> str:
@@ -69,6 +70,20 @@ class _Writer:
         return self._settle(tree)
 
     def _value(self, value: Any, parent: MuranoObject | None) -> tuple[Any, bool]:
+        kind = type(value)
+        if kind in _SCALAR_TYPES:
+            return value, False
+        if kind is tuple or kind is list:
+            items = []
+            pending = False
+            for item in value:
+                if type(item) in _SCALAR_TYPES:
+                    items.append(item)
+                    continue
+                written, more = self._value(item, parent)
+                items.append(written)
+                pending = pending or more
+            return items, pending
         if isinstance(value, _SCALARS):
             return value, False
         if isinstance(value, _Ref):
@@ -86,8 +101,12 @@ class _Writer:
             out: dict[Any, Any] = {}
             pending = False
             for key, item in value.items():
-                if isinstance(key, TypeRef) and self.form == SERIALIZABLE:
+                if type(key) is not str and isinstance(key, TypeRef) \
+                        and self.form == SERIALIZABLE:
                     key = type_string(key.murano_class)
+                if type(item) in _SCALAR_TYPES:
+                    out[key] = item
+                    continue
                 if key == "type" and isinstance(item, TypeRef) and self.form == MIXED:
                     out[key] = item
                     continue
@@ -156,7 +175,10 @@ class _Writer:
         if isinstance(value, dict):
             out = {}
             for key, item in value.items():
-                if isinstance(item, _Ref):
+                kind = type(item)
+                if kind in _SCALAR_TYPES:
+                    out[key] = item
+                elif kind is _Ref:
                     if not self._kept(item):
                         continue
                     out[key] = item.obj.id
@@ -164,8 +186,9 @@ class _Writer:
                     out[key] = self._settle(item)
             return out
         if isinstance(value, list):
-            return [item.obj.id if isinstance(item, _Ref) else self._settle(item)
-                    for item in value if not isinstance(item, _Ref) or self._kept(item)]
+            return [item if type(item) in _SCALAR_TYPES else
+                    item.obj.id if type(item) is _Ref else self._settle(item)
+                    for item in value if type(item) is not _Ref or self._kept(item)]
         return value
 
     def _kept(self, ref: _Ref) -> bool:

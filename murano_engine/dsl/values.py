@@ -83,16 +83,20 @@ def freeze(value: Any, limit: int = ITERATOR_LIMIT, depth: int = 0) -> Any:
             raise yaql_exceptions.CollectionTooLargeException(limit)
         if _is_flat(value):
             return value
-        return tuple(freeze(v, limit, depth) for v in value)
-    if kind is FrozenDict or isinstance(value, Mapping):
+        keep = _KEEP
+        return tuple(v if type(v) in keep else freeze(v, limit, depth) for v in value)
+    if kind is FrozenDict or kind is dict or isinstance(value, Mapping):
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)
-        return FrozenDict({freeze(k, limit, depth): freeze(v, limit, depth)
+        keep = _KEEP
+        return FrozenDict({k if type(k) in keep else freeze(k, limit, depth):
+                           v if type(v) in keep else freeze(v, limit, depth)
                            for k, v in value.items()})
-    if isinstance(value, (list, tuple)):
+    if kind is list or isinstance(value, (list, tuple)):
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)
-        return tuple(freeze(v, limit, depth) for v in value)
+        keep = _KEEP
+        return tuple(v if type(v) in keep else freeze(v, limit, depth) for v in value)
     if isinstance(value, (set, frozenset)):
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)

@@ -18,6 +18,10 @@ from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef, real_ob
 
 
 def _scope(ctx: Any) -> ContractScope:
+    if type(ctx) is DslContext:  # set in the context itself: no name normalizing
+        scope = ctx._data.get("$?contract")
+        if scope is not None:
+            return scope
     return ctx.get_data("$?contract")
 
 
