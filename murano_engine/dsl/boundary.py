@@ -10,15 +10,19 @@ directly.
 
 from __future__ import annotations
 
+import os
 import random
 import string
 import time
-import uuid
 from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
 from murano_engine.dsl import concurrency
+
+#: the version (4) and variant (RFC 4122) bits of a random UUID, as ``uuid.uuid4`` sets them
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID4_SET = (4 << 76) | (0x8000 << 48)
 
 
 class Outside:
@@ -39,8 +43,10 @@ class Outside:
         concurrency.sleep(seconds)
 
     def new_id(self) -> str:
-        """A fresh object id (32 hex digits, as Murano's)."""
-        return uuid.uuid4().hex
+        """A fresh object id (32 hex digits, as Murano's): a random (version 4) UUID's
+        hex, made without building a ``uuid.UUID`` (a few microseconds an object)."""
+        value = int.from_bytes(os.urandom(16)) & _UUID4_CLEAR | _UUID4_SET
+        return f"{value:032x}"
 
     def random_name(self) -> str:
         """A short unique name: 5 letters, a base-36 millisecond stamp, a counter."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from yaql.language.utils import FrozenDict
 
-from murano_engine.dsl import boundary, concurrency, errors, values
+from murano_engine.dsl import boundary, concurrency, errors, model, values
 from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.classes import WRITABLE_USAGES, MethodSpec, MuranoClass, PropertySpec
 from murano_engine.dsl.concurrency import current as current_thread
@@ -285,7 +285,7 @@ class Executor:
     # -- properties ------------------------------------------------------------
     def get_property(self, receiver: Any, name: str, frame: Frame | None,
                      lenient: bool = False) -> Any:
-        obj = real_object(receiver)
+        obj = receiver if type(receiver) is MuranoObject else real_object(receiver)
         if obj is None:
             raise errors.NoPropertyFound(f"cannot read property {name!r} of {receiver!r}")
         specs = obj.murano_class.all_properties().get(name)
@@ -316,7 +316,7 @@ class Executor:
 
     def set_property(self, receiver: Any, name: str, value: Any, frame: Frame | None,
                      dry_run: bool = False) -> None:
-        obj = real_object(receiver)
+        obj = receiver if type(receiver) is MuranoObject else real_object(receiver)
         if obj is None:
             raise errors.PropertyWriteError(f"cannot write property {name!r} of {receiver!r}")
         specs = obj.murano_class.all_properties().get(name)
@@ -332,7 +332,8 @@ class Executor:
             self.set_static(spec.declaring_class, name, value, frame)
             return
         if not (frame is None or frame.init_writes or (
-                spec.usage in WRITABLE_USAGES and obj.murano_class.is_compatible(caller_cls))):
+                spec.usage in WRITABLE_USAGES and (obj.murano_class is caller_cls
+                                                   or obj.murano_class.is_compatible(caller_cls)))):
             raise errors.NoWriteAccessError(
                 f"property {name!r} of {obj.murano_class.name} ({spec.usage}) cannot be "
                 f"written from {caller_cls.name if caller_cls else 'outside'}")
@@ -416,8 +417,7 @@ class Executor:
         index: dict[str, Mapping] = {}
         for value in (props or {}).values():
             if type(value) not in _SCALARS:
-                from murano_engine.dsl.model import index_objects
-                index_objects(value, index)
+                model.index_objects(value, index)
         load = _Load(index, False)
         saved, self._load = self._load, load
         try:
@@ -455,8 +455,7 @@ class Executor:
     def finish_load(self, load: _Load) -> None:
         """Destruction subscriptions written in the model, then the ``.init`` calls."""
         if load.index:
-            from murano_engine.dsl.model import restore_subscriptions
-            restore_subscriptions(self, load)
+            model.restore_subscriptions(self, load)
         for obj, props, caller, native_args in load.pending:
             self.finish_init(obj, props, caller, native_args)
 
@@ -559,6 +558,19 @@ class Executor:
             load.adoptable.add(found.id)
         return found
 
+    def model_type(self, type_value: Any, package: Any = None, version: Any = None
+                   ) -> MuranoClass:
+        """The class a model's ``type`` names (see :func:`model.resolve_type`); while a
+        model loads, each name is looked up once."""
+        load = self._load
+        if load is None or not all(type(v) in _NAMES for v in (type_value, package, version)):
+            return model.resolve_type(self, type_value, package, version)
+        key = (type_value, package, version)
+        cls = load.types.get(key)
+        if cls is None:
+            cls = load.types[key] = model.resolve_type(self, type_value, package, version)
+        return cls
+
     def object_from_contract(self, value: Mapping, default_cls: MuranoClass | None,
                              owner: MuranoObject | None, dry_run: bool = False) -> MuranoObject:
         """The object a ``class()`` contract makes of a dict.
@@ -566,7 +578,6 @@ class Executor:
         Outside a model load the dict is loaded as a model of its own: its
         objects get fresh ids and may refer to each other by their ids in it.
         """
-        from murano_engine.dsl import model
         load = self._load
         if load is None and not dry_run:
             return model.load_objects(self, value, owner, default_cls)
@@ -589,7 +600,6 @@ class Executor:
 
     def check_template(self, value: Mapping, default_cls: MuranoClass, cls: MuranoClass,
                        excluded: Any, scope: ContractScope) -> Any:
-        from murano_engine.dsl import model
         return model.check_template(self, value, default_cls, cls, excluded, scope)
 
     def dump_template(self, obj: MuranoObject, excluded: Any) -> Any:
@@ -629,16 +639,19 @@ class Executor:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_NAMES = frozenset({str, type(None)})
 
 
 class _Load:
     """A model being loaded: its object dicts by id, the ids its objects got, the
     ``.init`` calls due at its end, and objects made early by a reference."""
 
-    __slots__ = ("index", "renames", "pending", "adoptable")
+    __slots__ = ("index", "renames", "pending", "adoptable", "types")
 
     def __init__(self, index: dict[str, Mapping], keep_ids: bool) -> None:
         self.index = index
+        #: classes by the (type, package, version) the model names them with
+        self.types: dict[tuple[str, str | None, str | None], MuranoClass] = {}
         self.renames: dict[str, str] | None = None if keep_ids else {}
         self.pending: list[tuple[MuranoObject, Mapping | None, Frame | None,
                                  Mapping[str, Any] | None]] = []

@@ -67,6 +67,9 @@ class Runtime:
         return root
 
     def get_member(self, receiver: Any, name: str, ctx: Any) -> Any:
+        if type(receiver) is MuranoObject:  # the common case first
+            return receiver.executor.get_property(
+                receiver, name, getattr(ctx, "frame", None) or frame_of(ctx))
         if isinstance(receiver, (MuranoObject, ObjectView)):
             return receiver.real.executor.get_property(receiver, name, frame_of(ctx))
         if isinstance(receiver, Mapping):

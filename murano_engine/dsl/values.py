@@ -69,6 +69,23 @@ def concat(left: tuple, right: tuple) -> tuple:
     return result
 
 
+_MAPPINGS = frozenset({dict, FrozenDict})
+
+
+def is_mapping(value: Any) -> bool:
+    """``isinstance(value, Mapping)``, the usual two types tested first (an ABC check
+    costs a Python-level call)."""
+    return type(value) in _MAPPINGS or isinstance(value, Mapping)
+
+
+def items_of(mapping: Mapping) -> Any:
+    """``mapping.items()``; for a FrozenDict, its dict's (the ``Mapping`` mixin's view
+    walks a FrozenDict through a Python generator and ``__getitem__`` per key)."""
+    if type(mapping) is FrozenDict:
+        return mapping._d.items()  # yaql's FrozenDict keeps its items in ``_d``
+    return mapping.items()
+
+
 def freeze(value: Any, limit: int = ITERATOR_LIMIT, depth: int = 0) -> Any:
     """A deep immutable copy of ``value`` (objects are kept as references)."""
     kind = type(value)
@@ -91,7 +108,7 @@ def freeze(value: Any, limit: int = ITERATOR_LIMIT, depth: int = 0) -> Any:
         keep = _KEEP
         return FrozenDict({k if type(k) in keep else freeze(k, limit, depth):
                            v if type(v) in keep else freeze(v, limit, depth)
-                           for k, v in value.items()})
+                           for k, v in items_of(value)})
     if kind is list or isinstance(value, (list, tuple)):
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)
@@ -120,7 +137,7 @@ def thaw(value: Any) -> Any:
     if kind in _SCALARS:
         return value
     if isinstance(value, Mapping):
-        return {thaw(k): thaw(v) for k, v in value.items()}
+        return {thaw(k): thaw(v) for k, v in items_of(value)}
     if isinstance(value, (tuple, list, set, frozenset)):
         return [thaw(v) for v in value]
     return value

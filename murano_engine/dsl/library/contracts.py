@@ -15,6 +15,7 @@ from murano_engine.dsl import errors
 from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.contracts import ContractScope
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef, real_object
+from murano_engine.dsl.values import is_mapping
 
 
 def _scope(ctx: Any) -> ContractScope:
@@ -93,7 +94,7 @@ def contract_class(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
     executor = scope.frame.executor
     obj = real_object(value)
     if obj is None:
-        if isinstance(value, Mapping):
+        if is_mapping(value):
             default_cls = _to_class(ctx, default_ref) or cls
             obj = executor.object_from_contract(value, default_cls, scope.owner, scope.dry_run)
         elif isinstance(value, str):
