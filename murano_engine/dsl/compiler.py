@@ -207,7 +207,8 @@ def _compile_binary(node: ast.BinaryOperator, runtime: Runtime, mode: int) -> Ev
         return multiply
     if op in _NUMERIC_CONSTANT_OPS and type(right_node) is ast.Constant \
             and type(right_node.value) in _NUMBERS:
-        return _with_number(_NUMERIC_CONSTANT_OPS[op], left, right_node.value, fallback)
+        return _with_number(_NUMERIC_CONSTANT_OPS[op], left, _frame_variable(left_node),
+                            right_node.value, fallback)
     if op == "+":
         plus = queries.plus
         not_handled = queries.NOT_HANDLED
@@ -282,10 +283,22 @@ _NUMERIC_CONSTANT_OPS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def _with_number(func: Callable[[Any, Any], Any], left: Evaluator, number: Any,
-                 fallback: Callable[[Any, Any, Any], Any]) -> Evaluator:
+def _with_number(func: Callable[[Any, Any], Any], left: Evaluator, variable: str | None,
+                 number: Any, fallback: Callable[[Any, Any, Any], Any]) -> Evaluator:
     """``left op number`` (``$n - 1``, ``$i < 10``): a number on the left is the common
-    case; anything else goes where the general operator sends it."""
+    case; anything else goes where the general operator sends it. A ``variable`` on
+    the left is read from the context's own data when it is there."""
+    if variable is not None:
+        def variable_with_number(ctx: Any) -> Any:
+            if type(ctx) is DslContext and variable in ctx._data:
+                a = ctx._data[variable]
+            else:
+                a = left(ctx)
+            if type(a) in _NUMBERS:
+                return func(a, number)
+            return fallback(ctx, a, number)
+
+        return variable_with_number
 
     def with_number(ctx: Any) -> Any:
         a = left(ctx)
@@ -294,6 +307,13 @@ def _with_number(func: Callable[[Any, Any], Any], left: Evaluator, number: Any,
         return fallback(ctx, a, number)
 
     return with_number
+
+
+def _frame_variable(node: ast.Expression) -> str | None:
+    """The data key of a variable node (``$n`` -> "$n", ``$`` -> "$1"), else None."""
+    if type(node) is ast.GetContextValue:
+        return _variable_key(node.path.value)
+    return None
 
 
 def _compile_unary(node: ast.UnaryOperator, runtime: Runtime, mode: int) -> Evaluator:
@@ -346,8 +366,16 @@ def _keyword(node: ast.Expression) -> str | None:
 def _compile_dot(left_node: ast.Expression, right_node: ast.Expression,
                  null_safe: bool, runtime: Runtime, mode: int) -> Evaluator:
     left = _compile(left_node, runtime, mode)
+    variable = _frame_variable(left_node)
     if isinstance(right_node, ast.KeywordConstant):
         name = right_node.value
+        if variable is not None and not null_safe:
+            def variable_member(ctx: Any) -> Any:  # ``$.name``, ``$obj.name``
+                if type(ctx) is DslContext and variable in ctx._data:
+                    return runtime.get_member(ctx._data[variable], name, ctx)
+                return runtime.get_member(left(ctx), name, ctx)
+
+            return variable_member
 
         def member(ctx: Any) -> Any:
             receiver = left(ctx)
@@ -366,6 +394,16 @@ def _compile_dot(left_node: ast.Expression, right_node: ast.Expression,
                 def check(ctx: Any) -> Any:
                     return contract(ctx, left(ctx), args, kwargs)
                 return check
+
+        if variable is not None and not null_safe:
+            def variable_call(ctx: Any) -> Any:  # ``$.method()``, ``$obj.method()``
+                if type(ctx) is DslContext and variable in ctx._data:
+                    receiver = ctx._data[variable]
+                else:
+                    receiver = left(ctx)
+                return runtime.call_member(receiver, name, args, kwargs, ctx, yaql_args)
+
+            return variable_call
 
         def call(ctx: Any) -> Any:
             receiver = left(ctx)

@@ -64,12 +64,17 @@ class Frame:
 
 
 class _Lock:
-    __slots__ = ("owner", "count", "waiters")
+    """A method lock: its owner (a green thread), how many calls of that owner hold it,
+    and the threads waiting for it (None until one waits). Made by :func:`_new_lock`:
+    taken once per method call, it has no ``__init__`` to run."""
 
-    def __init__(self, owner: Any) -> None:
-        self.owner = owner
-        self.count = 1
-        self.waiters: list[tuple[Any, concurrency.Event]] = []
+    __slots__ = ("owner", "count", "waiters")
+    owner: Any
+    count: int
+    waiters: list[tuple[Any, concurrency.Event]] | None
+
+
+_new_lock = object.__new__
 
 
 class Executor:
@@ -138,7 +143,7 @@ class Executor:
                 mock = self.mocks.get((obj.murano_class.name, method.name))
             if mock is not None:
                 return mock(self, method, receiver, args, kwargs, caller)
-        if method.is_static:
+        if method.usage in _STATIC_USAGES:  # method.is_static, without a property call
             this: Any = method.declaring_class.ref
         else:
             if obj is None:
@@ -158,7 +163,10 @@ class Executor:
         if lock_key is not None:
             lock = self._locks.get(lock_key)
             if lock is None:  # the common case, inline: a free lock
-                lock = self._locks[lock_key] = _Lock(current_thread())
+                lock = self._locks[lock_key] = _new_lock(_Lock)
+                lock.owner = current_thread()
+                lock.count = 1
+                lock.waiters = None
             else:
                 self._acquire(lock)
         try:
@@ -166,8 +174,21 @@ class Executor:
                 from murano_engine.dsl.natives import NativeCall
                 return values.freeze(method.native(
                     NativeCall(self, frame, receiver), *args, **kwargs))
-            self.bind_arguments(method, frame, args, kwargs)
-            signal = (method._block or method.block())(frame.context)
+            binding = method.binding
+            if type(binding) is tuple and not kwargs and len(args) == len(binding):
+                # bind_arguments' common case, inline: arguments by position that their
+                # contracts keep as they are
+                context = frame.context
+                data = context._data
+                data["$1"] = this
+                data["$this"] = this
+                for (key, kept, apply, path), value in zip(binding, args, strict=False):
+                    data[key] = value if type(value) in kept else apply(
+                        values.freeze(value), ContractScope(frame, this, None, path))
+            else:
+                self.bind_arguments(method, frame, args, kwargs)
+                context = frame.context
+            signal = (method._block or method.block())(context)
         except Exception as exc:
             errors.add_call_stack(exc, frame.stack)
             raise
@@ -175,7 +196,10 @@ class Executor:
             if lock_key is not None:
                 lock.count -= 1
                 if not lock.count:
-                    self._release(lock_key, lock)
+                    if lock.waiters:
+                        self._hand_over(lock)
+                    else:
+                        del self._locks[lock_key]
             self.active_frames.discard(frame)
         if signal is None:
             return None
@@ -196,7 +220,7 @@ class Executor:
         if binding is not False and not kwargs and len(args) == len(binding):
             # every argument Standard and given by position: the common call
             freeze = values.freeze
-            for (key, kept, apply, path), value in zip(binding, args, strict=True):
+            for (key, kept, apply, path), value in zip(binding, args, strict=False):
                 if type(value) in kept:
                     data[key] = value
                 else:
@@ -269,18 +293,18 @@ class Executor:
             lock.count += 1
             return
         event = concurrency.Event()
+        if lock.waiters is None:
+            lock.waiters = []
         lock.waiters.append((me, event))
         event.wait()
 
-    def _release(self, key: Any, lock: _Lock) -> None:
-        """A lock no call holds any more: handed to its first waiter, or dropped."""
-        if lock.waiters:
-            owner, event = lock.waiters.pop(0)
-            lock.owner = owner
-            lock.count = 1
-            event.send()
-        else:
-            del self._locks[key]
+    def _hand_over(self, lock: _Lock) -> None:
+        """A lock no call holds any more, to its first waiter."""
+        assert lock.waiters
+        owner, event = lock.waiters.pop(0)
+        lock.owner = owner
+        lock.count = 1
+        event.send()
 
     # -- properties ------------------------------------------------------------
     def get_property(self, receiver: Any, name: str, frame: Frame | None,
@@ -640,6 +664,7 @@ class Executor:
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NAMES = frozenset({str, type(None)})
+_STATIC_USAGES = frozenset({"Static", "Extension"})
 
 
 class _Load:

@@ -320,7 +320,14 @@ def _do(item: Mapping, position: Position | None) -> Statement:
 @_macro_for({"Return"})
 def _return(item: Mapping, position: Position | None) -> Statement:
     evaluate = compile_data(item["Return"])
-    return lambda ctx: Returned(evaluate(ctx))
+    new_signal = object.__new__
+
+    def return_(ctx: Any) -> Returned:
+        signal = new_signal(Returned)  # no __init__ to run: one of these a call
+        signal.value = evaluate(ctx)
+        return signal
+
+    return return_
 
 
 def _empty(item: Mapping, key: str, position: Position | None) -> None:
