@@ -86,7 +86,7 @@ def _compile(node: ast.Expression, runtime: Runtime, mode: int = NORMAL) -> Eval
         value = node.value
         return lambda ctx: value
     if kind is ast.GetContextValue:
-        return _compile_variable(node.path.value)
+        return compile_variable(node.path.value)
     if kind is ast.Wrap:
         return _compile(node.expr, runtime, mode)
     if kind is ast.BinaryOperator:
@@ -126,7 +126,8 @@ def _variable_key(name: str) -> str:
     return "$1" if name == "$" else name
 
 
-def _compile_variable(name: str) -> Evaluator:
+def compile_variable(name: str) -> Evaluator:
+    """A variable's lookup (``$name``; ``$`` is ``$1``): no runtime needed."""
     key = _variable_key(name)
 
     def lookup(ctx: Any) -> Any:

@@ -98,6 +98,8 @@ class Executor:
         self.doomed: set[int] = set()
         self.meta_cache: dict[Any, list[MuranoObject]] = {}
         self._class_configs: dict[MuranoClass, Mapping[str, Any]] = {}
+        #: each class's all_properties(), read at every property access
+        self._declared: dict[MuranoClass, dict[str, list[PropertySpec]]] = {}
 
     @property
     def outside(self) -> boundary.Outside:
@@ -312,7 +314,10 @@ class Executor:
         obj = receiver if type(receiver) is MuranoObject else real_object(receiver)
         if obj is None:
             raise errors.NoPropertyFound(f"cannot read property {name!r} of {receiver!r}")
-        specs = obj.murano_class.all_properties().get(name)
+        declared = self._declared.get(obj.murano_class)
+        if declared is None:
+            declared = self._declared[obj.murano_class] = obj.murano_class.all_properties()
+        specs = declared.get(name)
         if specs is None:
             caller_cls = frame.murano_class if frame is not None else None
             key = (caller_cls, name)
@@ -343,7 +348,10 @@ class Executor:
         obj = receiver if type(receiver) is MuranoObject else real_object(receiver)
         if obj is None:
             raise errors.PropertyWriteError(f"cannot write property {name!r} of {receiver!r}")
-        specs = obj.murano_class.all_properties().get(name)
+        declared = self._declared.get(obj.murano_class)
+        if declared is None:
+            declared = self._declared[obj.murano_class] = obj.murano_class.all_properties()
+        specs = declared.get(name)
         caller_cls = frame.murano_class if frame is not None else None
         if specs is None:
             if caller_cls is None or not obj.murano_class.is_compatible(caller_cls):

@@ -16,6 +16,7 @@ from yaql.language import expressions as ast
 from yaql.language.utils import FrozenDict
 
 from murano_engine.dsl import concurrency, errors, values
+from murano_engine.dsl.compiler import compile_variable
 from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.errors import LoadError, MuranoPlException, Position
 from murano_engine.dsl.expressions import Expression
@@ -199,7 +200,7 @@ def _lhs(node: ast.Expression, source: str, position: Position | None,
     if isinstance(node, ast.GetContextValue):
         name = node.path.value
         if name in ("$", "$this"):
-            return _deferred(node), None
+            return compile_variable(name), None
         key = "$1" if name == "$" else name
 
         def get_variable(ctx: Any) -> Any:
