@@ -79,7 +79,7 @@ def _loaded(output: str) -> None:
         raise SystemExit(f"only {result['loaded']} classes loaded: {output[-2000:]}")
 
 
-def _write_model(folder: Path) -> Path:
+def write_model(folder: Path) -> Path:
     """An environment model of MODEL_OBJECTS objects: a root holding the others."""
     items = [{"?": {"id": f"item-{i}", "type": "bench.workloads.Item"},
               "name": f"item-{i}", "size": i, "tags": ["bench", f"tag-{i % 7}"]}
@@ -182,7 +182,7 @@ def main() -> None:
         f"(user+sys) medians beside; load average at the start {load[0]:.1f} on "
         f"{os.cpu_count()} CPUs (a machine shared with other work makes both slower)")
     with tempfile.TemporaryDirectory() as folder:
-        for workload in workloads(_write_model(Path(folder))):
+        for workload in workloads(write_model(Path(folder))):
             compare(workload)
     figures.finish()
 

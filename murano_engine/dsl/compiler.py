@@ -25,7 +25,7 @@ from yaql.language import utils as yaql_utils
 
 from murano_engine.dsl import errors, queries
 from murano_engine.dsl.budget import Regex, check_product, check_repetition, regex_search
-from murano_engine.dsl.contexts import PLAIN_CONTEXTS, frame_of
+from murano_engine.dsl.contexts import PLAIN_CONTEXTS, DslContext, frame_of
 from murano_engine.dsl.values import MEMORY_QUOTA
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def _compile(node: ast.Expression, runtime: Runtime, mode: int = NORMAL) -> Eval
         value = node.value
         return lambda ctx: value
     if kind is ast.GetContextValue:
-        return _compile_variable(node.path.value)
+        return compile_variable(node.path.value)
     if kind is ast.Wrap:
         return _compile(node.expr, runtime, mode)
     if kind is ast.BinaryOperator:
@@ -97,7 +97,10 @@ def _compile(node: ast.Expression, runtime: Runtime, mode: int = NORMAL) -> Eval
         return _compile_index(node, runtime, mode)
     if kind is ast.ListExpression:
         items = [_compile(a, runtime, mode) for a in node.args]
-        return lambda ctx: tuple(f(ctx) for f in items)
+        if len(items) == 1:  # ``$list + [$item]``
+            (only,) = items
+            return lambda ctx: (only(ctx),)
+        return lambda ctx: tuple([f(ctx) for f in items])
     if kind is ast.MapExpression:
         return _compile_map(node, runtime, mode)
     if kind is ast.Function:
@@ -123,10 +126,15 @@ def _variable_key(name: str) -> str:
     return "$1" if name == "$" else name
 
 
-def _compile_variable(name: str) -> Evaluator:
+def compile_variable(name: str) -> Evaluator:
+    """A variable's lookup (``$name``; ``$`` is ``$1``): no runtime needed."""
     key = _variable_key(name)
 
     def lookup(ctx: Any) -> Any:
+        if type(ctx) is DslContext:  # the common case: a variable of the frame
+            data = ctx._data
+            if key in data:
+                return data[key]
         c = ctx
         while c is not None:
             if type(c) in PLAIN_CONTEXTS:
@@ -198,6 +206,10 @@ def _compile_binary(node: ast.BinaryOperator, runtime: Runtime, mode: int) -> Ev
             return fallback(ctx, a, b)
 
         return multiply
+    if op in _NUMERIC_CONSTANT_OPS and type(right_node) is ast.Constant \
+            and type(right_node.value) in _NUMBERS:
+        return _with_number(_NUMERIC_CONSTANT_OPS[op], left, _frame_variable(left_node),
+                            right_node.value, fallback)
     if op == "+":
         plus = queries.plus
         not_handled = queries.NOT_HANDLED
@@ -265,6 +277,46 @@ def _compile_binary(node: ast.BinaryOperator, runtime: Runtime, mode: int) -> Ev
     return _generic_operator(name, [left_node, right_node], runtime)
 
 
+#: operators whose number operands need no check beyond their type
+_NUMERIC_CONSTANT_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub,
+    ">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operator.le,
+}
+
+
+def _with_number(func: Callable[[Any, Any], Any], left: Evaluator, variable: str | None,
+                 number: Any, fallback: Callable[[Any, Any, Any], Any]) -> Evaluator:
+    """``left op number`` (``$n - 1``, ``$i < 10``): a number on the left is the common
+    case; anything else goes where the general operator sends it. A ``variable`` on
+    the left is read from the context's own data when it is there."""
+    if variable is not None:
+        def variable_with_number(ctx: Any) -> Any:
+            if type(ctx) is DslContext and variable in ctx._data:
+                a = ctx._data[variable]
+            else:
+                a = left(ctx)
+            if type(a) in _NUMBERS:
+                return func(a, number)
+            return fallback(ctx, a, number)
+
+        return variable_with_number
+
+    def with_number(ctx: Any) -> Any:
+        a = left(ctx)
+        if type(a) in _NUMBERS:
+            return func(a, number)
+        return fallback(ctx, a, number)
+
+    return with_number
+
+
+def _frame_variable(node: ast.Expression) -> str | None:
+    """The data key of a variable node (``$n`` -> "$n", ``$`` -> "$1"), else None."""
+    if type(node) is ast.GetContextValue:
+        return _variable_key(node.path.value)
+    return None
+
+
 def _compile_unary(node: ast.UnaryOperator, runtime: Runtime, mode: int) -> Evaluator:
     op = node.operator
     (arg_node,) = node.args
@@ -315,8 +367,16 @@ def _keyword(node: ast.Expression) -> str | None:
 def _compile_dot(left_node: ast.Expression, right_node: ast.Expression,
                  null_safe: bool, runtime: Runtime, mode: int) -> Evaluator:
     left = _compile(left_node, runtime, mode)
+    variable = _frame_variable(left_node)
     if isinstance(right_node, ast.KeywordConstant):
         name = right_node.value
+        if variable is not None and not null_safe:
+            def variable_member(ctx: Any) -> Any:  # ``$.name``, ``$obj.name``
+                if type(ctx) is DslContext and variable in ctx._data:
+                    return runtime.get_member(ctx._data[variable], name, ctx)
+                return runtime.get_member(left(ctx), name, ctx)
+
+            return variable_member
 
         def member(ctx: Any) -> Any:
             receiver = left(ctx)
@@ -335,6 +395,16 @@ def _compile_dot(left_node: ast.Expression, right_node: ast.Expression,
                 def check(ctx: Any) -> Any:
                     return contract(ctx, left(ctx), args, kwargs)
                 return check
+
+        if variable is not None and not null_safe:
+            def variable_call(ctx: Any) -> Any:  # ``$.method()``, ``$obj.method()``
+                if type(ctx) is DslContext and variable in ctx._data:
+                    receiver = ctx._data[variable]
+                else:
+                    receiver = left(ctx)
+                return runtime.call_member(receiver, name, args, kwargs, ctx, yaql_args)
+
+            return variable_call
 
         def call(ctx: Any) -> Any:
             receiver = left(ctx)

@@ -6,18 +6,32 @@ from typing import Any
 
 from yaql.language import contexts as yaql_contexts
 
+_NO_FUNCTIONS: dict = {}
+_NO_EXCLUSIVE: set = set()
+
 
 class DslContext(yaql_contexts.Context):
-    """A yaql context that knows the MuranoPL frame it evaluates in."""
+    """A yaql context that knows the MuranoPL frame it evaluates in.
+
+    Almost none registers a function: until one does, a context shares the empty
+    function table and exclusive set (never written) instead of making its own.
+    """
+
+    _functions: dict = _NO_FUNCTIONS
+    _exclusive_funcs: set = _NO_EXCLUSIVE
 
     def __init__(self, parent: Any = None, frame: Any = None) -> None:
         # The fields of yaql's Context, set directly: contexts are made per call.
         self._parent_context = parent
         self._convention = parent._convention if parent is not None else None
-        self._functions: dict = {}
         self._data: dict = {}
-        self._exclusive_funcs: set = set()
         self.frame = frame if frame is not None else getattr(parent, "frame", None)
+
+    def register_function(self, spec: Any, *args: Any, **kwargs: Any) -> None:
+        if self._functions is _NO_FUNCTIONS:
+            self._functions = {}
+            self._exclusive_funcs = set()
+        super().register_function(spec, *args, **kwargs)
 
     def create_child_context(self) -> DslContext:
         return DslContext(self)

@@ -79,14 +79,20 @@ class ContractScope:
 
 
 class Contract:
-    """A compiled contract."""
+    """A compiled contract.
 
-    __slots__ = ("spec", "position", "_apply")
+    ``kept`` holds the types whose values the contract returns as they are
+    without looking further (``int`` for ``$.int().notNull()``): callers skip
+    applying it, and making its scope, for those.
+    """
+
+    __slots__ = ("spec", "position", "_apply", "kept")
 
     def __init__(self, spec: Any, position: Position | None) -> None:
         self.spec = spec
         self.position = position
         self._apply = _compile(spec, position)
+        self.kept = _kept_types(spec)
 
     def apply(self, value: Any, scope: ContractScope) -> Any:
         return self._apply(value, scope)
@@ -108,25 +114,109 @@ def _expression_contract(expr: Expression) -> Any:
     chain = _simple_chain(expr.node)
     if chain is not None:
         return _chain_contract(chain)
+    checked = _checked_chain(expr.node)
+    if checked is not None:
+        return _checked_chain_contract(*checked, expr)
+    class_check = _class_check(expr.node)
+    if class_check is not None:
+        return _class_contract(*class_check, expr)
+    return _evaluated_contract(expr)
+
+
+def _evaluated_contract(expr: Expression) -> Any:
+    """The contract evaluated as yaql in a context of its own."""
 
     def apply(value: Any, scope: ContractScope) -> Any:
-        ctx = DslContext(scope.frame.context, scope.frame)
-        data = ctx._data
-        data["$1"] = value
-        data["$this"] = scope.this
-        data["$?contract"] = scope
         try:
-            return expr.evaluate_contract(ctx)
+            return expr.evaluate_contract(_contract_context(value, scope))
         except yaql_exceptions.YaqlException as exc:
             if errors.stack_of(exc):  # raised by a method the contract ran: keep it
                 raise
-            # A contract that cannot be evaluated (``$.str*ng()``) is the class's fault.
-            raise errors.ContractViolationException(
-                f"{expr.position}: contract {expr.source!r} cannot be evaluated: {exc}") from None
+            raise _not_evaluated(expr, exc) from None
+    return apply
+
+
+def _contract_context(value: Any, scope: ContractScope) -> DslContext:
+    """The context a contract evaluates in: ``$`` the value, ``$this`` the owner."""
+    ctx = DslContext(scope.frame.context, scope.frame)
+    data = ctx._data
+    data["$1"] = value
+    data["$this"] = scope.this
+    data["$?contract"] = scope
+    return ctx
+
+
+def _not_evaluated(expr: Expression, exc: Exception) -> errors.DslError:
+    """A contract that cannot be evaluated (``$.str*ng()``): the class's fault."""
+    return errors.ContractViolationException(
+        f"{expr.position}: contract {expr.source!r} cannot be evaluated: {exc}")
+
+
+def _checked_chain(node: Any) -> tuple[list[str], Any] | None:
+    """``$.int().check(P)`` -> (["int"], P): a simple chain, then ``check`` with one
+    predicate and no message; None for anything else."""
+    from yaql.language import expressions as ast
+    if isinstance(node, ast.Statement):
+        node = node.expression
+    if not (isinstance(node, ast.BinaryOperator) and node.operator == "."):
+        return None
+    target, call = node.args
+    if type(call) is not ast.Function or call.name != "check" or len(call.args) != 1 \
+            or isinstance(call.args[0], ast.MappingRuleExpression):
+        return None
+    names = _simple_chain(target)
+    if names is None:
+        return None
+    return names, call.args[0]
+
+
+def _checked_chain_contract(names: list[str], predicate_node: Any, expr: Expression) -> Any:
+    """``$.int().check($ >= 0)`` without yaql's call machinery: the chain's functions,
+    then the predicate evaluated with ``$`` the chain's result."""
+    chain = _chain_contract(names) if names else None
+    predicate = Expression(str(predicate_node), expr.position, predicate_node)
+
+    def apply(value: Any, scope: ContractScope) -> Any:
+        if chain is not None:
+            value = chain(value, scope)
+        try:
+            matched = predicate.evaluate(_contract_context(value, scope))
+        except yaql_exceptions.YaqlException as exc:
+            if errors.stack_of(exc):
+                raise
+            raise _not_evaluated(expr, exc) from None
+        if not matched:
+            raise scope.violation(f"value {value!r} doesn't match predicate")
+        return value
     return apply
 
 
 _ARGUMENTLESS = ("string", "int", "bool", "notNull", "owned", "notOwned")
+_NONE = type(None)
+#: per function of a simple chain, the types it returns unchanged (None: every type)
+_KEEPS: dict[str, frozenset[type] | None] = {
+    "string": frozenset({str, _NONE}),
+    "int": frozenset({int, _NONE}),
+    "bool": frozenset({bool, _NONE}),
+    "notNull": None,
+    "owned": frozenset({str, int, float, bool, _NONE}),
+    "notOwned": frozenset({str, int, float, bool, _NONE}),
+}
+
+
+def _kept_types(spec: Any) -> frozenset[type]:
+    """The types a simple chain contract passes unchanged (see :class:`Contract`)."""
+    chain = _simple_chain(spec.node) if isinstance(spec, Expression) else None
+    if not chain:
+        return frozenset()
+    kept: frozenset[type] | None = None
+    for name in chain:
+        keeps = _KEEPS[name]
+        if keeps is not None:
+            kept = keeps if kept is None else kept & keeps
+    if kept is None:
+        return frozenset()
+    return kept - {_NONE} if "notNull" in chain else kept
 
 
 def _simple_chain(node: Any) -> list[str] | None:
@@ -145,6 +235,61 @@ def _simple_chain(node: Any) -> list[str] | None:
         names.reverse()
         return names
     return None
+
+
+def _class_check(node: Any) -> tuple[str, bool] | None:
+    """``$.class(Name)`` -> ("Name", False), ``$.class(Name).notNull()`` -> ("Name",
+    True); None for anything else."""
+    from yaql.language import expressions as ast
+    if isinstance(node, ast.Statement):
+        node = node.expression
+    not_null = False
+    if isinstance(node, ast.BinaryOperator) and node.operator == "." \
+            and type(node.args[1]) is ast.Function and node.args[1].name == "notNull" \
+            and not node.args[1].args:
+        node = node.args[0]
+        not_null = True
+    if not (isinstance(node, ast.BinaryOperator) and node.operator == "."):
+        return None
+    target, call = node.args
+    if not (isinstance(target, ast.GetContextValue) and target.path.value == "$"):
+        return None
+    if type(call) is not ast.Function or call.name != "class" or len(call.args) != 1:
+        return None
+    (argument,) = call.args
+    if type(argument) is ast.KeywordConstant and isinstance(argument.value, str):
+        return argument.value, not_null
+    return None
+
+
+def _class_contract(class_name: str, not_null: bool, expr: Expression) -> Any:
+    """``$.class(Name)[.notNull()]`` without yaql's call machinery: an object of
+    exactly that class passes as it is; anything else (a subclass, a dict, an id,
+    null) goes through the contract functions."""
+    functions: list[Any] = []
+    arguments = (lambda ctx: class_name,)
+
+    def apply(value: Any, scope: ContractScope) -> Any:
+        if type(value) is MuranoObject:
+            try:
+                cls = scope.frame.murano_class.resolve_type(class_name)
+            except Exception:  # noqa: BLE001, S110 - the contract below raises it again
+                pass
+            else:
+                if value.murano_class is cls:
+                    return value
+        if not functions:
+            table = scope.frame.executor.runtime.contract_functions
+            functions.extend((table["class"], table["notNull"]))
+        ctx = scope  # the scope is all the context they need
+        try:
+            value = functions[0](ctx, value, arguments, {})
+        except yaql_exceptions.YaqlException as exc:
+            if errors.stack_of(exc):
+                raise
+            raise _not_evaluated(expr, exc) from None
+        return functions[1](ctx, value, (), {}) if not_null else value
+    return apply
 
 
 def _chain_contract(names: list[str]) -> Any:
@@ -201,8 +346,12 @@ def _list_contract(spec: list, position: Position | None) -> Any:
     minimum = bounds[0] if bounds else 0
     maximum = bounds[1] if len(bounds) > 1 else None
     item_contracts = [_compile(i, position) for i in items]
+    # one item contract and no bounds: a tuple whose items it keeps is kept whole
+    kept = _kept_types(items[0]) if len(items) == 1 and not bounds else frozenset()
 
     def apply(value: Any, scope: ContractScope) -> Any:
+        if kept and type(value) is tuple and kept.issuperset(map(type, value)):
+            return value
         if value is None:
             value = ()
         elif isinstance(value, (str, Mapping, MuranoObject, ObjectView)) \

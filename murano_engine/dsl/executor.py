@@ -13,13 +13,14 @@ from typing import Any
 
 from yaql.language.utils import FrozenDict
 
-from murano_engine.dsl import boundary, concurrency, errors, values
+from murano_engine.dsl import boundary, concurrency, errors, model, values
 from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.classes import WRITABLE_USAGES, MethodSpec, MuranoClass, PropertySpec
+from murano_engine.dsl.concurrency import current as current_thread
 from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.contracts import ContractScope
 from murano_engine.dsl.errors import MuranoPlException, StackFrame
-from murano_engine.dsl.instructions import BREAK, CONTINUE
+from murano_engine.dsl.instructions import BREAK, CONTINUE, ConstantData
 from murano_engine.dsl.objects import MuranoObject, real_object
 from murano_engine.dsl.packages import PackageLoader
 
@@ -63,12 +64,17 @@ class Frame:
 
 
 class _Lock:
-    __slots__ = ("owner", "count", "waiters")
+    """A method lock: its owner (a green thread), how many calls of that owner hold it,
+    and the threads waiting for it (None until one waits). Made by :func:`_new_lock`:
+    taken once per method call, it has no ``__init__`` to run."""
 
-    def __init__(self, owner: Any) -> None:
-        self.owner = owner
-        self.count = 1
-        self.waiters: list[tuple[Any, concurrency.Event]] = []
+    __slots__ = ("owner", "count", "waiters")
+    owner: Any
+    count: int
+    waiters: list[tuple[Any, concurrency.Event]] | None
+
+
+_new_lock = object.__new__
 
 
 class Executor:
@@ -92,6 +98,8 @@ class Executor:
         self.doomed: set[int] = set()
         self.meta_cache: dict[Any, list[MuranoObject]] = {}
         self._class_configs: dict[MuranoClass, Mapping[str, Any]] = {}
+        #: each class's all_properties(), read at every property access
+        self._declared: dict[MuranoClass, dict[str, list[PropertySpec]]] = {}
 
     @property
     def outside(self) -> boundary.Outside:
@@ -137,7 +145,7 @@ class Executor:
                 mock = self.mocks.get((obj.murano_class.name, method.name))
             if mock is not None:
                 return mock(self, method, receiver, args, kwargs, caller)
-        if method.is_static:
+        if method.usage in _STATIC_USAGES:  # method.is_static, without a property call
             this: Any = method.declaring_class.ref
         else:
             if obj is None:
@@ -155,20 +163,45 @@ class Executor:
             lock_key = self._lock_key(method, this, args, kwargs)
         self.active_frames.add(frame)
         if lock_key is not None:
-            self._acquire(lock_key)
+            lock = self._locks.get(lock_key)
+            if lock is None:  # the common case, inline: a free lock
+                lock = self._locks[lock_key] = _new_lock(_Lock)
+                lock.owner = current_thread()
+                lock.count = 1
+                lock.waiters = None
+            else:
+                self._acquire(lock)
         try:
             if method.native is not None:
                 from murano_engine.dsl.natives import NativeCall
                 return values.freeze(method.native(
                     NativeCall(self, frame, receiver), *args, **kwargs))
-            self.bind_arguments(method, frame, args, kwargs)
-            signal = (method._block or method.block())(frame.context)
+            binding = method.binding
+            if type(binding) is tuple and not kwargs and len(args) == len(binding):
+                # bind_arguments' common case, inline: arguments by position that their
+                # contracts keep as they are
+                context = frame.context
+                data = context._data
+                data["$1"] = this
+                data["$this"] = this
+                for (key, kept, apply, path), value in zip(binding, args, strict=False):
+                    data[key] = value if type(value) in kept else apply(
+                        values.freeze(value), ContractScope(frame, this, None, path))
+            else:
+                self.bind_arguments(method, frame, args, kwargs)
+                context = frame.context
+            signal = (method._block or method.block())(context)
         except Exception as exc:
             errors.add_call_stack(exc, frame.stack)
             raise
         finally:
             if lock_key is not None:
-                self._release(lock_key)
+                lock.count -= 1
+                if not lock.count:
+                    if lock.waiters:
+                        self._hand_over(lock)
+                    else:
+                        del self._locks[lock_key]
             self.active_frames.discard(frame)
         if signal is None:
             return None
@@ -189,8 +222,11 @@ class Executor:
         if binding is not False and not kwargs and len(args) == len(binding):
             # every argument Standard and given by position: the common call
             freeze = values.freeze
-            for (key, apply, path), value in zip(binding, args, strict=True):
-                data[key] = apply(freeze(value), ContractScope(frame, this, None, path))
+            for (key, kept, apply, path), value in zip(binding, args, strict=False):
+                if type(value) in kept:
+                    data[key] = value
+                else:
+                    data[key] = apply(freeze(value), ContractScope(frame, this, None, path))
             return
         where = f"{method.declaring_class.name}::{method.name}"
         position = 0
@@ -252,39 +288,36 @@ class Executor:
         # side by side.
         return (this, method)
 
-    def _acquire(self, key: Any) -> None:
-        me = concurrency.current()
-        lock = self._locks.get(key)
-        if lock is None:
-            self._locks[key] = _Lock(me)
-            return
+    def _acquire(self, lock: _Lock) -> None:
+        """Take a lock that is held: again by its owner, else once it is handed over."""
+        me = current_thread()
         if lock.owner is me:
             lock.count += 1
             return
         event = concurrency.Event()
+        if lock.waiters is None:
+            lock.waiters = []
         lock.waiters.append((me, event))
         event.wait()
 
-    def _release(self, key: Any) -> None:
-        lock = self._locks[key]
-        lock.count -= 1
-        if lock.count:
-            return
-        if lock.waiters:
-            owner, event = lock.waiters.pop(0)
-            lock.owner = owner
-            lock.count = 1
-            event.send()
-        else:
-            del self._locks[key]
+    def _hand_over(self, lock: _Lock) -> None:
+        """A lock no call holds any more, to its first waiter."""
+        assert lock.waiters
+        owner, event = lock.waiters.pop(0)
+        lock.owner = owner
+        lock.count = 1
+        event.send()
 
     # -- properties ------------------------------------------------------------
     def get_property(self, receiver: Any, name: str, frame: Frame | None,
                      lenient: bool = False) -> Any:
-        obj = real_object(receiver)
+        obj = receiver if type(receiver) is MuranoObject else real_object(receiver)
         if obj is None:
             raise errors.NoPropertyFound(f"cannot read property {name!r} of {receiver!r}")
-        specs = obj.murano_class.all_properties().get(name)
+        declared = self._declared.get(obj.murano_class)
+        if declared is None:
+            declared = self._declared[obj.murano_class] = obj.murano_class.all_properties()
+        specs = declared.get(name)
         if specs is None:
             caller_cls = frame.murano_class if frame is not None else None
             key = (caller_cls, name)
@@ -312,10 +345,13 @@ class Executor:
 
     def set_property(self, receiver: Any, name: str, value: Any, frame: Frame | None,
                      dry_run: bool = False) -> None:
-        obj = real_object(receiver)
+        obj = receiver if type(receiver) is MuranoObject else real_object(receiver)
         if obj is None:
             raise errors.PropertyWriteError(f"cannot write property {name!r} of {receiver!r}")
-        specs = obj.murano_class.all_properties().get(name)
+        declared = self._declared.get(obj.murano_class)
+        if declared is None:
+            declared = self._declared[obj.murano_class] = obj.murano_class.all_properties()
+        specs = declared.get(name)
         caller_cls = frame.murano_class if frame is not None else None
         if specs is None:
             if caller_cls is None or not obj.murano_class.is_compatible(caller_cls):
@@ -328,7 +364,8 @@ class Executor:
             self.set_static(spec.declaring_class, name, value, frame)
             return
         if not (frame is None or frame.init_writes or (
-                spec.usage in WRITABLE_USAGES and obj.murano_class.is_compatible(caller_cls))):
+                spec.usage in WRITABLE_USAGES and (obj.murano_class is caller_cls
+                                                   or obj.murano_class.is_compatible(caller_cls)))):
             raise errors.NoWriteAccessError(
                 f"property {name!r} of {obj.murano_class.name} ({spec.usage}) cannot be "
                 f"written from {caller_cls.name if caller_cls else 'outside'}")
@@ -340,9 +377,12 @@ class Executor:
         that result without making anything (a template() stays the dict it is)."""
         spec = specs[0]
         try:
+            contract = spec.compiled_contract()
+            if type(value) in contract.kept and len(specs) == 1:
+                return value
             scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj, spec.path,
                                   dry_run)
-            result = spec.compiled_contract().apply(values.freeze(value), scope)
+            result = contract.apply(values.freeze(value), scope)
             for spec in specs[1:]:
                 scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj,
                                       spec.path, True, True)
@@ -382,8 +422,9 @@ class Executor:
 
     def _object_context(self, this: Any, frame: Frame) -> DslContext:
         ctx = DslContext(frame.context, frame)
-        ctx["$"] = this
-        ctx["$this"] = this
+        data = ctx._data
+        data["$1"] = this
+        data["$this"] = this
         return ctx
 
     # -- objects ---------------------------------------------------------------
@@ -408,8 +449,7 @@ class Executor:
         index: dict[str, Mapping] = {}
         for value in (props or {}).values():
             if type(value) not in _SCALARS:
-                from murano_engine.dsl.model import index_objects
-                index_objects(value, index)
+                model.index_objects(value, index)
         load = _Load(index, False)
         saved, self._load = self._load, load
         try:
@@ -447,8 +487,7 @@ class Executor:
     def finish_load(self, load: _Load) -> None:
         """Destruction subscriptions written in the model, then the ``.init`` calls."""
         if load.index:
-            from murano_engine.dsl.model import restore_subscriptions
-            restore_subscriptions(self, load)
+            model.restore_subscriptions(self, load)
         for obj, props, caller, native_args in load.pending:
             self.finish_init(obj, props, caller, native_args)
 
@@ -503,12 +542,16 @@ class Executor:
                     elif name in configured:
                         value = configured[name]
                     elif default_spec is not None:
-                        owner = spec.declaring_class
-                        frame = frames.get(owner)
-                        if frame is None:
-                            frame = frames[owner] = Frame(self, None, obj, owner, caller,
-                                                          init_writes=True)
-                        value = _default_of(default_spec)(self._object_context(obj, frame))
+                        default = _default_of(default_spec)
+                        if type(default) is ConstantData:  # no context to make
+                            value = default.value
+                        else:
+                            owner = spec.declaring_class
+                            frame = frames.get(owner)
+                            if frame is None:
+                                frame = frames[owner] = Frame(self, None, obj, owner, caller,
+                                                              init_writes=True)
+                            value = default(self._object_context(obj, frame))
                     else:
                         value = None
                     obj.props[name] = self.check_property(obj, specs, value, dry_run)
@@ -547,6 +590,19 @@ class Executor:
             load.adoptable.add(found.id)
         return found
 
+    def model_type(self, type_value: Any, package: Any = None, version: Any = None
+                   ) -> MuranoClass:
+        """The class a model's ``type`` names (see :func:`model.resolve_type`); while a
+        model loads, each name is looked up once."""
+        load = self._load
+        if load is None or not all(type(v) in _NAMES for v in (type_value, package, version)):
+            return model.resolve_type(self, type_value, package, version)
+        key = (type_value, package, version)
+        cls = load.types.get(key)
+        if cls is None:
+            cls = load.types[key] = model.resolve_type(self, type_value, package, version)
+        return cls
+
     def object_from_contract(self, value: Mapping, default_cls: MuranoClass | None,
                              owner: MuranoObject | None, dry_run: bool = False) -> MuranoObject:
         """The object a ``class()`` contract makes of a dict.
@@ -554,7 +610,6 @@ class Executor:
         Outside a model load the dict is loaded as a model of its own: its
         objects get fresh ids and may refer to each other by their ids in it.
         """
-        from murano_engine.dsl import model
         load = self._load
         if load is None and not dry_run:
             return model.load_objects(self, value, owner, default_cls)
@@ -577,7 +632,6 @@ class Executor:
 
     def check_template(self, value: Mapping, default_cls: MuranoClass, cls: MuranoClass,
                        excluded: Any, scope: ContractScope) -> Any:
-        from murano_engine.dsl import model
         return model.check_template(self, value, default_cls, cls, excluded, scope)
 
     def dump_template(self, obj: MuranoObject, excluded: Any) -> Any:
@@ -617,16 +671,20 @@ class Executor:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_NAMES = frozenset({str, type(None)})
+_STATIC_USAGES = frozenset({"Static", "Extension"})
 
 
 class _Load:
     """A model being loaded: its object dicts by id, the ids its objects got, the
     ``.init`` calls due at its end, and objects made early by a reference."""
 
-    __slots__ = ("index", "renames", "pending", "adoptable")
+    __slots__ = ("index", "renames", "pending", "adoptable", "types")
 
     def __init__(self, index: dict[str, Mapping], keep_ids: bool) -> None:
         self.index = index
+        #: classes by the (type, package, version) the model names them with
+        self.types: dict[tuple[str, str | None, str | None], MuranoClass] = {}
         self.renames: dict[str, str] | None = None if keep_ids else {}
         self.pending: list[tuple[MuranoObject, Mapping | None, Frame | None,
                                  Mapping[str, Any] | None]] = []
@@ -642,13 +700,15 @@ class _Load:
         return new_id
 
 
-def _positional_binding(method: MethodSpec) -> tuple[tuple[str, Any, str], ...] | bool:
-    """(variable, contract, contract path) per argument when every argument is Standard
-    (False otherwise): what binding arguments given by position needs."""
+def _positional_binding(method: MethodSpec) -> tuple[tuple[str, Any, Any, str], ...] | bool:
+    """(variable, types the contract keeps, contract, contract path) per argument when
+    every argument is Standard (False otherwise): what binding arguments given by
+    position needs."""
     if any(spec.usage != "Standard" for spec in method.arguments):
         return False
     where = f"{method.declaring_class.name}::{method.name}"
-    return tuple(("$" + spec.name, spec.compiled_contract().apply, f"{where}({spec.name})")
+    return tuple(("$" + spec.name, spec.compiled_contract().kept,
+                  spec.compiled_contract().apply, f"{where}({spec.name})")
                  for spec in method.arguments)
 
 

@@ -87,6 +87,10 @@ class Expression:
             fn = self._fn = compiler.compile_expression(self.node, runtime_of(ctx))
         return fn(ctx)
 
+    def compiled(self) -> compiler.Evaluator | None:
+        """The compiled code :meth:`evaluate` runs (None before its first evaluation)."""
+        return self._fn
+
     def evaluate_contract(self, ctx: Any) -> Any:
         """Evaluate as a contract: ``$.string()``, ``$.class(T)`` ... are checks."""
         fn = self._contract_fn

@@ -16,6 +16,7 @@ from yaql.language import expressions as ast
 from yaql.language.utils import FrozenDict
 
 from murano_engine.dsl import concurrency, errors, values
+from murano_engine.dsl.compiler import compile_variable
 from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.errors import LoadError, MuranoPlException, Position
 from murano_engine.dsl.expressions import Expression
@@ -109,19 +110,48 @@ def _statement(item: Any, position: Position | None) -> Statement:
 
 # -- data templates --------------------------------------------------------------
 
+class ConstantData:
+    """What :func:`compile_data` makes of data without expressions: its frozen value,
+    which callers may take without a context to evaluate in."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self, ctx: Any) -> Any:
+        return self.value
+
+
 def compile_data(value: Any) -> Callable[[Any], Any]:
     """Evaluate a value with expressions nested in dicts and lists (keys too)."""
     if isinstance(value, Expression):
-        evaluate = value.evaluate
-        return lambda ctx: values.freeze(evaluate(ctx))
+        return _frozen_value(value)
     if not _has_expression(value):
-        frozen = values.freeze(value)
-        return lambda ctx: frozen
+        return ConstantData(values.freeze(value))
     if isinstance(value, Mapping):
         pairs = [(compile_data(k), compile_data(v)) for k, v in value.items()]
         return lambda ctx: FrozenDict({k(ctx): v(ctx) for k, v in pairs})
     items = [compile_data(v) for v in value]
     return lambda ctx: tuple(i(ctx) for i in items)
+
+
+def _frozen_value(expression: Expression) -> Callable[[Any], Any]:
+    """The expression's value, frozen; its compiled code called directly once made."""
+    freeze = values.freeze
+    kept = values.KEPT_TYPES
+    compiled: Callable[[Any], Any] | None = None
+
+    def frozen_value(ctx: Any) -> Any:
+        nonlocal compiled
+        if compiled is None:
+            result = expression.evaluate(ctx)
+            compiled = expression.compiled()
+        else:
+            result = compiled(ctx)
+        return result if type(result) in kept else freeze(result)
+
+    return frozen_value
 
 
 def _has_expression(value: Any) -> bool:
@@ -170,7 +200,7 @@ def _lhs(node: ast.Expression, source: str, position: Position | None,
     if isinstance(node, ast.GetContextValue):
         name = node.path.value
         if name in ("$", "$this"):
-            return _deferred(node), None
+            return compile_variable(name), None
         key = "$1" if name == "$" else name
 
         def get_variable(ctx: Any) -> Any:
@@ -291,7 +321,14 @@ def _do(item: Mapping, position: Position | None) -> Statement:
 @_macro_for({"Return"})
 def _return(item: Mapping, position: Position | None) -> Statement:
     evaluate = compile_data(item["Return"])
-    return lambda ctx: Returned(evaluate(ctx))
+    new_signal = object.__new__
+
+    def return_(ctx: Any) -> Returned:
+        signal = new_signal(Returned)  # no __init__ to run: one of these a call
+        signal.value = evaluate(ctx)
+        return signal
+
+    return return_
 
 
 def _empty(item: Mapping, key: str, position: Position | None) -> None:

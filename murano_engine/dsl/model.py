@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from murano_engine.dsl import errors, values
 from murano_engine.dsl.classes import MuranoClass
 from murano_engine.dsl.objects import MuranoObject, TypeRef
+from murano_engine.dsl.values import is_mapping, items_of
 
 if TYPE_CHECKING:
     from murano_engine.dsl.contracts import ContractScope
@@ -36,6 +37,9 @@ class ObjectSpec:
     dependencies: Any = None
 
 
+_ID_TYPES = (str, type(None))
+
+
 def is_object_dict(value: Any) -> bool:
     if not isinstance(value, Mapping):
         return False
@@ -47,23 +51,23 @@ def is_object_dict(value: Any) -> bool:
 
 def parse_object(value: Mapping, executor: Executor,
                  default_cls: MuranoClass | None = None) -> ObjectSpec:
-    if not isinstance(value, Mapping):
+    if not is_mapping(value):
         raise errors.ContractViolationException(
             f"an object must be a dict, not {type(value).__name__} {str(value)[:60]!r}")
     header = value.get("?")
-    if isinstance(header, Mapping):
+    if is_mapping(header):
         type_value = header.get("type")
-        cls = resolve_type(executor, type_value, header.get("package"),
-                           header.get("classVersion")) if type_value else default_cls
+        cls = executor.model_type(type_value, header.get("package"),
+                                  header.get("classVersion")) if type_value else default_cls
         if cls is None:
             raise errors.NoClassFound(f"object {header.get('id')!r} has no type")
-        props = {k: v for k, v in value.items() if isinstance(k, str) and k != "?"}
-        if not isinstance(header.get("id"), str | None):
+        props = {k: v for k, v in items_of(value) if isinstance(k, str) and k != "?"}
+        if not isinstance(header.get("id"), _ID_TYPES):
             raise errors.ContractViolationException(
                 f"object id {str(header.get('id'))[:60]!r} is not a string")
         return ObjectSpec(cls, header.get("id"), header.get("name"), props,
                           header.get("metadata"),
-                          {k: v for k, v in header.items() if isinstance(k, str)
+                          {k: v for k, v in items_of(header) if isinstance(k, str)
                            and k.startswith("_")},
                           bool(header.get("destroyed")), header.get("dependencies"))
     for key, props in value.items():
@@ -187,13 +191,13 @@ def index_objects(value: Any, index: dict[str, Mapping]) -> None:
     with id and type, or the inline form ``{ns:Type: {...}, id: ..}``."""
     if type(value) in _SCALARS:
         return
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         header = value.get("?")
-        if isinstance(header, Mapping) and header.get("id") and "type" in header:
+        if is_mapping(header) and header.get("id") and "type" in header:
             index.setdefault(str(header["id"]), value)
         elif value.get("id") and any(isinstance(k, TypeRef) for k in value):
             index.setdefault(str(value["id"]), value)
-        for item in value.values():
+        for _, item in items_of(value):
             index_objects(item, index)
     elif isinstance(value, (list, tuple)):
         for item in value:

@@ -72,6 +72,9 @@ class Runtime:
         return root
 
     def get_member(self, receiver: Any, name: str, ctx: Any) -> Any:
+        if type(receiver) is MuranoObject:  # the common case first
+            return receiver.executor.get_property(
+                receiver, name, getattr(ctx, "frame", None) or frame_of(ctx))
         if type(receiver) is FrozenDict:  # a record's field (``$.amount`` in a lambda)
             return receiver.get(name)
         if isinstance(receiver, (MuranoObject, ObjectView)):
@@ -95,8 +98,14 @@ class Runtime:
     def call_member(self, receiver: Any, name: str, args: list, kwargs: dict, ctx: Any,
                     yaql_args: tuple) -> Any:
         """``receiver.name(...)``; arguments are evaluated only if the callee is eager."""
-        frame = frame_of(ctx)
-        if isinstance(receiver, (MuranoObject, ObjectView, TypeRef)):
+        frame = getattr(ctx, "frame", None) or frame_of(ctx)
+        if type(receiver) is MuranoObject:  # the common case first
+            method = receiver.murano_class.find_method(name)
+            if method is not None:
+                return frame.executor.invoke(
+                    method, receiver, [a(ctx) for a in args],
+                    {k: v(ctx) for k, v in kwargs.items()} if kwargs else {}, frame)
+        elif isinstance(receiver, (ObjectView, TypeRef)):
             method = receiver.murano_class.find_method(name)
             if method is not None:
                 if isinstance(receiver, TypeRef) and not method.is_static:

@@ -16,8 +16,11 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from yaql.language.utils import FrozenDict
+
 from murano_engine.dsl.classes import MODEL_USAGES, MuranoClass
 from murano_engine.dsl.objects import MuranoObject, TypeRef, real_object
+from murano_engine.dsl.values import items_of
 
 SERIALIZABLE = "Serializable"
 MIXED = "Mixed"
@@ -27,6 +30,7 @@ SERIALIZE_META = "io.murano.metadata.engine.Serialize"
 _TITLES = {"io.murano.metadata.Title": "title", "io.murano.metadata.Description": "description",
            "io.murano.metadata.HelpText": "helpText"}
 _SCALARS = (str, int, float, bool, type(None), bytes)
+_SCALAR_TYPES = frozenset(_SCALARS)
 
 
 def type_string(cls: MuranoClass) -> str:
@@ -59,6 +63,9 @@ class _Writer:
         self.actions = actions
         self.dependencies = dependencies
         self.written: dict[int, MuranoObject] = {}
+        self._types: dict[MuranoClass, str] = {}
+        #: public methods by the class of the objects written (``obj.murano_class``)
+        self._public: dict[MuranoClass, dict[str, Any]] = {}
 
     def write(self, value: Any) -> Any:
         root = real_object(value)
@@ -69,6 +76,22 @@ class _Writer:
         return self._settle(tree)
 
     def _value(self, value: Any, parent: MuranoObject | None) -> tuple[Any, bool]:
+        kind = type(value)
+        if kind in _SCALAR_TYPES:
+            return value, False
+        if kind is tuple or kind is list:
+            items = []
+            pending = False
+            for item in value:
+                if type(item) in _SCALAR_TYPES:
+                    items.append(item)
+                    continue
+                written, more = self._value(item, parent)
+                items.append(written)
+                pending = pending or more
+            return items, pending
+        if kind is dict or kind is FrozenDict:
+            return self._mapping(value, parent)
         if isinstance(value, _SCALARS):
             return value, False
         if isinstance(value, _Ref):
@@ -83,17 +106,7 @@ class _Writer:
         if isinstance(value, TypeRef):
             return type_string(value.murano_class), False
         if isinstance(value, Mapping):
-            out: dict[Any, Any] = {}
-            pending = False
-            for key, item in value.items():
-                if isinstance(key, TypeRef) and self.form == SERIALIZABLE:
-                    key = type_string(key.murano_class)
-                if key == "type" and isinstance(item, TypeRef) and self.form == MIXED:
-                    out[key] = item
-                    continue
-                out[key], more = self._value(item, parent)
-                pending = pending or more
-            return out, pending
+            return self._mapping(value, parent)
         if isinstance(value, (tuple, list, set, frozenset)):
             items = []
             pending = False
@@ -103,6 +116,22 @@ class _Writer:
                 pending = pending or more
             return items, pending
         return value, False
+
+    def _mapping(self, value: Mapping, parent: MuranoObject | None) -> tuple[Any, bool]:
+        out: dict[Any, Any] = {}
+        pending = False
+        for key, item in items_of(value):
+            if type(key) is not str and isinstance(key, TypeRef) and self.form == SERIALIZABLE:
+                key = type_string(key.murano_class)
+            if type(item) in _SCALAR_TYPES:
+                out[key] = item
+                continue
+            if key == "type" and isinstance(item, TypeRef) and self.form == MIXED:
+                out[key] = item
+                continue
+            out[key], more = self._value(item, parent)
+            pending = pending or more
+        return out, pending
 
     def _movable(self, obj: MuranoObject, parent: MuranoObject | None) -> bool:
         if id(obj) in self.written:
@@ -122,14 +151,15 @@ class _Writer:
             if specs[0].usage not in MODEL_USAGES or name not in obj.props:
                 continue
             value = obj.props[name]
-            target = real_object(value)
-            if target is not None and self.refs and _by_reference(obj, specs[0]):
-                value = target.id
+            if self.refs and type(value) not in _SCALAR_TYPES:
+                target = real_object(value)
+                if target is not None and _by_reference(obj, specs[0]):
+                    value = target.id
             props[name] = value
         if self.form == INLINE:
             header: dict[Any, Any] = {"id": obj.id, "name": obj.name, "metadata": obj.metadata}
         else:
-            header = {"type": type_string(cls) if self.form == SERIALIZABLE else cls.ref,
+            header = {"type": self._type_string(cls) if self.form == SERIALIZABLE else cls.ref,
                       "id": obj.id}
             if obj.name:
                 header["name"] = obj.name
@@ -137,7 +167,10 @@ class _Writer:
                 header["metadata"] = obj.metadata
         header.update(obj.designer)
         if self.actions:
-            header["_actions"] = _actions(obj)
+            methods = self._public.get(obj.murano_class)
+            if methods is None:
+                methods = self._public[obj.murano_class] = obj.murano_class.public_methods()
+            header["_actions"] = _actions(obj, methods) if methods else {}
         if obj.destroyed:
             header["destroyed"] = True
         if self.dependencies:
@@ -151,12 +184,21 @@ class _Writer:
             return {cls.ref: props, **header}
         return {"?": header, **props}
 
+    def _type_string(self, cls: MuranoClass) -> str:
+        text = self._types.get(cls)
+        if text is None:
+            text = self._types[cls] = type_string(cls)
+        return text
+
     def _settle(self, value: Any) -> Any:
         """References as ids; without ``refs``, those to objects not written dropped."""
         if isinstance(value, dict):
             out = {}
             for key, item in value.items():
-                if isinstance(item, _Ref):
+                kind = type(item)
+                if kind in _SCALAR_TYPES:
+                    out[key] = item
+                elif kind is _Ref:
                     if not self._kept(item):
                         continue
                     out[key] = item.obj.id
@@ -164,8 +206,9 @@ class _Writer:
                     out[key] = self._settle(item)
             return out
         if isinstance(value, list):
-            return [item.obj.id if isinstance(item, _Ref) else self._settle(item)
-                    for item in value if not isinstance(item, _Ref) or self._kept(item)]
+            return [item if type(item) in _SCALAR_TYPES else
+                    item.obj.id if type(item) is _Ref else self._settle(item)
+                    for item in value if type(item) is not _Ref or self._kept(item)]
         return value
 
     def _kept(self, ref: _Ref) -> bool:
@@ -248,12 +291,13 @@ def _key(key: Any) -> Any:
     return key
 
 
-def _actions(obj: MuranoObject) -> dict[str, Any]:
-    """The object's actions (public methods), with titles from their metadata."""
+def _actions(obj: MuranoObject, methods: dict[str, Any]) -> dict[str, Any]:
+    """The object's actions (its class's public methods, ``methods``), with titles from
+    their metadata."""
     from murano_engine.dsl import meta
     previous = obj.designer.get("_actions") or {}
     out = {}
-    for name, method in obj.murano_class.public_methods().items():
+    for name, method in methods.items():
         key = f"{obj.id}_{name}"
         entry = dict(previous.get(key) or {})
         entry.setdefault("enabled", True)

@@ -28,6 +28,8 @@ MAX_DEPTH = 500
 _SCALARS = frozenset({str, int, float, bool, type(None), bytes})
 # Values kept as they are: scalars and references (objects, casts, types).
 _KEEP = _SCALARS | {MuranoObject, ObjectView, TypeRef}
+#: the types :func:`freeze` returns as they are (callers test it to skip the call)
+KEPT_TYPES = _KEEP
 
 
 # Long tuples of kept values seen lately, by id (the entry keeps the tuple alive, so
@@ -91,6 +93,23 @@ def concat(left: tuple, right: tuple) -> tuple:
     return result
 
 
+_MAPPINGS = frozenset({dict, FrozenDict})
+
+
+def is_mapping(value: Any) -> bool:
+    """``isinstance(value, Mapping)``, the usual two types tested first (an ABC check
+    costs a Python-level call)."""
+    return type(value) in _MAPPINGS or isinstance(value, Mapping)
+
+
+def items_of(mapping: Mapping) -> Any:
+    """``mapping.items()``; for a FrozenDict, its dict's (the ``Mapping`` mixin's view
+    walks a FrozenDict through a Python generator and ``__getitem__`` per key)."""
+    if type(mapping) is FrozenDict:
+        return mapping._d.items()  # yaql's FrozenDict keeps its items in ``_d``
+    return mapping.items()
+
+
 def freeze(value: Any, limit: int = ITERATOR_LIMIT, depth: int = 0) -> Any:
     """A deep immutable copy of ``value`` (objects are kept as references)."""
     kind = type(value)
@@ -107,7 +126,8 @@ def freeze(value: Any, limit: int = ITERATOR_LIMIT, depth: int = 0) -> Any:
             return value
         if limit >= ITERATOR_LIMIT and depth < MAX_DEPTH and _records.get(id(value)) is value:
             return value  # a list of records, frozen by an earlier call (records nest once)
-        frozen = tuple(freeze(v, limit, depth) for v in value)
+        keep = _KEEP
+        frozen = tuple(v if type(v) in keep else freeze(v, limit, depth) for v in value)
         if len(value) >= _RECORDS_MIN and limit == ITERATOR_LIMIT \
                 and _RECORD_TYPES.issuperset(map(type, value)) \
                 and all(map(operator.is_, frozen, value)):
@@ -115,18 +135,21 @@ def freeze(value: Any, limit: int = ITERATOR_LIMIT, depth: int = 0) -> Any:
             _remember(_records, value)
             return value
         return frozen
-    if kind is FrozenDict or isinstance(value, Mapping):
+    if kind is FrozenDict or kind is dict or isinstance(value, Mapping):
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)
-        if kind is FrozenDict and _KEEP.issuperset(map(type, value)) \
-                and _KEEP.issuperset(map(type, value.values())):
+        keep = _KEEP
+        if kind is FrozenDict and keep.issuperset(map(type, value)) \
+                and keep.issuperset(map(type, value.values())):
             return value  # frozen already, nothing in it to freeze (a list's records)
-        return FrozenDict({freeze(k, limit, depth): freeze(v, limit, depth)
-                           for k, v in value.items()})
-    if isinstance(value, (list, tuple)):
+        return FrozenDict({k if type(k) in keep else freeze(k, limit, depth):
+                           v if type(v) in keep else freeze(v, limit, depth)
+                           for k, v in items_of(value)})
+    if kind is list or isinstance(value, (list, tuple)):
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)
-        return tuple(freeze(v, limit, depth) for v in value)
+        keep = _KEEP
+        return tuple(v if type(v) in keep else freeze(v, limit, depth) for v in value)
     if isinstance(value, (set, frozenset)):
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)
@@ -150,7 +173,7 @@ def thaw(value: Any) -> Any:
     if kind in _SCALARS:
         return value
     if isinstance(value, Mapping):
-        return {thaw(k): thaw(v) for k, v in value.items()}
+        return {thaw(k): thaw(v) for k, v in items_of(value)}
     if isinstance(value, (tuple, list, set, frozenset)):
         return [thaw(v) for v in value]
     return value

@@ -17,9 +17,14 @@ from murano_engine.dsl import errors
 from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.contracts import ContractScope
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef, real_object
+from murano_engine.dsl.values import is_mapping
 
 
 def _scope(ctx: Any) -> ContractScope:
+    if type(ctx) is DslContext:  # set in the context itself: no name normalizing
+        scope = ctx._data.get("$?contract")
+        if scope is not None:
+            return scope
     return ctx.get_data("$?contract")
 
 
@@ -77,7 +82,7 @@ def contract_check(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
     predicate = args[0] if args else kwargs.get("predicate")
     message = args[1] if len(args) > 1 else kwargs.get("msg")
     child = DslContext(ctx)
-    child["$"] = value
+    child._data["$1"] = value
     if predicate is None or not predicate(child):
         text = message(ctx) if message is not None else None
         raise _scope(ctx).violation(text or f"value {value!r} doesn't match predicate")
@@ -109,7 +114,7 @@ def contract_class(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
     executor = scope.frame.executor
     obj = real_object(value)
     if obj is None:
-        if isinstance(value, Mapping):
+        if is_mapping(value):
             default_cls = _to_class(ctx, default_ref) or cls
             obj = executor.object_from_contract(value, default_cls, scope.owner, scope.dry_run)
         elif isinstance(value, str):

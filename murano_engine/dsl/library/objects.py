@@ -21,13 +21,13 @@ def _real(value: Any, what: str) -> MuranoObject:
 
 def new(ctx: Any, *args: Any, **kwargs: Any) -> MuranoObject:
     """``new(type, owner, objectName, extra, prop => v)``, ``new(type, props)``, ``new(model)``."""
-    from murano_engine.dsl import model
     frame = frame_of(ctx)
     executor = frame.executor
     if not args:
         raise errors.NoMatchingMethodException("new() needs a type or an object model")
     first, rest = args[0], list(args[1:])
     if isinstance(first, Mapping):
+        from murano_engine.dsl import model
         owner = rest[0] if rest else kwargs.get("owner")
         return model.load_objects(executor, first, real_object(owner))
     cls = resolve_class(ctx, first)
