@@ -35,12 +35,9 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import ctypes
-import ctypes.util
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -50,10 +47,11 @@ from pathlib import Path
 
 import figures
 
+from murano_engine.clouds.local import netns
+
 REPO = Path(__file__).resolve().parent.parent
 ENGINE = Path(sys.executable).with_name("murano-engine")
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
-CLONE_NEWNET = 0x40000000
 #: seconds, at either size (issue #24 sets them for 50 servers)
 DEPLOY_TARGET, DESTROY_TARGET = 10.0, 5.0
 #: deploy report lines that close a phase: (phase, pattern of its last line)
@@ -97,26 +95,8 @@ def _phases(output: str) -> str:
     return ", ".join(found)
 
 
-def _in_namespace(name: str) -> socket.socket:
-    """A TCP socket made inside network namespace ``name`` (the thread goes back)."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    target = os.open(f"/run/netns/{name}", os.O_RDONLY)
-    try:
-        if libc.setns(target, CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), f"cannot enter {name}")
-        try:
-            return socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        finally:
-            if libc.setns(home, CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), "cannot come back")
-    finally:
-        os.close(home)
-        os.close(target)
-
-
 def _answer(namespace: str, address: str, port: int) -> str:
-    sock = _in_namespace(namespace)
+    sock = netns.socket_in(namespace)
     with sock:
         sock.settimeout(10)
         sock.connect((address, port))

@@ -150,11 +150,11 @@ def pids(name: str) -> list[int]:
     return [int(p) for p in ip("netns", "pids", name, check=False).stdout.split()]
 
 
-def listening_socket(name: str, host: str, port: int) -> socket.socket:
-    """A TCP socket listening on ``host:port`` inside namespace ``name``.
+def socket_in(name: str) -> socket.socket:
+    """A TCP socket made inside network namespace ``name`` (it stays in it).
 
-    The calling thread enters the namespace only to create the socket (which
-    stays in it), then returns to its own; nothing in between can switch threads.
+    The calling thread enters the namespace only to create the socket, then
+    returns to its own; nothing in between can switch threads.
     """
     libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
     home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
@@ -162,18 +162,24 @@ def listening_socket(name: str, host: str, port: int) -> socket.socket:
     try:
         if libc.setns(target, CLONE_NEWNET) != 0:
             raise NetnsError(ctypes.get_errno(), f"cannot enter network namespace {name}")
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((host, port))
-            sock.listen(64)
-        except OSError:
-            sock.close()
-            raise
+            return socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         finally:
             if libc.setns(home, CLONE_NEWNET) != 0:
                 raise NetnsError(ctypes.get_errno(), "cannot return to the engine's namespace")
     finally:
         os.close(home)
         os.close(target)
+
+
+def listening_socket(name: str, host: str, port: int) -> socket.socket:
+    """A TCP socket listening on ``host:port`` inside namespace ``name``."""
+    sock = socket_in(name)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(64)
+    except OSError:
+        sock.close()
+        raise
     return sock
