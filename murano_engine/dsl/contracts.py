@@ -19,7 +19,7 @@ from murano_engine.dsl import errors
 from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.errors import Position
 from murano_engine.dsl.expressions import Expression
-from murano_engine.dsl.objects import MuranoObject, ObjectView
+from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef
 
 _SCALARS = (str, int, float, bool, type(None))
 _SCALAR_TYPES = frozenset(_SCALARS)
@@ -193,30 +193,33 @@ def _checked_chain_contract(names: list[str], predicate_node: Any, expr: Express
 
 _ARGUMENTLESS = ("string", "int", "bool", "notNull", "owned", "notOwned")
 _NONE = type(None)
-#: per function of a simple chain, the types it returns unchanged (None: every type)
-_KEEPS: dict[str, frozenset[type] | None] = {
+#: per function of a simple chain, the types of value it returns as they are
+_KEEPS: dict[str, frozenset[type]] = {
     "string": frozenset({str, _NONE}),
     "int": frozenset({int, _NONE}),
     "bool": frozenset({bool, _NONE}),
-    "notNull": None,
+    "notNull": frozenset({str, int, float, bool, tuple, frozenset, FrozenDict, MuranoObject,
+                          ObjectView, TypeRef}),
     "owned": frozenset({str, int, float, bool, _NONE}),
     "notOwned": frozenset({str, int, float, bool, _NONE}),
 }
 
 
+def _chain_kept(names: list[str]) -> frozenset[type]:
+    """The types every function of the chain ``names`` returns as they are (none for
+    ``$`` alone: it has no function to skip)."""
+    if not names:
+        return frozenset()
+    kept = _KEEPS[names[0]]
+    for name in names[1:]:
+        kept &= _KEEPS[name]
+    return kept
+
+
 def _kept_types(spec: Any) -> frozenset[type]:
     """The types a simple chain contract passes unchanged (see :class:`Contract`)."""
     chain = _simple_chain(spec.node) if isinstance(spec, Expression) else None
-    if not chain:
-        return frozenset()
-    kept: frozenset[type] | None = None
-    for name in chain:
-        keeps = _KEEPS[name]
-        if keeps is not None:
-            kept = keeps if kept is None else kept & keeps
-    if kept is None:
-        return frozenset()
-    return kept - {_NONE} if "notNull" in chain else kept
+    return _chain_kept(chain) if chain else frozenset()
 
 
 def _simple_chain(node: Any) -> list[str] | None:
@@ -298,29 +301,23 @@ def _chain_contract(names: list[str]) -> Any:
 
 class _Chain:
     """A simple contract chain (``$.int().notNull()``): its functions called directly,
-    and not at all for a value of a type every one of them returns as it is (a function's
-    ``unchanged`` types: ``$.string()`` keeps text and null)."""
+    and not at all for a value of a type every one of them returns as it is
+    (``$.string()`` keeps text and null)."""
 
     __slots__ = ("names", "functions", "unchanged")
 
     def __init__(self, names: list[str]) -> None:
         self.names = names
         self.functions: tuple[Any, ...] | None = None
-        self.unchanged: frozenset[type] = frozenset()
+        self.unchanged = _chain_kept(names)
 
     def __call__(self, value: Any, scope: ContractScope) -> Any:
+        if type(value) in self.unchanged:
+            return value
         functions = self.functions
         if functions is None:
             table = scope.frame.executor.runtime.contract_functions
-            functions = tuple(table[n] for n in self.names)
-            kinds: frozenset[type] | None = None
-            for func in functions:
-                own = getattr(func, "unchanged", frozenset())
-                kinds = own if kinds is None else kinds & own
-            self.unchanged = kinds or frozenset()
-            self.functions = functions
-        elif type(value) in self.unchanged:
-            return value
+            functions = self.functions = tuple(table[n] for n in self.names)
         for func in functions:
             value = func(scope, value, (), {})  # the scope is all the context they need
         return value

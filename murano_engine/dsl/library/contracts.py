@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from yaql.language.utils import FrozenDict
-
 from murano_engine.dsl import errors
 from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.contracts import ContractScope
@@ -29,19 +27,8 @@ def _scope(ctx: Any) -> ContractScope:
 
 
 ContractFunction = Callable[[Any, Any, list, dict], Any]
-_NULL = type(None)
 
 
-def _unchanged(*kinds: type) -> Callable[[ContractFunction], ContractFunction]:
-    """Mark a check with the types of value it returns as they are, whatever the scope:
-    a simple chain of such checks skips them for those (murano_engine.dsl.contracts)."""
-    def mark(func: ContractFunction) -> ContractFunction:
-        func.unchanged = frozenset(kinds)  # type: ignore[attr-defined]
-        return func
-    return mark
-
-
-@_unchanged(str, _NULL)
 def contract_string(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
     if value is None or isinstance(value, str):
         return value
@@ -53,7 +40,6 @@ def contract_string(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
     raise _scope(ctx).violation(f"value {value!r} is not a string")
 
 
-@_unchanged(int, _NULL)
 def contract_int(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
     if value is None:
         return None
@@ -63,15 +49,12 @@ def contract_int(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
         raise _scope(ctx).violation(f"value {value!r} is not an integer") from None
 
 
-@_unchanged(bool, _NULL)
 def contract_bool(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
     if value is None:
         return None
     return bool(value)
 
 
-@_unchanged(str, int, float, bool, tuple, frozenset, FrozenDict, MuranoObject,
-            ObjectView, TypeRef)
 def contract_not_null(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
     if value is None:
         raise _scope(ctx).violation("null value violates notNull()")
