@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import logging
 import os
 import sys
 from collections.abc import Callable
@@ -23,11 +22,7 @@ def run_guarded(body: Callable[[], int], debug: bool = False) -> int:
     recursion ends in a MuranoPL error rather than Python's.
     """
     sys.setrecursionlimit(RECURSION_LIMIT)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    # Commands print a failed task's error themselves, with its MuranoPL stack; --debug
-    # logs its Python traceback too.
-    logging.getLogger("murano_engine.engine.tasks").setLevel(
-        logging.DEBUG if debug else logging.ERROR)
+    _when_imported("logging", lambda: _configure_logging(debug))
     try:
         return body()
     except KeyboardInterrupt:
@@ -42,6 +37,58 @@ def run_guarded(body: Callable[[], int], debug: bool = False) -> int:
             import traceback
             traceback.print_exception(exc)
         return 1
+
+
+def _configure_logging(debug: bool) -> None:
+    import logging
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # Commands print a failed task's error themselves, with its MuranoPL stack; --debug
+    # logs its Python traceback too.
+    logging.getLogger("murano_engine.engine.tasks").setLevel(
+        logging.DEBUG if debug else logging.ERROR)
+
+
+def _when_imported(name: str, then: Callable[[], None]) -> None:
+    """Call ``then`` now if module ``name`` is imported, else right after its first import.
+
+    Logging is configured this way: importing it is a tenth of a short run's start-up,
+    and only code that logs (natives, the engine's tasks) imports it.
+    """
+    for finder in sys.meta_path:
+        if isinstance(finder, _AfterImport) and finder.name == name:
+            sys.meta_path.remove(finder)  # an earlier command's, in the same process
+    if name in sys.modules:
+        then()
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, then))
+
+
+class _AfterImport:
+    """A meta path finder that finds nothing itself: once, it has the others find module
+    ``name`` and calls ``then`` when the module has run."""
+
+    def __init__(self, name: str, then: Callable[[], None]) -> None:
+        self.name = name
+        self.then = then
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        run = spec.loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            run(module)
+            self.then()
+
+        spec.loader.exec_module = exec_module
+        return spec
 
 
 def describe_error(exc: BaseException) -> str:
