@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import logging
 import os
 import sys
 from collections.abc import Callable
@@ -23,11 +22,7 @@ def run_guarded(body: Callable[[], int], debug: bool = False) -> int:
     recursion ends in a MuranoPL error rather than Python's.
     """
     sys.setrecursionlimit(RECURSION_LIMIT)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    # Commands print a failed task's error themselves, with its MuranoPL stack; --debug
-    # logs its Python traceback too.
-    logging.getLogger("murano_engine.engine.tasks").setLevel(
-        logging.DEBUG if debug else logging.ERROR)
+    _when_imported("logging", lambda: _configure_logging(debug))
     try:
         return body()
     except KeyboardInterrupt:
@@ -42,6 +37,58 @@ def run_guarded(body: Callable[[], int], debug: bool = False) -> int:
             import traceback
             traceback.print_exception(exc)
         return 1
+
+
+def _configure_logging(debug: bool) -> None:
+    import logging
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # Commands print a failed task's error themselves, with its MuranoPL stack; --debug
+    # logs its Python traceback too.
+    logging.getLogger("murano_engine.engine.tasks").setLevel(
+        logging.DEBUG if debug else logging.ERROR)
+
+
+def _when_imported(name: str, then: Callable[[], None]) -> None:
+    """Call ``then`` now if module ``name`` is imported, else right after its first import.
+
+    Logging is configured this way: importing it is a tenth of a short run's start-up,
+    and only code that logs (natives, the engine's tasks) imports it.
+    """
+    for finder in sys.meta_path:
+        if isinstance(finder, _AfterImport) and finder.name == name:
+            sys.meta_path.remove(finder)  # an earlier command's, in the same process
+    if name in sys.modules:
+        then()
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, then))
+
+
+class _AfterImport:
+    """A meta path finder that finds nothing itself: once, it has the others find module
+    ``name`` and calls ``then`` when the module has run."""
+
+    def __init__(self, name: str, then: Callable[[], None]) -> None:
+        self.name = name
+        self.then = then
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        for finder in sys.meta_path:
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        run = spec.loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            run(module)
+            self.then()
+
+        spec.loader.exec_module = exec_module
+        return spec
 
 
 def describe_error(exc: BaseException) -> str:
@@ -218,13 +265,13 @@ COMMANDS = ("run", "deploy", "destroy", "action", "validate", "ui-model", "worke
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser: every command's, or only ``command``'s options (what
     parsing that command needs; the usage line still names every command)."""
-    parser = argparse.ArgumentParser(prog="murano-engine",
-                                     description="Run MuranoPL packages.")
+    parser = argparse.ArgumentParser(prog="murano-engine", description="Run MuranoPL packages.",
+                                     formatter_class=_Formatter)
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks too")
     parser.add_argument("--version", action=_VersionAction, nargs=0,
                         help="show program's version number and exit")
     # ``--debug`` is taken after the command too (set only when given there).
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, formatter_class=_Formatter)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show Python tracebacks too")
     only = command in COMMANDS
@@ -355,8 +402,32 @@ def _with_parents(*parents: argparse.ArgumentParser) -> type[argparse.ArgumentPa
     """A parser class whose instances (the subcommands) share ``parents``' options."""
     class Command(argparse.ArgumentParser):
         def __init__(self, **kwargs: Any) -> None:
-            super().__init__(parents=list(parents), **kwargs)
+            super().__init__(parents=list(parents), formatter_class=_Formatter, **kwargs)
     return Command
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help formatter, measuring the terminal as argparse does (through
+    ``shutil.get_terminal_size``) without importing shutil: argparse makes a formatter
+    for every option it adds, so importing it would cost every command's start-up."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_terminal_columns() - 2)
+
+
+def _terminal_columns() -> int:
+    """The columns ``shutil.get_terminal_size()`` reports: ``COLUMNS``, else standard
+    output's terminal, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
 
 
 class _VersionAction(argparse.Action):

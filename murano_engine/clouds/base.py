@@ -18,14 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from murano_engine.dsl.boundary import outside
+from murano_engine.dsl.limits import DEFAULT_STACK_TIMEOUT
+from murano_engine.dsl.limits import DEFAULT_STATE_DIR as DEFAULT_STATE_DIR  # for the clouds
 
 LOG = logging.getLogger(__name__)
 
 TRANSIENT_RETRIES = 4
-#: Seconds the engine waits for a stack operation unless configured otherwise.
-DEFAULT_STACK_TIMEOUT = 3600.0
-#: Where the local cloud keeps its state unless ``[local_cloud] state_dir`` says otherwise.
-DEFAULT_STATE_DIR = "~/.local/state/murano-engine/local-cloud"
 
 T = TypeVar("T")
 

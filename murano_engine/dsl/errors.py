@@ -12,31 +12,40 @@ Two families:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from murano_engine.dsl.frozen_record import FrozenRecord
 
-@dataclass(frozen=True)
-class Position:
+
+class Position(FrozenRecord):
     """Where something was written: file, 1-based line and column."""
 
+    __slots__ = ("file", "line", "column")
     file: str
     line: int
     column: int
+
+    def __init__(self, file: str, line: int, column: int) -> None:
+        self._set(file=file, line=line, column=column)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}"
 
 
-@dataclass(frozen=True)
-class StackFrame:
+class StackFrame(FrozenRecord):
     """One frame of a MuranoPL stack trace."""
 
+    __slots__ = ("package", "class_name", "method", "position", "instruction")
     package: str
     class_name: str
     method: str
     position: Position | None
-    instruction: str = ""
+    instruction: str
+
+    def __init__(self, package: str, class_name: str, method: str,
+                 position: Position | None, instruction: str = "") -> None:
+        self._set(package=package, class_name=class_name, method=method, position=position,
+                  instruction=instruction)
 
     def __str__(self) -> str:
         where = str(self.position) if self.position else "<native>"

@@ -7,7 +7,6 @@ between executors; nothing here is global.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,7 +23,6 @@ from murano_engine.dsl.instructions import BREAK, CONTINUE, ConstantData
 from murano_engine.dsl.objects import MuranoObject, real_object
 from murano_engine.dsl.packages import PackageLoader
 
-LOG = logging.getLogger(__name__)
 MAX_CALL_DEPTH = 2000
 SYNCHRONIZE = "io.murano.metadata.engine.Synchronize"
 

@@ -22,11 +22,11 @@ submodules (``yaql.language.*``) import as usual in the meantime, and dateutil's
 
 from __future__ import annotations
 
+import _thread  # threading.RLock is its RLock; importing threading costs start-up
 import importlib
 import importlib.util
 import os
 import sys
-import threading
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -102,7 +102,7 @@ def _defer_yaql() -> None:
         return
     version = _version_beside(spec, "yaql")
     module = importlib.util.module_from_spec(spec)
-    lock = threading.RLock()  # one thread runs it; the others wait for it
+    lock = _thread.RLock()  # one thread runs it; the others wait for it
     ran = False
 
     def first_use(name: str) -> Any:

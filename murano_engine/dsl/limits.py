@@ -1,7 +1,8 @@
 """Default execution budgets of one engine task and of one ui.yaml form evaluation (the
-``[engine]`` options' defaults).
+``[engine]`` options' defaults), and the clouds' defaults the configuration names.
 
-Constants only, so the configuration can name them without loading the interpreter.
+Constants only, so the configuration can name them without loading the interpreter
+or the cloud layer.
 """
 
 #: Seconds one engine task may take, sleeps and waits included.
@@ -17,3 +18,8 @@ DEFAULT_FORM_TIME_LIMIT = 5.0
 DEFAULT_FORM_STEP_LIMIT = 1_000_000
 #: Megabytes the process may hold while a form is evaluated (its resident memory).
 DEFAULT_FORM_MEMORY_LIMIT = 2048
+
+#: Seconds the engine waits for a stack operation unless configured otherwise.
+DEFAULT_STACK_TIMEOUT = 3600.0
+#: Where the local cloud keeps its state unless ``[local_cloud] state_dir`` says otherwise.
+DEFAULT_STATE_DIR = "~/.local/state/murano-engine/local-cloud"

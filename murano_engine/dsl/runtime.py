@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from yaql.language import expressions as ast
@@ -22,6 +21,7 @@ from yaql.language.utils import FrozenDict
 from murano_engine.dsl import errors, queries, values
 from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.expressions import engine
+from murano_engine.dsl.frozen_record import FrozenRecord
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef
 
 if TYPE_CHECKING:
@@ -35,8 +35,7 @@ LEGACY_FUNCTION_FORMS = ("to_lower", "to_upper", "trim", "join", "split", "start
 ContractFunction = Callable[[Any, Any, list, dict], Any]
 
 
-@dataclass(frozen=True)
-class FunctionSpec:
+class FunctionSpec(FrozenRecord):
     """A Murano function: ``func(ctx, *args, **kwargs)``.
 
     ``method`` allows the ``receiver.name(...)`` form (the receiver becomes
@@ -44,9 +43,13 @@ class FunctionSpec:
     values (for lambdas such as ``pselect``'s).
     """
 
+    __slots__ = ("func", "method", "raw")
     func: Callable[..., Any]
-    method: bool = True
-    raw: bool = False
+    method: bool
+    raw: bool
+
+    def __init__(self, func: Callable[..., Any], method: bool = True, raw: bool = False) -> None:
+        self._set(func=func, method=method, raw=raw)
 
 
 class Runtime:
@@ -218,8 +221,7 @@ class _LibraryRoot(DslContext):
         self._library = value
 
 
-@dataclass(frozen=True)
-class Interpreter:
+class Interpreter(FrozenRecord):
     """What runs are built from: native classes and the runtime.
 
     A :class:`~murano_engine.dsl.packages.PackageLoader` made with an
@@ -227,8 +229,12 @@ class Interpreter:
     every executor of that loader runs with its runtime.
     """
 
+    __slots__ = ("natives", "runtime")
     natives: NativeRegistry
     runtime: Runtime
+
+    def __init__(self, natives: NativeRegistry, runtime: Runtime) -> None:
+        self._set(natives=natives, runtime=runtime)
 
 
 def resolve_class(ctx: Any, value: Any) -> Any:

@@ -12,7 +12,6 @@ Every other occurrence is its id. Three forms, as in Murano:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -269,6 +268,7 @@ def _copy_tree(value: Any) -> Any:
         return [_copy_tree(item) for item in value]
     if kind in _ATOMS:
         return value
+    import copy  # here: most runs never need it (it imports weakref)
     return copy.deepcopy(value)
 
 

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from murano_common.options import ConfigError, Option, Schema, Section, Values
-from murano_engine.clouds.base import DEFAULT_STACK_TIMEOUT, DEFAULT_STATE_DIR
 from murano_engine.dsl.limits import (
     DEFAULT_FORM_MEMORY_LIMIT,
     DEFAULT_FORM_STEP_LIMIT,
     DEFAULT_FORM_TIME_LIMIT,
+    DEFAULT_STACK_TIMEOUT,
+    DEFAULT_STATE_DIR,
     DEFAULT_TASK_MEMORY_LIMIT,
     DEFAULT_TASK_STEP_LIMIT,
     DEFAULT_TASK_TIME_LIMIT,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import functools
 import re
 import string
@@ -108,10 +107,12 @@ def _format_bare(plan: tuple, args: tuple, kwargs: dict) -> str | None:
 
 def base64encode(ctx: Any, value: Any) -> str:
     data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+    import base64  # here: few runs encode
     return base64.b64encode(data).decode("ascii")
 
 
 def base64decode(ctx: Any, value: Any) -> str:
+    import base64
     return base64.b64decode(value).decode("utf-8")
 
 
