@@ -17,6 +17,13 @@ def test_the_version_comes_from_the_installed_metadata(library: str) -> None:
     assert library_imports.installed_version(library) == version(library)
 
 
+def _printed_by(probe: str) -> list[str]:
+    """The words ``probe`` prints, run in a fresh Python process."""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)
+    return done.stdout.split()
+
+
 def test_a_library_without_metadata_beside_it_has_no_known_version() -> None:
     assert library_imports.installed_version("murano_engine") is None  # a source tree
 
@@ -29,10 +36,8 @@ def test_a_fresh_process_gets_both_with_their_versions_and_the_real_lookups_afte
              "import pbr.version, importlib.metadata\n"
              "print(pbr.version.VersionInfo('yaql').version_string(),"
              " importlib.metadata.version('semantic_version'))\n")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          check=True)
     expected = [version("yaql"), version("semantic_version")]
-    assert done.stdout.split() == [*expected, "False", "False", *expected]
+    assert _printed_by(probe) == [*expected, "False", "False", *expected]
 
 
 def test_yaqls_package_module_runs_on_first_use_of_its_names() -> None:
@@ -46,9 +51,7 @@ def test_yaqls_package_module_runs_on_first_use_of_its_names() -> None:
              " sys.modules, yaql.create_context is not None, hasattr(yaql, 'no_such_name'))\n"
              "import yaql.legacy\n"
              "print(len(yaql.legacy.create_context().collect_functions('#operator_=>')))\n")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.split() == ["False", "3", "True", "True", "False", "1"]
+    assert _printed_by(probe) == ["False", "3", "True", "True", "False", "1"]
 
 
 def test_dateutils_tz_is_imported_on_first_use_and_is_what_yaql_gets() -> None:
@@ -62,6 +65,4 @@ def test_dateutils_tz_is_imported_on_first_use_and_is_what_yaql_gets() -> None:
              "naive = yaqltypes.DateTime().convert(datetime.datetime(2020, 1, 1))\n"
              "print(naive.tzinfo is dateutil.tz.tzutc(), date_time.UTCTZ is dateutil.tz.tzutc(),"
              " yaqltypes.tz is dateutil.tz, yaql.eval('datetime(2020, 1, 2).day'))\n")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.split() == ["False", "True", "True", "True", "2"]
+    assert _printed_by(probe) == ["False", "True", "True", "True", "2"]
