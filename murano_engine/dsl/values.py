@@ -139,8 +139,7 @@ def freeze(value: Any, limit: int = ITERATOR_LIMIT, depth: int = 0) -> Any:
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)
         keep = _KEEP
-        if kind is FrozenDict and keep.issuperset(map(type, value)) \
-                and keep.issuperset(map(type, value.values())):
+        if kind is FrozenDict and _is_record(value):
             return value  # frozen already, nothing in it to freeze (a list's records)
         return FrozenDict({k if type(k) in keep else freeze(k, limit, depth):
                            v if type(v) in keep else freeze(v, limit, depth)
