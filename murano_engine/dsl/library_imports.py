@@ -102,14 +102,16 @@ def _defer_yaql() -> None:
         return
     version = _version_beside(spec, "yaql")
     module = importlib.util.module_from_spec(spec)
-    lock = _thread.RLock()  # one thread runs it; the others wait for it
+    # One thread runs it; the others wait for it. The lock is made at first use, not here:
+    # a lock made before eventlet patches threads is a real one it cannot green (and says so).
+    locks: dict[str, Any] = {}
     ran = False
 
     def first_use(name: str) -> Any:
         nonlocal ran
         if _is_submodule(spec, name):  # ``from yaql import legacy``: imported, not run
             raise AttributeError(f"module 'yaql' has no attribute {name!r}")
-        with lock:
+        with locks.setdefault("run", _thread.RLock()):  # setdefault: one lock, even in a race
             if not ran:
                 ran = True
                 try:
