@@ -129,7 +129,7 @@ class TcpForwarder:
         if self._stopping.is_set():
             return
         self._stopping.set()
-        self._wake_w.send(b"x")
+        self._wake_thread()
         self._thread.join(10)
         self._wake_w.close()
 
@@ -145,8 +145,17 @@ class TcpForwarder:
             raise RuntimeError("the forwarder is closed")
         answer: queue.Queue[Any] = queue.Queue()
         self._commands.put((function, answer))
-        self._wake_w.send(b"x")
-        return answer.get(timeout=10)
+        self._wake_thread()
+        outcome = answer.get(timeout=10)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def _wake_thread(self) -> None:
+        try:
+            self._wake_w.send(b"x")
+        except OSError:  # the serving thread has ended: nothing to wake
+            pass
 
     # -- the serving thread --------------------------------------------------------------
 
@@ -157,7 +166,10 @@ class TcpForwarder:
                     key.data(key.fileobj, events)
                 while not self._commands.empty():
                     function, answer = self._commands.get()
-                    answer.put(function())
+                    try:
+                        answer.put(function())
+                    except Exception as error:  # raised again in the test's thread
+                        answer.put(error)
         finally:
             self._reset_all()
             self._selector.close()
@@ -173,7 +185,7 @@ class TcpForwarder:
     def _accept(self, server: socket.socket, events: int) -> None:
         try:
             accepted, _ = server.accept()
-        except BlockingIOError:
+        except OSError:  # none waiting, or the client gave up before it was accepted
             return
         if self._cut.is_set():
             with self._lock:
@@ -186,9 +198,15 @@ class TcpForwarder:
             _reset(accepted)
             return
         link = _Link(accepted, upstream)
+        try:
+            for sock in link.ends:
+                sock.setblocking(False)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:  # a side ended already: as a reset would
+            for sock in link.ends:
+                _reset(sock)
+            return
         for sock in link.ends:
-            sock.setblocking(False)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._selector.register(sock, READ, self._make_handler(link))
         with self._lock:
             self._links.add(link)

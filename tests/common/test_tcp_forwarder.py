@@ -163,6 +163,27 @@ def test_close_resets_open_connections_and_stops_listening(echo):
     forwarder.close()  # twice is fine
 
 
+def test_clients_resetting_at_once_leave_it_serving(forwarder):
+    for _ in range(50):  # each connects and resets at once, while or before it is accepted
+        sock = connect(forwarder)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        sock.close()
+    forwarder.wait_links(0)
+    with connect(forwarder) as sock:
+        assert round_trip(sock, b"still") == b"still"
+    assert forwarder._thread.is_alive()
+
+
+def test_a_failing_command_is_raised_in_the_callers_thread(forwarder):
+    def broken() -> None:
+        raise LookupError("inside the serving thread")
+
+    with pytest.raises(LookupError, match="inside the serving thread"):
+        forwarder._in_loop(broken)
+    with connect(forwarder) as sock:  # the serving thread lives on
+        assert round_trip(sock, b"y") == b"y"
+
+
 def test_unreachable_target_resets_the_connection():
     # A port bound but not listening refuses connections, and stays this test's while it is
     # held (a port closed before the test could be taken by another process meanwhile).
