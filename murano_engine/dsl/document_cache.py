@@ -27,9 +27,9 @@ measured against the file system's time of that write.
 
 from __future__ import annotations
 
+import _pickle  # the C pickler: pickle.py, its Python fallback, costs start-up time
 import functools
 import os
-import pickle
 import sys
 import zlib
 from collections.abc import Callable
@@ -38,6 +38,8 @@ from typing import Any
 
 #: the sources whose code decides what a file parses to
 _READERS = ("yaml_loader.py", "expressions.py", "document_cache.py")
+#: the pickle protocol of entries (and of the expression trees inside them)
+PICKLE_PROTOCOL = 5
 #: entries older than this (seconds) are removed when the cache is pruned
 MAX_AGE = 7 * 24 * 3600
 #: a write whose key starts so prunes the cache
@@ -74,7 +76,7 @@ def cached(kind: str, text: bytes | str, filename: str, parse: Callable[[], Any]
     key = f"{zlib.crc32(data, zlib.crc32(source[1], zlib.crc32(source[0]))):08x}{len(data):x}"
     path = cache_dir() / key[:2] / f"{key}.pickle"
     try:
-        *kept, result = pickle.loads(path.read_bytes())
+        *kept, result = _pickle.loads(path.read_bytes())
         if tuple(kept) == source:
             return result
     except Exception:  # noqa: BLE001,S110 - no entry, or a damaged one: parsed, (re)written
@@ -115,10 +117,10 @@ def prune(written_before: float) -> int:
 def _store(path: Path, result: Any) -> None:
     import tempfile  # here: a warm start writes nothing
     try:
-        blob = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        blob = _pickle.dumps(result, protocol=PICKLE_PROTOCOL)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
-    except (OSError, pickle.PicklingError, RecursionError, TypeError):
+    except (OSError, _pickle.PicklingError, RecursionError, TypeError):
         return  # an unwritable cache, or a document that cannot be kept: parsed each time
     try:
         with os.fdopen(fd, "wb") as stream:

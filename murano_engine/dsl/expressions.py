@@ -7,6 +7,7 @@ parsed once when a class file is read and compiled to closures on first use.
 
 from __future__ import annotations
 
+import _pickle  # the C pickler (pickle.py, its Python fallback, costs start-up time)
 import functools
 from typing import Any
 
@@ -15,6 +16,7 @@ from yaql.language import expressions as yaql_expressions
 
 from murano_engine.dsl import compiler, values
 from murano_engine.dsl.contexts import runtime_of
+from murano_engine.dsl.document_cache import PICKLE_PROTOCOL
 from murano_engine.dsl.errors import LoadError, Position
 
 
@@ -64,8 +66,7 @@ class Expression:
         node = self._node
         if node is None:
             if self._tree is not None:
-                import pickle
-                node = _ReadBackStatement(pickle.loads(self._tree))
+                node = _ReadBackStatement(_pickle.loads(self._tree))
                 self._tree = None
             else:
                 node = _parsed(self.source)
@@ -77,8 +78,7 @@ class Expression:
         # back, it needs no parser.
         node, tree = self._node, self._tree
         if isinstance(node, yaql_expressions.Statement):
-            import pickle
-            tree = pickle.dumps(node.expression, protocol=pickle.HIGHEST_PROTOCOL)
+            tree = _pickle.dumps(node.expression, protocol=PICKLE_PROTOCOL)
         return Expression, (self.source, self.position, None, tree)
 
     def evaluate(self, ctx: Any) -> Any:

@@ -274,7 +274,8 @@ class _Yaql(str):
 
 def _dump_ui(ui: dict) -> str:
     """The UI as YAML, ``_Yaql`` values tagged ``!yaql`` (PyYAML imported on first use)."""
-    import yaml
+    from murano_common.pyyaml import import_yaml
+    yaml = import_yaml()
 
     class Dumper(yaml.SafeDumper):
         pass

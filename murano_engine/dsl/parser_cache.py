@@ -13,6 +13,7 @@ building the tables.
 
 from __future__ import annotations
 
+import _pickle  # the C pickler (pickle.py, its Python fallback, costs start-up time)
 import json
 import os
 import re
@@ -92,31 +93,29 @@ def tables_json(factory: yaql_factory.YaqlFactory) -> str:
 
 
 def _load(cache: Path, key: str, grammar: Any) -> Any:
-    import pickle  # here: with the packaged tables in use, start-up does without it
     try:
-        built_for, productions, action, goto = pickle.loads(cache.read_bytes())
+        built_for, productions, action, goto = _pickle.loads(cache.read_bytes())
         if built_for != key:
             return None
         for production in productions:
             production.callable = getattr(grammar, production.func) if production.func else None
-    except (OSError, pickle.PickleError, EOFError, AttributeError, ValueError, TypeError):
+    except (OSError, _pickle.PickleError, EOFError, AttributeError, ValueError, TypeError):
         return None
     tables = SimpleNamespace(lr_productions=productions, lr_action=action, lr_goto=goto)
     return yacc.LRParser(tables, grammar.p_error)
 
 
 def _save(cache: Path, key: str, parser: Any) -> None:
-    import pickle
     callables = [p.callable for p in parser.productions]
     try:
         for production in parser.productions:
             production.callable = None
-        data = pickle.dumps((key, parser.productions, parser.action, parser.goto))
+        data = _pickle.dumps((key, parser.productions, parser.action, parser.goto))
         cache.parent.mkdir(parents=True, exist_ok=True)
         temporary = cache.with_suffix(f".{os.getpid()}.tmp")
         temporary.write_bytes(data)
         temporary.replace(cache)
-    except (OSError, pickle.PickleError):
+    except (OSError, _pickle.PickleError):
         pass
     finally:
         for production, func in zip(parser.productions, callables, strict=True):

@@ -9,8 +9,8 @@ Files come from people the operator does not control, so every file is read
 with libyaml (whatever tags it uses) and first checked on its event stream:
 its size, how deep it nests and how many nodes its aliases expand to.
 
-PyYAML is imported on the first file read (it costs a start-up that finds every
-file in the document cache about 15 ms).
+PyYAML is imported on the first file read (through :mod:`murano_common.pyyaml`): a
+start-up that finds every file in the document cache does without it.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from murano_common.pyyaml import import_yaml
 from murano_engine.dsl.errors import LoadError, Position
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def position_of(node: Any) -> Position | None:
 @functools.cache
 def _base_loader() -> type:
     """libyaml's safe loader, or PyYAML's own where libyaml is missing."""
-    import yaml
+    yaml = import_yaml()
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -64,7 +65,7 @@ def load_documents(text: str | bytes, filename: str,
     expressions; it returns ``None`` for text that does not parse, which then
     stays a string. Without it, scalars stay strings (manifests, UI files).
     """
-    import yaml
+    yaml = import_yaml()
     if len(text) > MAX_BYTES:
         raise LoadError(f"file is larger than {MAX_BYTES} bytes", file=filename)
     try:
@@ -98,7 +99,7 @@ def check_events(text: str | bytes, filename: str) -> set[tuple[int, int]]:
     refused before it costs memory. Returns the (line, column) of every
     scalar with an explicit tag (``!!str $x`` is a string, not an expression).
     """
-    import yaml
+    yaml = import_yaml()
     try:
         return _check_events(yaml.parse(text, Loader=_base_loader()), filename)
     except yaml.MarkedYAMLError as exc:
@@ -110,7 +111,7 @@ def check_events(text: str | bytes, filename: str) -> set[tuple[int, int]]:
 
 
 def _check_events(events: Any, filename: str) -> set[tuple[int, int]]:
-    import yaml
+    yaml = import_yaml()
     explicit: set[tuple[int, int]] = set()
     sizes: dict[str, int] = {}
     open_collections: list[tuple[str | None, int]] = []
