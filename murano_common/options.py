@@ -22,7 +22,6 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from pathlib import Path
 from typing import Any
 
 #: The environment variables that override options: ``MURANO_<SECTION>_<OPTION>``.
@@ -243,7 +242,8 @@ class Schema:
         values = self.defaults(source)
         if path is not None:
             try:
-                text = Path(path).read_text(encoding="utf-8")
+                with open(path, encoding="utf-8") as stream:
+                    text = stream.read()
             except OSError as exc:
                 raise ConfigError(f"cannot read {source}: {exc.strerror}") from None
         problems: list[str] = []

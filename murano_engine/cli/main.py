@@ -8,7 +8,6 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 RECURSION_LIMIT = 100_000
@@ -163,7 +162,7 @@ def _run(options: argparse.Namespace) -> int:
     if options.model:
         from murano_engine.dsl.json_loader import load_json
         try:
-            text = Path(options.model).read_bytes()
+            text = _read(options.model)
         except OSError as exc:
             raise errors.LoadError(f"cannot read the model: {exc.strerror}",
                                    file=options.model) from None
@@ -209,6 +208,7 @@ def _validate(options: argparse.Namespace) -> int:
     from murano_engine.engine.interpreter import build_interpreter
     options.path, = take_positionals(options, "validate", ["path"],
                                      [options.path] if options.path else [])
+    from pathlib import Path
     path = Path(options.path)
     # Required packages are looked up in -l folders and beside the package.
     problems = validate_package(path, build_interpreter(),
@@ -236,9 +236,8 @@ def _ui_model(options: argparse.Namespace) -> int:
     if not options.ui or not options.answers:
         raise SystemExit("error: ui-model takes UI_YAML ANSWERS_JSON")
     try:
-        text = Path(options.ui).read_bytes()
-        raw = sys.stdin.buffer.read() if options.answers == "-" else \
-            Path(options.answers).read_bytes()
+        text = _read(options.ui)
+        raw = sys.stdin.buffer.read() if options.answers == "-" else _read(options.answers)
         answers = load_json(raw, "stdin" if options.answers == "-" else options.answers)
     except OSError as exc:
         raise SystemExit(f"error: {exc}") from None
@@ -462,15 +461,20 @@ def take_positionals(options: argparse.Namespace, command: str, names: list[str]
     words = moved + given
     if len(words) > len(names):
         for word in moved:
-            if not Path(word).exists():
+            if not os.path.exists(word):
                 raise SystemExit(f"error: {word}: package folder does not exist")
     for folder in load_dirs:
-        if not Path(folder).exists():
+        if not os.path.exists(folder):
             raise SystemExit(f"error: {folder}: package folder does not exist")
     if len(words) != len(names) and not (optional and not words):
         wanted = " ".join(n.upper() for n in names) if names else "no positional arguments"
         raise SystemExit(f"error: {command} takes {wanted}")
     return words
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as stream:
+        return stream.read()
 
 
 def split_load_dirs(load_dirs: list[str], positional: list[str]) -> list[str]:
@@ -479,7 +483,7 @@ def split_load_dirs(load_dirs: list[str], positional: list[str]) -> list[str]:
     ``-l`` takes several folders, so ``-l DIR CLASS.METHOD`` would otherwise
     read the target as a folder.
     """
-    while load_dirs and not Path(load_dirs[-1]).is_dir() and "/" not in load_dirs[-1] \
+    while load_dirs and not os.path.isdir(load_dirs[-1]) and "/" not in load_dirs[-1] \
             and os.sep not in load_dirs[-1]:  # a missing folder stays one, to be reported
         positional.insert(0, load_dirs.pop())
     return positional

@@ -34,7 +34,6 @@ import os
 import sys
 import zlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 #: the sources whose code decides what a file parses to
@@ -48,15 +47,15 @@ PRUNE_PREFIX = "00"
 _writes = itertools.count()
 
 
-def cache_dir() -> Path:
+def cache_dir() -> str:
     """Where entries live (looked up each time: tests and the API set XDG_CACHE_HOME)."""
     return _cache_dir(os.environ.get("XDG_CACHE_HOME"), os.environ.get("HOME"))
 
 
 @functools.lru_cache(maxsize=8)
-def _cache_dir(xdg_cache_home: str | None, home: str | None) -> Path:
-    base = xdg_cache_home or Path.home() / ".cache"
-    return Path(base) / "murano-engine" / "documents"
+def _cache_dir(xdg_cache_home: str | None, home: str | None) -> str:
+    base = xdg_cache_home or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "murano-engine", "documents")
 
 
 @functools.cache
@@ -64,9 +63,11 @@ def _salt() -> bytes:
     """What every entry is checked against besides the file: checksums of the reading
     code and of the Python and yaql it parses with."""
     import yaql
-    here = Path(__file__).parent
-    material = f"{sys.version_info[:2]} yaql {yaql.__version__}".encode() + b"".join(
-        (here / name).read_bytes() for name in _READERS)
+    here = os.path.dirname(__file__)
+    material = f"{sys.version_info[:2]} yaql {yaql.__version__}".encode()
+    for name in _READERS:
+        with open(os.path.join(here, name), "rb") as source:
+            material += source.read()
     return f"{zlib.crc32(material):08x}{zlib.adler32(material):08x}{len(material)}".encode()
 
 
@@ -76,18 +77,20 @@ def cached(kind: str, text: bytes | str, filename: str, parse: Callable[[], Any]
     data = text.encode() if isinstance(text, str) else text
     source = (_salt(), f"{kind}\0{filename}".encode(), data)
     key = f"{zlib.crc32(data, zlib.crc32(source[1], zlib.crc32(source[0]))):08x}{len(data):x}"
-    path = cache_dir() / key[:2] / f"{key}.pickle"
+    shard = os.path.join(cache_dir(), key[:2])
+    path = os.path.join(shard, f"{key}.pickle")
     try:
-        *kept, result = _pickle.loads(path.read_bytes())
+        with open(path, "rb") as entry:
+            *kept, result = _pickle.loads(entry.read())
         if tuple(kept) == source:
             return result
     except Exception:  # noqa: BLE001,S110 - no entry, or a damaged one: parsed, (re)written
         pass
     result = parse()
-    _store(path, (*source, result))
+    _store(shard, path, (*source, result))
     if key.startswith(PRUNE_PREFIX):
         try:
-            prune(path.stat().st_mtime - MAX_AGE)
+            prune(os.stat(path).st_mtime - MAX_AGE)
         except OSError:
             pass  # not written: nothing to measure against
     return result
@@ -97,32 +100,33 @@ def prune(written_before: float) -> int:
     """Remove the entries written before ``written_before`` (seconds since the epoch, as
     a file's modification time); how many."""
     removed = 0
+    folder = cache_dir()
     try:
-        shards = list(cache_dir().iterdir())
+        shards = [os.path.join(folder, name) for name in os.listdir(folder)]
     except OSError:
         return 0
     for shard in shards:
         try:
-            entries = list(shard.iterdir())
+            entries = [os.path.join(shard, name) for name in os.listdir(shard)]
         except OSError:
             continue
         for entry in entries:
             try:
-                if entry.stat().st_mtime < written_before:
-                    entry.unlink()
+                if os.stat(entry).st_mtime < written_before:
+                    os.unlink(entry)
                     removed += 1
             except OSError:
                 pass  # gone already, or not ours to remove
     return removed
 
 
-def _store(path: Path, result: Any) -> None:
+def _store(shard: str, path: str, result: Any) -> None:
     try:
         blob = _pickle.dumps(result, protocol=PICKLE_PROTOCOL)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(shard, exist_ok=True)
         # a name no other writer uses (O_EXCL refuses one that exists), without tempfile,
         # whose imports (random, shutil) cost a cold start ~11M instructions
-        temporary = f"{path.parent}/.{path.name}.{os.getpid()}.{next(_writes)}.tmp"
+        temporary = f"{path}.{os.getpid()}.{next(_writes)}.tmp"
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except (OSError, _pickle.PicklingError, RecursionError, TypeError):
         return  # an unwritable cache, or a document that cannot be kept: parsed each time

@@ -10,7 +10,6 @@ object's id are references.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from murano_engine.dsl import errors, values
@@ -23,18 +22,24 @@ if TYPE_CHECKING:
     from murano_engine.dsl.executor import Executor
 
 
-@dataclass
 class ObjectSpec:
     """What an object dict says about the object to build."""
 
-    cls: MuranoClass
-    object_id: str | None
-    name: str | None
-    props: Mapping[str, Any]
-    metadata: Any = None
-    designer: dict[str, Any] = field(default_factory=dict)
-    destroyed: bool = False
-    dependencies: Any = None
+    __slots__ = ("cls", "object_id", "name", "props", "metadata", "designer", "destroyed",
+                 "dependencies")
+
+    def __init__(self, cls: MuranoClass, object_id: str | None, name: str | None,
+                 props: Mapping[str, Any], metadata: Any = None,
+                 designer: dict[str, Any] | None = None, destroyed: bool = False,
+                 dependencies: Any = None) -> None:
+        self.cls = cls
+        self.object_id = object_id
+        self.name = name
+        self.props = props
+        self.metadata = metadata
+        self.designer = designer if designer is not None else {}
+        self.destroyed = destroyed
+        self.dependencies = dependencies
 
 
 _ID_TYPES = (str, type(None))

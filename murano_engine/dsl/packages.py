@@ -15,8 +15,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Union
 
 import semantic_version
 
@@ -30,15 +29,29 @@ from murano_engine.dsl.yaml_loader import SourceMap, load_documents, load_plain,
 if TYPE_CHECKING:
     from murano_engine.dsl.runtime import Interpreter
 
+#: a file system path as callers hold it (paths are kept as strings: pathlib's import
+#: and its objects cost start-up and every class read)
+PathLike = Union[str, "os.PathLike[str]"]
+
 CORE_PACKAGE = "io.murano"
 
 
-def _core_library_dir() -> Path:
+def _core_library_dir() -> str:
     """``meta/`` beside the source tree, or where ``pip install .`` put it."""
-    source_tree = Path(__file__).resolve().parents[2] / "meta"
-    if source_tree.is_dir():
+    here = os.path.realpath(__file__)
+    source_tree = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(here))), "meta")
+    if os.path.isdir(source_tree):
         return source_tree
-    return Path(sys.prefix) / "share" / "murano-engine" / "meta"
+    return os.path.join(sys.prefix, "share", "murano-engine", "meta")
+
+
+def _join(folder: str, relpath: str) -> str:
+    return os.path.normpath(os.path.join(folder, relpath))
+
+
+def _within(path: str, folder: str) -> bool:
+    """Whether resolved ``path`` is resolved ``folder`` or inside it."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 META_DIR = _core_library_dir()
@@ -54,8 +67,8 @@ _TYPES = ("Application", "Library")
 class PackageSource:
     """Read access to a package's files, wherever they are."""
 
-    def __init__(self, location: Path) -> None:
-        self.location = location
+    def __init__(self, location: PathLike) -> None:
+        self.location = os.path.normpath(os.fspath(location))
 
     def read(self, relpath: str) -> bytes:
         raise NotImplementedError
@@ -67,55 +80,60 @@ class PackageSource:
         raise NotImplementedError
 
     def display(self, relpath: str) -> str:
-        return str(self.location / relpath)
+        return _join(self.location, relpath)
 
 
 class FolderSource(PackageSource):
-    def __init__(self, location: Path) -> None:
+    def __init__(self, location: PathLike) -> None:
         super().__init__(location)
         self._folders: dict[str, bool] = {}
 
     @functools.cached_property
-    def _resolved(self) -> Path:
-        return self.location.resolve()
+    def _resolved(self) -> str:
+        return os.path.realpath(self.location)
 
     def read(self, relpath: str) -> bytes:
-        path = self.location / _safe_relpath(relpath, self.location)
+        path = _join(self.location, _safe_relpath(relpath, self.location))
         if not self._inside(path):  # a symlink out
-            raise LoadError(f"path {relpath!r} leaves the package", file=str(self.location))
-        return path.read_bytes()
+            raise LoadError(f"path {relpath!r} leaves the package", file=self.location)
+        with open(path, "rb") as stream:
+            return stream.read()
 
-    def _inside(self, path: Path) -> bool:
+    def _inside(self, path: str) -> bool:
         """Whether ``path`` resolves inside the package: a file that is no symlink is
         where its folder resolves to (each folder resolved once)."""
         if os.path.islink(path):
-            return path.resolve().is_relative_to(self._resolved)
-        folder = str(path.parent)
+            return _within(os.path.realpath(path), self._resolved)
+        folder = os.path.dirname(path)
         inside = self._folders.get(folder)
         if inside is None:
-            inside = self._folders[folder] = \
-                Path(folder).resolve().is_relative_to(self._resolved)
+            inside = self._folders[folder] = _within(os.path.realpath(folder), self._resolved)
         return inside
 
     def exists(self, relpath: str) -> bool:
-        return (self.location / relpath).is_file()
+        return os.path.isfile(_join(self.location, relpath))
 
     def names(self) -> list[str]:
-        return sorted(str(p.relative_to(self.location)).replace(os.sep, "/")
-                      for p in self.location.rglob("*") if p.is_file())
+        found = []
+        for folder, _, files in os.walk(self.location):
+            for name in files:
+                path = os.path.join(folder, name)
+                if os.path.isfile(path):
+                    found.append(os.path.relpath(path, self.location).replace(os.sep, "/"))
+        return sorted(found)
 
 
 class ZipSource(PackageSource):
-    def __init__(self, location: Path) -> None:
+    def __init__(self, location: PathLike) -> None:
         import zipfile  # here: folders need none of it
         super().__init__(location)
-        if not location.exists():
-            raise LoadError("no such package folder or zip", file=str(location))
+        if not os.path.exists(self.location):
+            raise LoadError("no such package folder or zip", file=self.location)
         try:
-            self._zip = zipfile.ZipFile(location)
+            self._zip = zipfile.ZipFile(self.location)
             self._names = set(self._zip.namelist())
         except (zipfile.BadZipFile, OSError) as exc:
-            raise LoadError(f"broken package zip: {exc}", file=str(location)) from None
+            raise LoadError(f"broken package zip: {exc}", file=self.location) from None
         self._prefix = _zip_root(self._names)
 
     def read(self, relpath: str) -> bytes:
@@ -148,15 +166,14 @@ def _zip_root(names: set[str]) -> str:
     return ""
 
 
-def _safe_relpath(relpath: str, location: Path) -> str:
-    parts = Path(relpath).parts
-    if Path(relpath).is_absolute() or ".." in parts:
-        raise LoadError(f"path {relpath!r} leaves the package", file=str(location))
+def _safe_relpath(relpath: str, location: str) -> str:
+    if os.path.isabs(relpath) or ".." in relpath.replace(os.sep, "/").split("/"):
+        raise LoadError(f"path {relpath!r} leaves the package", file=location)
     return relpath
 
 
-def open_source(path: Path) -> PackageSource:
-    if path.is_dir():
+def open_source(path: PathLike) -> PackageSource:
+    if os.path.isdir(path):
         return FolderSource(path)
     return ZipSource(path)
 
@@ -421,7 +438,7 @@ def read_manifest(source: PackageSource) -> dict:
     """Read and check a manifest; every problem names the manifest file."""
     where = source.display("manifest.yaml")
     if not source.exists("manifest.yaml"):
-        raise LoadError("no manifest.yaml", file=str(source.location))
+        raise LoadError("no manifest.yaml", file=source.location)
     text = source.read("manifest.yaml")
     manifest = document_cache.cached("manifest", text, where, lambda: load_plain(text, where))
     if not isinstance(manifest, dict):
@@ -468,22 +485,28 @@ def declared_classes(manifest: dict) -> list[str]:
 
 # -- the core library ------------------------------------------------------------
 
-def is_core_location(path: Path) -> bool:
+def is_core_location(path: PathLike) -> bool:
     """Whether ``path`` is inside the engine's own ``meta/`` folder."""
-    return path.resolve().is_relative_to(_resolved_meta_dir())
+    return _within(os.path.realpath(path), _resolved_meta_dir())
 
 
 @functools.cache
-def _resolved_meta_dir() -> Path:
-    return META_DIR.resolve()
+def _resolved_meta_dir() -> str:
+    return os.path.realpath(META_DIR)
+
+
+def _package_paths(folder: str) -> list[str]:
+    """The package folders (with a ``manifest.yaml``) and zips in ``folder``, by name."""
+    paths = (os.path.join(folder, name) for name in sorted(os.listdir(folder)))
+    return [path for path in paths if path.endswith(".zip") or (
+        os.path.isdir(path) and os.path.isfile(os.path.join(path, "manifest.yaml")))]
 
 
 @functools.cache
 def _core_manifests() -> tuple[dict, ...]:
-    if not META_DIR.is_dir():
+    if not os.path.isdir(META_DIR):
         return ()
-    return tuple(read_manifest(open_source(path)) for path in sorted(META_DIR.iterdir())
-                 if (path / "manifest.yaml").is_file() or path.suffix == ".zip")
+    return tuple(read_manifest(open_source(path)) for path in _package_paths(META_DIR))
 
 
 def core_package_names() -> frozenset[str]:
@@ -518,9 +541,9 @@ class PackageLoader:
     and every executor of this loader runs with its runtime.
     """
 
-    def __init__(self, search_dirs: Iterable[str | Path], interpreter: Interpreter) -> None:
+    def __init__(self, search_dirs: Iterable[PathLike], interpreter: Interpreter) -> None:
         self.interpreter = interpreter
-        self.search_dirs = [Path(d) for d in search_dirs]
+        self.search_dirs = [os.path.normpath(os.fspath(d)) for d in search_dirs]
         if META_DIR not in self.search_dirs:
             self.search_dirs.append(META_DIR)
         self.packages: dict[str, list[Package]] = {}
@@ -528,19 +551,18 @@ class PackageLoader:
         for directory in self.search_dirs:
             self._scan(directory)
 
-    def _scan(self, directory: Path) -> None:
-        if not directory.is_dir():
-            raise LoadError("package folder does not exist", file=str(directory))
-        candidates = [directory] if (directory / "manifest.yaml").is_file() else sorted(
-            p for p in directory.iterdir()
-            if (p.is_dir() and (p / "manifest.yaml").is_file()) or p.suffix == ".zip")
+    def _scan(self, directory: str) -> None:
+        if not os.path.isdir(directory):
+            raise LoadError("package folder does not exist", file=directory)
+        candidates = [directory] if os.path.isfile(os.path.join(directory, "manifest.yaml")) \
+            else _package_paths(directory)
         for path in candidates:
             try:
                 self.add(path)
             except LoadError as exc:
                 self.problems.append(exc)
 
-    def add(self, path: Path) -> Package:
+    def add(self, path: PathLike) -> Package:
         source = open_source(path)
         package = make_package(source, read_manifest(source), self)
         if not package.trusted:

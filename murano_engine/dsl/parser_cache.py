@@ -19,7 +19,6 @@ import os
 import re
 import sys
 import zlib
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -27,8 +26,9 @@ import yaql
 from yaql._ply import lex, yacc
 from yaql.language import factory as yaql_factory
 
-CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "murano-engine"
-PACKAGED = Path(__file__).with_name("yaql_tables.json")
+CACHE_DIR = os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                         os.path.join(os.path.expanduser("~"), ".cache"), "murano-engine")
+PACKAGED = os.path.join(os.path.dirname(__file__), "yaql_tables.json")
 
 
 class _Production:
@@ -45,7 +45,7 @@ class _Production:
 def create_engine(factory: yaql_factory.YaqlFactory, options: dict[str, Any]) -> Any:
     """What ``factory.create(options)`` returns, with the parse tables shipped or cached."""
     ply_lexer, grammar, key = _grammar(factory)
-    cache = CACHE_DIR / f"yaql-tables-{zlib.crc32(key.encode()):08x}.pickle"
+    cache = os.path.join(CACHE_DIR, f"yaql-tables-{zlib.crc32(key.encode()):08x}.pickle")
     parser = _packaged(PACKAGED, key, grammar) or _load(cache, key, grammar)
     if parser is None:
         parser = yacc.yacc(module=grammar, debug=False)
@@ -66,9 +66,14 @@ def _grammar(factory: yaql_factory.YaqlFactory) -> tuple[Any, Any, str]:
     return ply_lexer, grammar, key
 
 
-def _packaged(path: Path, key: str, grammar: Any) -> Any:
+def _read(path: str | os.PathLike[str]) -> bytes:
+    with open(path, "rb") as stream:
+        return stream.read()
+
+
+def _packaged(path: str | os.PathLike[str], key: str, grammar: Any) -> Any:
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(_read(path))
         if data.get("key") != key:
             return None
         productions = [_Production(name, length, getattr(grammar, func) if func else None)
@@ -92,9 +97,9 @@ def tables_json(factory: yaql_factory.YaqlFactory) -> str:
                       sort_keys=True, separators=(",", ":")) + "\n"
 
 
-def _load(cache: Path, key: str, grammar: Any) -> Any:
+def _load(cache: str | os.PathLike[str], key: str, grammar: Any) -> Any:
     try:
-        built_for, productions, action, goto = _pickle.loads(cache.read_bytes())
+        built_for, productions, action, goto = _pickle.loads(_read(cache))
         if built_for != key:
             return None
         for production in productions:
@@ -105,16 +110,18 @@ def _load(cache: Path, key: str, grammar: Any) -> Any:
     return yacc.LRParser(tables, grammar.p_error)
 
 
-def _save(cache: Path, key: str, parser: Any) -> None:
+def _save(cache: str | os.PathLike[str], key: str, parser: Any) -> None:
     callables = [p.callable for p in parser.productions]
     try:
         for production in parser.productions:
             production.callable = None
         data = _pickle.dumps((key, parser.productions, parser.action, parser.goto))
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        temporary = cache.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_bytes(data)
-        temporary.replace(cache)
+        cache = os.fspath(cache)
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        temporary = f"{cache}.{os.getpid()}.tmp"
+        with open(temporary, "wb") as stream:
+            stream.write(data)
+        os.replace(temporary, cache)
     except (OSError, _pickle.PickleError):
         pass
     finally:
@@ -125,7 +132,8 @@ def _save(cache: Path, key: str, parser: Any) -> None:
 def main() -> int:
     """Write the packaged tables for the installed yaql (run after upgrading yaql)."""
     from murano_engine.dsl.grammar import murano_factory
-    PACKAGED.write_text(tables_json(murano_factory()))
+    with open(PACKAGED, "w") as stream:
+        stream.write(tables_json(murano_factory()))
     print(f"wrote {PACKAGED}", file=sys.stderr)
     return 0
 

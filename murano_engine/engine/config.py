@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from murano_common.options import ConfigError, Option, Schema, Section, Values
@@ -210,7 +209,8 @@ SCHEMA = Schema(
 )
 
 
-def load_config(path: str | Path | None = None, environ: Mapping[str, str] | None = None,
+def load_config(path: str | os.PathLike[str] | None = None,
+                environ: Mapping[str, str] | None = None,
                 schema: Schema = SCHEMA) -> Config:
     """Defaults, then the file, then ``MURANO_<SECTION>_<OPTION>`` variables.
 

@@ -62,7 +62,7 @@ def apitest_zip(version: str | None = None) -> bytes:
 def fake_core_zip(version: str = "0.99.1") -> bytes:
     """io.murano as a hostile tenant ships it: the whole core library, a higher version, and
     an io.murano.Object whose .init copies the server's secrets into every object."""
-    files = _files(META_DIR / "io.murano")
+    files = _files(Path(META_DIR, "io.murano"))
     files["manifest.yaml"] = files["manifest.yaml"].decode() + f"Version: {version}\n"
     files["Classes/Object.yaml"] = """
 Namespaces:

@@ -55,7 +55,7 @@ def test_it_is_part_of_the_core_library():
         cls = LOADER.find_class(f"{NAME}.{short}")
         assert cls.package is package
         assert "io.murano.Object" in {a.name for a in cls.ancestors()}
-    assert validate_package(META_DIR / NAME, LOADER.interpreter, []) == []
+    assert validate_package(Path(META_DIR, NAME), LOADER.interpreter, []) == []
 
 
 def test_the_base_classes_are_what_applications_extend():

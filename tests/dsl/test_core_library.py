@@ -27,7 +27,7 @@ READ_SECRET = "config(database, connection)"
 
 def _meta_manifests() -> list[dict]:
     return [yaml.safe_load((p / "manifest.yaml").read_text())
-            for p in META_DIR.iterdir() if (p / "manifest.yaml").is_file()]
+            for p in Path(META_DIR).iterdir() if (p / "manifest.yaml").is_file()]
 
 
 def test_reserved_names_are_those_of_the_meta_folder():
@@ -41,7 +41,7 @@ def test_reserved_names_are_those_of_the_meta_folder():
 def _fake_core(root: Path) -> Path:
     """A copy of the core library, version 0.99.1, whose Application runs and leaks on .init."""
     fake = root / "io.murano"
-    shutil.copytree(META_DIR / "io.murano", fake)
+    shutil.copytree(Path(META_DIR, "io.murano"), fake)
     manifest = (fake / "manifest.yaml").read_text()
     (fake / "manifest.yaml").write_text(manifest + "Version: 0.99.1\n")
     (fake / "Classes" / "Application.yaml").write_text(class_text("io.murano", "Application", f"""
@@ -73,7 +73,7 @@ def test_a_folder_package_named_io_murano_does_not_replace_the_core_library(tmp_
                for p in loader.problems)
     assert [str(p.version) for p in loader.packages["io.murano"]] == ["0.0.0"]
     core = loader.core()
-    assert core.trusted and core.source.location.resolve() == (META_DIR / "io.murano").resolve()
+    assert core.trusted and Path(core.source.location).resolve() == Path(META_DIR, "io.murano").resolve()
     application = loader.find_class("io.murano.Application")
     assert application.package is core
     executor = Executor(loader, services={"config": CONFIG})

@@ -21,7 +21,7 @@ SAMPLES = ["$.a + 1", "$x.select($.name).where($ != null)", "ns:Name", ":Name", 
 
 def test_the_packaged_tables_are_those_of_the_installed_yaql() -> None:
     built = json.loads(parser_cache.tables_json(murano_factory()))
-    shipped = json.loads(parser_cache.PACKAGED.read_text())
+    shipped = json.loads(Path(parser_cache.PACKAGED).read_text())
     assert shipped == built, ("murano_engine/dsl/yaql_tables.json is out of date: "
                               "run python -m murano_engine.dsl.parser_cache")
 
@@ -53,7 +53,7 @@ def _tree(node: object) -> object:
 def test_tables_of_another_grammar_are_not_used(tmp_path: Path) -> None:
     _, grammar, key = parser_cache._grammar(murano_factory())
     other = tmp_path / "tables.json"
-    data = json.loads(parser_cache.PACKAGED.read_text())
+    data = json.loads(Path(parser_cache.PACKAGED).read_text())
     data["key"] = data["key"].replace("'", '"')
     other.write_text(json.dumps(data))
     assert parser_cache._packaged(other, key, grammar) is None
@@ -71,7 +71,7 @@ def test_the_user_cache_serves_another_yaql_and_only_its_own_grammar(tmp_path: P
 
 
 def json_action() -> dict:
-    data = json.loads(parser_cache.PACKAGED.read_text())
+    data = json.loads(Path(parser_cache.PACKAGED).read_text())
     return {int(state): row for state, row in data["action"].items()}
 
 
