@@ -265,12 +265,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser: every command's, or only ``command``'s options (what
     parsing that command needs; the usage line still names every command)."""
     parser = argparse.ArgumentParser(prog="murano-engine", description="Run MuranoPL packages.",
-                                     formatter_class=_Formatter)
+                                     formatter_class=HelpFormatter)
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks too")
     parser.add_argument("--version", action=_VersionAction, nargs=0,
                         help="show program's version number and exit")
     # ``--debug`` is taken after the command too (set only when given there).
-    common = argparse.ArgumentParser(add_help=False, formatter_class=_Formatter)
+    common = argparse.ArgumentParser(add_help=False, formatter_class=HelpFormatter)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="show Python tracebacks too")
     only = command in COMMANDS
@@ -401,11 +401,11 @@ def _with_parents(*parents: argparse.ArgumentParser) -> type[argparse.ArgumentPa
     """A parser class whose instances (the subcommands) share ``parents``' options."""
     class Command(argparse.ArgumentParser):
         def __init__(self, **kwargs: Any) -> None:
-            super().__init__(parents=list(parents), formatter_class=_Formatter, **kwargs)
+            super().__init__(parents=list(parents), formatter_class=HelpFormatter, **kwargs)
     return Command
 
 
-class _Formatter(argparse.HelpFormatter):
+class HelpFormatter(argparse.HelpFormatter):
     """argparse's help formatter, measuring the terminal as argparse does (through
     ``shutil.get_terminal_size``) without importing shutil: argparse makes a formatter
     for every option it adds, so importing it would cost every command's start-up."""

@@ -15,8 +15,6 @@ import re
 import sys
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from murano_engine.dsl import errors, values
@@ -35,12 +33,16 @@ FIXTURE = "io.murano.test.TestFixture"
 _TEST_NAME = re.compile(r"^test(?![a-z])")
 
 
-@dataclass
 class TestResult:
-    name: str
-    outcome: str  # "OK", "FAIL" or "ERROR"
-    detail: str = ""
-    seconds: float = 0.0
+    """One test's outcome: "OK", "FAIL" or "ERROR", what failed, how long it ran."""
+
+    __slots__ = ("name", "outcome", "detail", "seconds")
+
+    def __init__(self, name: str, outcome: str, detail: str = "", seconds: float = 0.0) -> None:
+        self.name = name
+        self.outcome = outcome
+        self.detail = detail
+        self.seconds = seconds
 
     @property
     def passed(self) -> bool:
@@ -187,14 +189,14 @@ def mocking_interpreter() -> Interpreter:
 # -- command line ----------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
+    from murano_engine.cli import main as cli
     parser = argparse.ArgumentParser(
-        prog="murano-test-runner",
+        prog="murano-test-runner", formatter_class=cli.HelpFormatter,
         description="Run the MuranoPL tests (TestFixture classes) of a package.")
     parser.add_argument("package", nargs="?", help="package FullName, optionally /version")
     parser.add_argument("tests", nargs="*", help="Class, Class.testMethod or testMethod")
     parser.add_argument("-l", "--load-packages-from", nargs="+", action="extend", default=[],
                         metavar="DIR", help="folders holding packages")
-    from murano_engine.cli import main as cli
     cli.add_config_option(parser, "engine configuration (INI; optional: its [engine] "
                                   "budgets apply to each test)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print timings")
@@ -204,22 +206,23 @@ def main(argv: list[str] | None = None) -> int:
     if not words:
         parser.error("the package FullName is required")
     options.package, options.tests = words[0], words[1:]
-    if Path(options.package).exists():
-        parser.exit(2, f"error: {_path_hint(Path(options.package))}\n")
+    if os.path.exists(options.package):
+        parser.exit(2, f"error: {_path_hint(options.package)}\n")
     return cli.run_guarded(lambda: _run(options), debug=options.verbose)
 
 
-def _path_hint(path: Path) -> str:
+def _path_hint(path: str) -> str:
     """What to type instead of a package's path: its FullName, its folder with ``-l``."""
     full_name = "PACKAGE_FULL_NAME"
     try:
         from murano_engine.dsl.yaml_loader import load_plain
-        manifest = load_plain((path / "manifest.yaml").read_bytes(), str(path))
+        with open(os.path.join(path, "manifest.yaml"), "rb") as stream:
+            manifest = load_plain(stream.read(), path)
         if isinstance(manifest, dict) and isinstance(manifest.get("FullName"), str):
             full_name = manifest["FullName"]
     except Exception:  # noqa: BLE001 - only the hint loses the name
         pass
-    folder = path.resolve().parent
+    folder = os.path.dirname(os.path.realpath(path))
     return (f"{path} is a path; name the package and give the folder holding it with -l: "
             f"murano-test-runner {full_name} -l {os.path.relpath(folder)}")
 

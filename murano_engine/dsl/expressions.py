@@ -13,11 +13,20 @@ from typing import Any
 
 from yaql.language import exceptions as yaql_exceptions
 from yaql.language import expressions as yaql_expressions
+from yaql.language.utils import FrozenDict
 
 from murano_engine.dsl import compiler, values
 from murano_engine.dsl.contexts import runtime_of
 from murano_engine.dsl.document_cache import PICKLE_PROTOCOL
 from murano_engine.dsl.errors import LoadError, Position
+
+#: the yaql engine's options: the same for every format
+ENGINE_OPTIONS = {
+    "yaql.limitIterators": values.ITERATOR_LIMIT,
+    "yaql.memoryQuota": values.MEMORY_QUOTA,
+    "yaql.convertInputData": False,
+    "yaql.convertOutputData": False,
+}
 
 
 @functools.cache
@@ -25,12 +34,25 @@ def engine() -> Any:
     """The yaql engine (parser plus options) shared by every format."""
     from murano_engine.dsl.grammar import murano_factory
     from murano_engine.dsl.parser_cache import create_engine
-    return create_engine(murano_factory(), {
-        "yaql.limitIterators": values.ITERATOR_LIMIT,
-        "yaql.memoryQuota": values.MEMORY_QUOTA,
-        "yaql.convertInputData": False,
-        "yaql.convertOutputData": False,
-    })
+    return create_engine(murano_factory(), ENGINE_OPTIONS)
+
+
+class CallEngine:
+    """The engine yaql's functions are called with. They read its ``options`` only, so
+    the parser behind it (lexer rules and LALR tables, ~33M instructions to make) is
+    made on the first parse or other use: a warm start runs syntax trees read back
+    from the document cache and may never parse."""
+
+    __slots__ = ("options",)
+
+    def __init__(self) -> None:
+        self.options = FrozenDict(ENGINE_OPTIONS)
+
+    def __call__(self, expression: str, options: Any = None) -> Any:
+        return engine()(expression, options)
+
+    def __getattr__(self, name: str) -> Any:  # lexer, parser, factory, copy
+        return getattr(engine(), name)
 
 
 @functools.lru_cache(maxsize=4096)

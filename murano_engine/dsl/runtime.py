@@ -20,7 +20,7 @@ from yaql.language.utils import FrozenDict
 
 from murano_engine.dsl import errors, queries, values
 from murano_engine.dsl.contexts import DslContext, frame_of
-from murano_engine.dsl.expressions import engine
+from murano_engine.dsl.expressions import CallEngine
 from murano_engine.dsl.frozen_record import FrozenRecord
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef
 
@@ -62,10 +62,10 @@ class Runtime:
         self._roots: dict[bool, DslContext] = {}
 
     @functools.cached_property
-    def engine(self) -> Any:
-        """The yaql engine, which functions yaql resolves are called with: made on first
-        use (a warm start reads parsed class files back and needs no parser)."""
-        return engine()
+    def engine(self) -> CallEngine:
+        """The engine functions yaql resolves are called with (its parser made on first
+        use: a warm start reads parsed class files back and needs none)."""
+        return CallEngine()
 
     def root_context(self, legacy: bool) -> DslContext:
         """The yaql standard library (legacy flavour for formats 1.0 and 1.1)."""
