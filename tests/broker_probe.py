@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
@@ -214,15 +215,25 @@ class Deployment:
         state = json.loads((self.tmp / f"{self.name}.state").read_text())
         return state["Objects"]["applications"][0]
 
-    def results_queue(self, servers: Path) -> str:
+    def results_queue(self, servers: Path, timeout: float = 60.0) -> str:
         """The results queue this environment's agents publish to, from the agent
-        config of its server among ``servers`` (folders holding ``agent.conf``)."""
-        for conf in servers.glob("*/agent.conf"):
-            parser = configparser.ConfigParser(interpolation=None)
-            parser.read_string(conf.read_text())
-            if parser.get("rabbitmq", "input_queue", fallback="") == self.queue:
-                return parser.get("rabbitmq", "result_routing_key")
-        raise AssertionError(f"no server of environment {self.id} in {servers}")
+        config of its server among ``servers`` (folders holding ``agent.conf``). A
+        deploy that ran no plan can end before the server's folder is written (a
+        stand-in agent starts once Heat lists the server): waits up to ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for conf in servers.glob("*/agent.conf"):
+                parser = configparser.ConfigParser(interpolation=None)
+                try:
+                    parser.read_string(conf.read_text())
+                except configparser.Error:
+                    continue  # being written
+                if parser.get("rabbitmq", "input_queue", fallback="") == self.queue:
+                    return parser.get("rabbitmq", "result_routing_key")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no server of environment {self.id} in {servers} "
+                                     f"after {timeout} s")
+            time.sleep(0.2)
 
     @property
     def queue(self) -> str:
