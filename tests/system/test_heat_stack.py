@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 import uuid
 
 import pytest
@@ -54,6 +55,16 @@ def running_servers(cloud) -> set[str]:
             if netns.pids(netns.server_namespace(server_id))}
 
 
+def wait_running(cloud, count: int, timeout: float = 30.0) -> set[str]:
+    """running_servers() once it holds ``count``: a push returns as the servers boot,
+    and on a busy machine a sandbox's processes can appear a moment later."""
+    deadline = time.monotonic() + timeout
+    while len(found := running_servers(cloud)) != count:
+        assert time.monotonic() < deadline, f"{found} running after {timeout} s"
+        time.sleep(0.1)
+    return found
+
+
 def test_push_creates_the_stack_and_its_agent_answers(cloud, make_object):
     client = AgentClient(AMQP, region=f"hs-{uuid.uuid4().hex[:8]}")
     queue = client.queue_name("env1", "vm")
@@ -83,7 +94,7 @@ def test_empty_template_deletes_the_stack_and_stops_the_agent(cloud, make_object
     executor, stack = make_object("io.murano.system.HeatStack", {"cloud": cloud}, name="s1")
     executor.call(stack, "setTemplate", (server_template("q1", "r1"),))
     executor.call(stack, "push")
-    (server_id,) = running_servers(cloud)
+    (server_id,) = wait_running(cloud, 1)
 
     template = values.thaw(executor.call(stack, "current"))
     template["resources"] = {}

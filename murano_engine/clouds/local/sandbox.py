@@ -152,7 +152,13 @@ def delete_input_queue(spec: ServerSpec) -> None:
 def _agent_command(config_path: str) -> list[str]:
     """The agent's command: with no ``site`` start-up (its path comes from
     :func:`_agent_path`), which saves a sandbox's Python the site's path hooks."""
-    return [sys.executable, "-S", "-m", "murano_agent.cli", "--config-file", config_path]
+    return [_python(), "-S", "-m", "murano_agent.cli", "--config-file", config_path]
+
+
+def _python() -> str:
+    """This Python, as a path the sandbox has: without ``..`` parts (a virtualenv's
+    python is a link, so the path is only normalised, never resolved)."""
+    return os.path.abspath(sys.executable)
 
 
 def _agent_path() -> str:
@@ -293,7 +299,7 @@ class NamespaceLauncher:
         command = ["ip", "netns", "exec", name, "unshare", "--mount", "--uts", "--ipc",
                    "--pid", "--fork", "--kill-child", "--propagation", "private",
                    "sh", str(INIT_SCRIPT), str(root), _hostname(spec.hostname),
-                   str(spec.folder), str(uid), ":".join(_read_only_paths()), sys.executable,
+                   str(spec.folder), str(uid), ":".join(_read_only_paths()), _python(),
                    *_agent_command(f"{INSIDE}/agent.effective.conf")]
         environment = dict(os.environ, PYTHONPATH=_agent_path())
         with open(spec.folder / "agent.out", "ab") as out:
