@@ -169,6 +169,8 @@ def run_static_action(store: db.Store, settings: Settings, services: EngineServi
     loader = CatalogLoader(store, settings.packages_cache, project_id, services.interpreter)
     class_name = str(request.get("className") or "")
     method_name = str(request.get("methodName") or "")
+    timeout = settings.static_action_timeout
+    stopped_at_timeout = False
     try:
         if request.get("packageName"):
             package = loader.find_package(str(request["packageName"]),
@@ -184,7 +186,8 @@ def run_static_action(store: db.Store, settings: Settings, services: EngineServi
             return {"status": 404, "message": f"method {method_name} of {class_name} is not "
                                               f"a public static method"}
         # Nobody waits past static_action_timeout: the call stops there too.
-        budget = services.budget(settings.static_action_timeout)
+        budget = services.budget(timeout)
+        stopped_at_timeout = bool(timeout) and budget.seconds == timeout
         executor = Executor(loader, services={"reporter": None}, budget=budget)
         result = executor.invoke(method, cls.ref, [], dict(request.get("parameters") or {}),
                                  None)
@@ -194,10 +197,20 @@ def run_static_action(store: db.Store, settings: Settings, services: EngineServi
     except (errors.ContractViolationException, errors.NoMatchingMethodException,
             ValueError, TypeError) as exc:
         return {"status": 400, "message": str(exc)}
+    except errors.TimeBudgetExceededError as exc:
+        if stopped_at_timeout:  # the caller's clock, which can run out first: one answer
+            return timed_out(f"{class_name}.{method_name}", timeout)
+        return {"status": 503, "message": getattr(exc, "message", None) or str(exc)}
     except Exception as exc:  # noqa: BLE001 - every failure is answered
         message = getattr(exc, "message", None) or str(exc)
         status = 400 if "ContractViolation" in type(exc).__name__ else 503
         return {"status": status, "message": message}
+
+
+def timed_out(name: str, timeout: float) -> dict[str, Any]:
+    """The answer to a static action that did not finish within ``timeout``."""
+    return {"status": 504, "message": f"static action {name} did not finish within "
+                                      f"static_action_timeout ({timeout:g} s)"}
 
 
 class StaticActions:
@@ -245,8 +258,7 @@ class StaticActions:
         except TimeoutError:
             LOG.warning("static action %s of project %s runs past %g s", name, project_id,
                         timeout)
-            return {"status": 504, "message": f"static action {name} did not finish within "
-                                              f"static_action_timeout ({timeout:g} s)"}
+            return timed_out(name, timeout)
 
 
 def load_green_threads() -> None:
