@@ -73,7 +73,8 @@ def test_a_folder_package_named_io_murano_does_not_replace_the_core_library(tmp_
                for p in loader.problems)
     assert [str(p.version) for p in loader.packages["io.murano"]] == ["0.0.0"]
     core = loader.core()
-    assert core.trusted and Path(core.source.location).resolve() == Path(META_DIR, "io.murano").resolve()
+    assert core.trusted
+    assert Path(core.source.location).resolve() == Path(META_DIR, "io.murano").resolve()
     application = loader.find_class("io.murano.Application")
     assert application.package is core
     executor = Executor(loader, services={"config": CONFIG})
