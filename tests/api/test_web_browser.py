@@ -23,6 +23,7 @@ import shutil
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,6 +56,22 @@ def browser():
     yield driver
     driver.quit()
 
+
+
+def _replaced(element: Any) -> bool:
+    """Whether ``element``'s page has been replaced: the element is stale. Chrome tells so
+    either as a stale reference or, mid-navigation, as a node that no longer belongs to
+    the document (a WebDriverException of its own)."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as exc:
+        if "does not belong to the document" in str(exc):
+            return True
+        raise
+    return False
 
 class Pages:
     """The browser, with reads that wait for the page they read."""
@@ -94,7 +111,7 @@ class Pages:
         if confirm:
             WebDriverWait(self.driver, 30).until(expected_conditions.alert_is_present())
             self.driver.switch_to.alert.accept()
-        WebDriverWait(self.driver, timeout).until(expected_conditions.staleness_of(old))
+        WebDriverWait(self.driver, timeout).until(lambda _: _replaced(old))
         self._complete()
 
     def _complete(self) -> None:
