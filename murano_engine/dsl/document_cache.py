@@ -77,8 +77,7 @@ def cached(kind: str, text: bytes | str, filename: str, parse: Callable[[], Any]
     data = text.encode() if isinstance(text, str) else text
     source = (_salt(), f"{kind}\0{filename}".encode(), data)
     key = f"{zlib.crc32(data, zlib.crc32(source[1], zlib.crc32(source[0]))):08x}{len(data):x}"
-    shard = os.path.join(cache_dir(), key[:2])
-    path = os.path.join(shard, f"{key}.pickle")
+    path = os.path.join(cache_dir(), key[:2], f"{key}.pickle")
     try:
         with open(path, "rb") as entry:
             *kept, result = _pickle.loads(entry.read())
@@ -87,7 +86,7 @@ def cached(kind: str, text: bytes | str, filename: str, parse: Callable[[], Any]
     except Exception:  # noqa: BLE001,S110 - no entry, or a damaged one: parsed, (re)written
         pass
     result = parse()
-    _store(shard, path, (*source, result))
+    _store(path, (*source, result))
     if key.startswith(PRUNE_PREFIX):
         try:
             prune(os.stat(path).st_mtime - MAX_AGE)
@@ -120,10 +119,10 @@ def prune(written_before: float) -> int:
     return removed
 
 
-def _store(shard: str, path: str, result: Any) -> None:
+def _store(path: str, result: Any) -> None:
     try:
         blob = _pickle.dumps(result, protocol=PICKLE_PROTOCOL)
-        os.makedirs(shard, exist_ok=True)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         # a name no other writer uses (O_EXCL refuses one that exists), without tempfile,
         # whose imports (random, shutil) cost a cold start ~11M instructions
         temporary = f"{path}.{os.getpid()}.{next(_writes)}.tmp"
