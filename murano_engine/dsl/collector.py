@@ -8,7 +8,6 @@ publishers before subscribers. Errors in handlers are logged and muted.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -16,9 +15,6 @@ from murano_engine.dsl.objects import MuranoObject, real_object
 
 if TYPE_CHECKING:
     from murano_engine.dsl.executor import Executor
-
-LOG = logging.getLogger(__name__)
-
 
 def collect(executor: Executor) -> list[MuranoObject]:
     """Destroy every object nothing reachable refers to; returns them."""
@@ -139,11 +135,18 @@ def _muted(executor: Executor, obj: MuranoObject, name: str, args: list) -> None
     try:
         executor.call(obj, name, args)
     except Exception:  # noqa: BLE001 - destruction errors are logged, never raised
-        LOG.exception("destruction handler %s of %r failed", name, obj)
+        _log_failure("destruction handler %s of %r failed", name, obj)
 
 
 def _muted_method(executor: Executor, obj: MuranoObject, method: Any) -> None:
     try:
         executor.invoke(method, obj, [], {}, None)
     except Exception:  # noqa: BLE001 - destruction errors are logged, never raised
-        LOG.exception("%s.destroy of %r failed", method.declaring_class.name, obj)
+        _log_failure("%s.destroy of %r failed", method.declaring_class.name, obj)
+
+
+def _log_failure(message: str, *args: Any) -> None:
+    """Log the exception being handled (logging is imported here: loading a class
+    with a native half imports this module, and should not import logging)."""
+    import logging
+    logging.getLogger(__name__).exception(message, *args)

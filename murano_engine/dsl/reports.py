@@ -8,7 +8,6 @@ lists people read leave them out (:func:`is_step`).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -53,7 +52,8 @@ def step(reporter: Reporter | None, environment_id: str | None, **fields: Any) -
 def digests(value: Any) -> list[str]:
     """Short digests of the distinctive scalars in ``value`` (strings of 4 characters or
     more): a step whose inputs share one with an earlier step's outputs got data from it."""
-    found = sorted({hashlib.sha256(item.encode()).hexdigest()[:10] for item in _scalars(value)
+    from hashlib import sha256  # here: loading the Agent class should not import hashlib
+    found = sorted({sha256(item.encode()).hexdigest()[:10] for item in _scalars(value)
                     if len(item) >= 4 and item.lower() not in ("true", "false", "none",
                                                                "null")})
     return found[:50]

@@ -13,11 +13,15 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from murano_engine.clouds import StackService, push_stack, remove_stack
 from murano_engine.dsl import boundary, reports, values
 from murano_engine.dsl.natives import NativeCall, method, native_class
+
+if TYPE_CHECKING:
+    # Imported where a stack is pushed or deleted: loading the class (every package
+    # that uses instances does) should not import the clouds, dataclasses and logging.
+    from murano_engine.clouds import StackService
 
 HOT_VERSION = "2013-05-23"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -184,6 +188,8 @@ class HeatStack:
         template = copy.deepcopy(pushed)
         template.setdefault("heat_template_version", HOT_VERSION)
         template.setdefault("description", state.description or f"Stack {state.name}")
+        from murano_engine.clouds import push_stack
+
         service = _require_cloud(call)
         reporter = call.executor.services.get("reporter")
         started = boundary.outside().now() if reporter is not None else None
@@ -201,6 +207,8 @@ class HeatStack:
         state = call.native.state
         service = _cloud(call)
         if service is not None and (state.load(call) or _read(call, state.name) is not None):
+            from murano_engine.clouds import remove_stack
+
             call.executor.outside.effect("stack.delete", state.name, dict,
                                          lambda _: remove_stack(service, state.name))
         state.template, state.applied = {}, True

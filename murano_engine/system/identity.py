@@ -12,7 +12,6 @@ Keystone's answers go through the run's journal.
 
 from __future__ import annotations
 
-import getpass
 from collections.abc import Mapping
 from typing import Any
 
@@ -62,6 +61,7 @@ def _fields(call: NativeCall, kind: str, owner: bool) -> dict[str, Any]:
         fields[detail] = record.get(detail)
         return fields
     if ident is None:
+        import getpass  # here: loading the class should not import getpass and termios
         ident = "local" if kind == "project" else getpass.getuser()
     return {"id": ident, "name": ident, "domain": "Default", "extra": {}}
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from murano_engine.dsl.library.text import SafeFormatter
@@ -19,6 +18,8 @@ def _format(message: Any, args: tuple, kwargs: dict) -> str:
 @native_class("io.murano.system.Logger")
 class Logger:
     def __init__(self, call: NativeCall, loggerName: str | None = None) -> None:  # noqa: N803
+        import logging  # here: loading the class (every app's does) should not import it
+
         self.log = logging.getLogger(f"murano.app.{loggerName or 'default'}")
 
     @staticmethod
@@ -42,7 +43,7 @@ def _level_method(level: int) -> object:
     return method(log)
 
 
-for _name, _level in (("trace", 5), ("debug", logging.DEBUG), ("info", logging.INFO),
-                      ("warning", logging.WARNING), ("error", logging.ERROR),
-                      ("critical", logging.CRITICAL)):
+# Python's logging levels (logging.DEBUG is 10 ...), and Murano's trace below them.
+for _name, _level in (("trace", 5), ("debug", 10), ("info", 20), ("warning", 30),
+                      ("error", 40), ("critical", 50)):
     setattr(Logger, _name, _level_method(_level))

@@ -40,3 +40,27 @@ def test_a_run_imports_only_the_native_classes_it_builds(tmp_path: Path) -> None
                           env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path)), text=True,
                           capture_output=True, check=True)
     assert done.stdout.splitlines() == ["2", "['murano_engine.system.core']"]
+
+
+def test_building_every_core_class_imports_what_only_their_methods_use_when_called(
+        tmp_path: Path) -> None:
+    """Loading a package set builds the core library's classes with native halves
+    (Logger, HeatStack, Agent, GC ...); the modules their methods need when called
+    (logging, the clouds, hashlib, getpass) are imported then, not at the build."""
+    probe = (
+        "import sys\n"
+        "from murano_engine.dsl.packages import META_DIR, PackageLoader\n"
+        "from murano_engine.engine.interpreter import build_interpreter\n"
+        "loader = PackageLoader([META_DIR], build_interpreter())\n"
+        "built = [package.load_class(name) for versions in loader.packages.values()\n"
+        "         for package in versions for name in package.class_files]\n"
+        "print(len(built), sum(1 for cls in built if cls.native is not None or any(\n"
+        "    m.native for m in cls.methods.values())))\n"
+        "print(sorted(m for m in ('logging', 'hashlib', 'getpass', 'dataclasses',\n"
+        "                         'murano_engine.clouds') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", probe],
+                          env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path)), text=True,
+                          capture_output=True, check=True)
+    classes, natives = map(int, done.stdout.splitlines()[0].split())
+    assert classes > 40 and natives >= 10
+    assert done.stdout.splitlines()[1] == "[]"
