@@ -16,6 +16,7 @@ from murano_engine.dsl.objects import MuranoObject, real_object
 if TYPE_CHECKING:
     from murano_engine.dsl.executor import Executor
 
+
 def collect(executor: Executor) -> list[MuranoObject]:
     """Destroy every object nothing reachable refers to; returns them."""
     reachable = _mark(executor)
