@@ -13,11 +13,9 @@ original Murano; the other workloads go through ``murano-engine run`` and
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-import sys
-
-USAGE = "usage: engine_driver.py {load,model} [-l FOLDER]... [MODEL_JSON]"
 
 
 def package_folders(folders: list[str]) -> list[str]:
@@ -62,23 +60,22 @@ def model(folders: list[str], path: str) -> None:
     print(len(json.dumps(serializer.serialize_model(root))))
 
 
-def main(argv: list[str]) -> None:
-    # Read by hand: argparse (with shutil, gettext ...) would add some 10 ms to a
-    # workload of 60, which the engine's own commands do not pay for it.
-    folders, rest = [], []
-    args = iter(argv)
-    for arg in args:
-        if arg == "-l":
-            folders.append(next(args, None) or sys.exit(USAGE))
-        else:
-            rest.append(arg)
-    if rest[:1] == ["load"] and len(rest) == 1:
-        load(folders)
-    elif rest[:1] == ["model"] and len(rest) == 2:
-        model(folders, rest[1])
+def main() -> None:
+    # Parsed as the engine's own commands parse theirs: argparse with their formatter,
+    # which does not import shutil.
+    from murano_engine.cli.main import HelpFormatter
+    parser = argparse.ArgumentParser(formatter_class=HelpFormatter)
+    parser.add_argument("mode", choices=["load", "model"])
+    parser.add_argument("-l", dest="folders", action="append", default=[])
+    parser.add_argument("target", nargs="?")
+    options = parser.parse_intermixed_args()
+    if options.mode == "load":
+        load(options.folders)
+    elif options.target is None:
+        parser.error("model needs the model's JSON file")
     else:
-        sys.exit(USAGE)
+        model(options.folders, options.target)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()
