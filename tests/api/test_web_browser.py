@@ -57,7 +57,6 @@ def browser():
     driver.quit()
 
 
-
 def _replaced(element: Any) -> bool:
     """Whether ``element``'s page has been replaced: the element is stale. Chrome tells so
     either as a stale reference or, mid-navigation, as a node that no longer belongs to
@@ -72,6 +71,7 @@ def _replaced(element: Any) -> bool:
             return True
         raise
     return False
+
 
 class Pages:
     """The browser, with reads that wait for the page they read."""
