@@ -75,7 +75,11 @@ class _State:
         self.applied = True
 
     def load(self, call: NativeCall) -> dict[str, Any]:
-        """The template, read from the cloud the first time (``{}`` for no stack or cloud)."""
+        """The template, read from the cloud the first time (``{}`` for no stack or cloud).
+
+        A stack whose last operation failed does not hold its template yet: the next
+        ``push`` sends it again (as Heat retries the failed resources), even unchanged.
+        """
         if self.template is None:
             found = _read(call, self.name)
             if found is None:
@@ -84,7 +88,8 @@ class _State:
                 self.template = copy.deepcopy(found["template"] or {})
                 self.parameters = {k: v for k, v in found["parameters"].items()
                                    if not k.startswith("OS::")}
-            self.applied = True
+            # a journal written before "failed" was read holds none: taken as not failed
+            self.applied = not (found or {}).get("failed", False)
         return self.template
 
 
@@ -98,7 +103,8 @@ def _read(call: NativeCall, name: str) -> dict[str, Any] | None:
         stack = service.get(name)
         if stack is None:
             return None
-        return {"template": stack.template, "parameters": dict(stack.parameters)}
+        return {"template": stack.template, "parameters": dict(stack.parameters),
+                "failed": stack.failed}
 
     return call.executor.outside.value("stack.get", name, read)
 

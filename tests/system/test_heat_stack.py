@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from murano_engine.clouds import StackFailed
 from murano_engine.clouds.local import LocalCloud, netns
 from murano_engine.dsl import values
 from murano_engine.messaging import AgentClient
@@ -168,3 +169,25 @@ def test_merge_is_deep_and_joins_lists_without_repeats():
     ("murano-env-1", "murano-env-1"), ("murano-My Env!", "murano-My-Env"), ("1abc", "s-1abc")])
 def test_stack_names_are_made_valid(given, expected):
     assert stack_name(given) == expected
+
+
+def test_the_next_run_pushes_a_stack_whose_last_push_failed(cloud, make_object):
+    """A stack whose last operation failed does not hold its template: a later run
+    (a new object, the same template) sends it again, as Heat retries the failed
+    resources, instead of taking it as in place and waiting for servers never made."""
+    failing = {"resources": {"vm": {"type": "OS::Nova::Server", "properties": {
+        "flavor": "m1.small", "image": "no-such-image"}}}}
+    executor, stack = make_object("io.murano.system.HeatStack", {"cloud": cloud}, name="s5")
+    executor.call(stack, "updateTemplate", (failing,))
+    with pytest.raises(StackFailed, match="no-such-image"):
+        executor.call(stack, "push")
+    failed = cloud.get("s5")
+    assert failed.failed
+
+    executor, again = make_object("io.murano.system.HeatStack", {"cloud": cloud}, name="s5")
+    executor.call(again, "updateTemplate", (failing,))
+    with pytest.raises(StackFailed, match="no-such-image"):
+        executor.call(again, "push")
+    assert cloud.get("s5").updated != failed.updated
+    executor.call(again, "delete")
+    assert cloud.get("s5") is None
