@@ -1,7 +1,8 @@
 """The hello-web service: answers GET / with its greeting and host name.
 
-hello.py serve --host H --port P --home DIR   serve until SIGTERM
-hello.py wait --host H --port P --timeout S    exit 0 once it answers
+hello.py serve --host H --port P --home DIR   listen, then serve until SIGTERM in a
+                                               process of its own (its pid in
+                                               DIR/hello.pid); exits 0 once listening
 hello.py gone --pidfile F --timeout S          exit 0 once that process ended
 
 GET /info answers JSON: greeting, hostname, and how many times the server
@@ -15,8 +16,6 @@ import signal
 import socket
 import sys
 import time
-import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 
@@ -25,6 +24,14 @@ def _lines(path: Path) -> int:
 
 
 def serve(host: str, port: int, home: Path) -> None:
+    """Listen on ``host:port``, then serve from a child in a session of its own.
+
+    The socket listens before this process returns, so whoever started it can
+    connect at once: no polling for readiness. A port already taken fails here,
+    with the error on stderr and a non-zero exit.
+    """
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
     greeting = (home / "greeting").read_text().strip()
 
     class Handler(BaseHTTPRequestHandler):
@@ -48,23 +55,24 @@ def serve(host: str, port: int, home: Path) -> None:
             pass
 
     server = ThreadingHTTPServer((host, port), Handler)
-    (home / "hello.pid").write_text(str(os.getpid()))
+    # The child tells it leads its own session before this process returns: from
+    # then on nothing that ends the caller's process group ends the service.
+    settled, tell = os.pipe()
+    child = os.fork()
+    if child:
+        os.close(tell)
+        os.read(settled, 1)
+        (home / "hello.pid").write_text(str(child))
+        return
+    os.close(settled)
+    os.setsid()
+    os.write(tell, b".")
+    os.close(tell)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         server.serve_forever()
     finally:
         server.server_close()
-
-
-def wait(host: str, port: int, timeout: float) -> int:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://{host}:{port}/info", timeout=1):
-                return 0
-        except OSError:
-            time.sleep(0.1)
-    return 1
 
 
 def gone(pidfile: Path, timeout: float) -> int:
@@ -81,7 +89,7 @@ def gone(pidfile: Path, timeout: float) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["serve", "wait", "gone"])
+    parser.add_argument("command", choices=["serve", "gone"])
     parser.add_argument("--host")
     parser.add_argument("--port", type=int)
     parser.add_argument("--home", type=Path)
@@ -91,8 +99,6 @@ def main() -> int:
     if options.command == "serve":
         serve(options.host, options.port, options.home)
         return 0
-    if options.command == "wait":
-        return wait(options.host, options.port, options.timeout)
     return gone(options.pidfile, options.timeout)
 
 
