@@ -21,7 +21,6 @@ from typing import Any
 from yaql.language import exceptions as yaql_exceptions
 from yaql.language import utils as yaql_utils
 from yaql.language.utils import FrozenDict
-from yaql.standard_library.queries import OrderingIterable
 
 from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.values import ITERATOR_LIMIT, MEMORY_QUOTA, concat
@@ -35,6 +34,7 @@ _NUMBERS = frozenset({int, float})
 _SEQUENCES = frozenset({tuple, list})
 _COLLECTIONS = frozenset({tuple, list, frozenset, set})
 _getsizeof = sys.getsizeof
+_YAQL_QUERIES = "yaql.standard_library.queries"
 
 
 def is_collection(value: Any) -> bool:
@@ -42,7 +42,12 @@ def is_collection(value: Any) -> bool:
     sets, lazy query results, a dict's ``keys()`` / ``values()`` and ``orderBy()``'s."""
     if type(value) in _COLLECTIONS:
         return True
-    return isinstance(value, (Iterator, MappingView, OrderingIterable)) \
+    if isinstance(value, (Iterator, MappingView)):
+        return not isinstance(value, (str, Mapping))
+    # orderBy()'s result is yaql's OrderingIterable: none exists before its module (about
+    # a twentieth of the interpreter's imports) is imported, which waits for the first one
+    ordering = sys.modules.get(_YAQL_QUERIES)
+    return ordering is not None and isinstance(value, ordering.OrderingIterable) \
         and not isinstance(value, (str, Mapping))
 
 
@@ -258,6 +263,7 @@ def _ordering(ascending: bool) -> Method:
             return NOT_HANDLED
         # yaql's own sorter (thenBy() extends it), with the comparisons above; the
         # selector runs per comparison, as yaql's does
+        from yaql.standard_library.queries import OrderingIterable
         ordered = OrderingIterable(limited(receiver),
                                    _comparison(ctx, "#operator_<", operator.lt),
                                    _comparison(ctx, "#operator_>", operator.gt))

@@ -3,13 +3,16 @@ importlib.metadata left as they were."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 
 from murano_engine.dsl import library_imports
+from tests.dsl.dsl_helpers import REPO, class_text, write_package
 
 
 @pytest.mark.parametrize("library", ["yaql", "semantic_version"])
@@ -66,3 +69,31 @@ def test_dateutils_tz_is_imported_on_first_use_and_is_what_yaql_gets() -> None:
              "print(naive.tzinfo is dateutil.tz.tzutc(), date_time.UTCTZ is dateutil.tz.tzutc(),"
              " yaqltypes.tz is dateutil.tz, yaql.eval('datetime(2020, 1, 2).day'))\n")
     assert _printed_by(probe) == ["False", "True", "True", "True", "2"]
+
+
+def test_yaqls_query_library_waits_for_the_first_ordering(tmp_path: Path) -> None:
+    """Code that calls no function of yaql's (arithmetic, method calls: a model loaded
+    and written back) never imports ``yaql.standard_library.queries``; the first
+    ``orderBy()`` does, and what it made is a collection to the next query."""
+    write_package(tmp_path, "test.order", {"Sorter": class_text("test.order", "Sorter", """
+        Methods:
+          plain:
+            Usage: Static
+            Body:
+              - Return: 2 * 3 - 4
+          sorted:
+            Usage: Static
+            Body:
+              - Return: list(list(2, b), list(1, z), list(1, a)).orderBy($[0]).thenBy(
+                  $[1]).select($[1]).where($ != q)
+        """)})
+    probe = ("import sys\n"
+             "from pathlib import Path\n"
+             "from tests.dsl.dsl_helpers import run_method\n"
+             "queries = 'yaql.standard_library.queries'\n"
+             f"root = [Path({str(tmp_path)!r})]\n"
+             "print(run_method(root, 'test.order.Sorter.plain'), queries in sys.modules)\n"
+             "print(list(run_method(root, 'test.order.Sorter.sorted')), queries in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, cwd=REPO, env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path)))
+    assert done.stdout.splitlines() == ["2 False", "['a', 'z', 'b'] True"]
