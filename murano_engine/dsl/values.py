@@ -79,6 +79,14 @@ def _is_record(value: Any) -> bool:
         and _KEEP.issuperset(map(type, value)) and _KEEP.issuperset(map(type, value.values()))
 
 
+# A FrozenDict :func:`freeze` made holds frozen values only: it carries, in this
+# attribute, the nesting level it was made at (every level below it was checked against
+# MAX_DEPTH from there). Freezing it again at that level or a shallower one returns it
+# as it is instead of copying it whole: a big template read with ``current()``, edited
+# and stored, is not walked at every step.
+_MADE_AT = "_murano_frozen_at"
+
+
 def concat(left: tuple, right: tuple) -> tuple:
     """``left + right``, known flat (see :func:`freeze`) when both are, or a list of
     records when both are."""
@@ -115,6 +123,10 @@ def freeze(value: Any, limit: int = ITERATOR_LIMIT, depth: int = 0) -> Any:
     kind = type(value)
     if kind in _KEEP:
         return value
+    if kind is FrozenDict and limit >= ITERATOR_LIMIT:
+        made_at = value.__dict__.get(_MADE_AT)
+        if made_at is not None and made_at >= depth:
+            return value
     if depth >= MAX_DEPTH:
         raise errors.ValueLimitExceededError(
             f"a value is nested more than {MAX_DEPTH} levels deep")
@@ -141,9 +153,12 @@ def freeze(value: Any, limit: int = ITERATOR_LIMIT, depth: int = 0) -> Any:
         keep = _KEEP
         if kind is FrozenDict and _is_record(value):
             return value  # frozen already, nothing in it to freeze (a list's records)
-        return FrozenDict({k if type(k) in keep else freeze(k, limit, depth):
+        made = FrozenDict({k if type(k) in keep else freeze(k, limit, depth):
                            v if type(v) in keep else freeze(v, limit, depth)
                            for k, v in items_of(value)})
+        if limit >= ITERATOR_LIMIT:
+            made.__dict__[_MADE_AT] = depth - 1
+        return made
     if kind is list or isinstance(value, (list, tuple)):
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)

@@ -68,11 +68,37 @@ class _State:
         self.name = stack_name(name)
         self.description = description
         self.region = region
-        self.template: dict[str, Any] | None = None
+        self._template: dict[str, Any] | None = None
+        self._frozen: Any = None
         self.parameters: dict[str, Any] = {}
         self.files: dict[str, Any] = {}
         self.environment: dict[str, Any] = {}
         self.applied = True
+
+    # The template has two forms, each made from the other when first asked for: plain
+    # data (edited here, pushed) and the frozen value MuranoPL reads and sets. Code that
+    # reads it, edits it and sets it back for each server of a big stack then copies
+    # what it changed, not the whole template each time.
+    @property
+    def template(self) -> dict[str, Any] | None:
+        """The template as it will be pushed (None: not read from the cloud yet)."""
+        if self._template is None and self._frozen is not None:
+            self._template = values.thaw(self._frozen) or {}
+        return self._template
+
+    @template.setter
+    def template(self, template: dict[str, Any] | None) -> None:
+        self._template, self._frozen = template, None
+
+    def set_frozen(self, template: Mapping) -> None:
+        """Set the template from a MuranoPL value."""
+        self._template, self._frozen = None, values.freeze(template)
+
+    def frozen(self, call: NativeCall) -> Any:
+        """The template as a MuranoPL value (read from the cloud the first time)."""
+        if self._frozen is None:
+            self._frozen = values.freeze(self.load(call))
+        return self._frozen
 
     def load(self, call: NativeCall) -> dict[str, Any]:
         """The template, read from the cloud the first time (``{}`` for no stack or cloud).
@@ -121,7 +147,7 @@ class HeatStack:
 
     @method
     def current(call: NativeCall) -> Any:
-        return values.freeze(call.native.state.load(call))
+        return call.native.state.frozen(call)
 
     @method
     def parameters(call: NativeCall) -> Any:
@@ -133,12 +159,15 @@ class HeatStack:
     def reload(call: NativeCall) -> Any:
         state = call.native.state
         state.template, state.parameters = None, {}
-        return values.freeze(state.load(call))
+        return state.frozen(call)
 
     @method
     def setTemplate(call: NativeCall, template: Any) -> None:  # noqa: N802
         state = call.native.state
-        state.template = values.thaw(template) or {}
+        if isinstance(template, Mapping):
+            state.set_frozen(template)
+        else:
+            state.template = values.thaw(template) or {}
         state.parameters = {}
         state.applied = False
 

@@ -251,6 +251,25 @@ def test_a_remembered_list_of_records_still_counts_its_depth_and_sizes() -> None
         values.freeze(wide, limit=4)
 
 
+def test_a_frozen_dict_is_not_copied_again_yet_still_counts_its_depth_and_sizes() -> None:
+    template = values.freeze({"resources": {f"r{i}": {"properties": {"networks": [{"n": i}]}}
+                                            for i in range(50)}})
+    assert values.freeze(template) is template
+    assert values.freeze({"t": template})["t"] == template  # deeper than made: walked again
+    edited = values.freeze(FrozenDict({**template, "outputs": {"o": [1]}}))
+    assert edited["resources"] is template["resources"] and edited["outputs"]["o"] == (1,)
+    with pytest.raises(yaql_exceptions.CollectionTooLargeException):
+        values.freeze(template, limit=10)  # a smaller limit walks it: 50 resources refused
+    # made at level 0, six levels high: nested more than MAX_DEPTH - 6 levels down it is
+    # walked again and refused, as a value never frozen before would be
+    deep: object = template
+    for _ in range(values.MAX_DEPTH - 6):
+        deep = (deep,)
+    values.freeze(deep)
+    with pytest.raises(errors.ValueLimitExceededError):
+        values.freeze((deep,))
+
+
 BOOK = class_text("t.rec", "Book", """
     Properties:
       rows:

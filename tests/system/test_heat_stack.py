@@ -151,6 +151,28 @@ def test_push_without_changes_does_not_touch_the_cloud(cloud, make_object):
     executor.call(stack, "delete")
 
 
+def test_current_is_copied_once_per_change_and_what_is_set_is_pushed(cloud, make_object):
+    """Reading, editing and setting the template back, as each instance does when it is
+    removed, copies only what changed; the cloud gets the edited template."""
+    executor, stack = make_object("io.murano.system.HeatStack", {"cloud": cloud}, name="s6")
+    executor.call(stack, "updateTemplate", ({"resources": {
+        name: {"type": "OS::Heat::RandomString", "properties": {"length": 4}}
+        for name in ("a", "b", "c")}},))
+    current = executor.call(stack, "current")
+    assert executor.call(stack, "current") is current
+    edited = values.freeze({**current, "resources": {
+        k: v for k, v in current["resources"].items() if k != "b"}})
+    executor.call(stack, "setTemplate", (edited,))
+    assert executor.call(stack, "current") is edited
+    assert executor.call(stack, "current")["resources"]["a"] is current["resources"]["a"]
+    executor.call(stack, "push")
+    assert sorted(cloud.get("s6").template["resources"]) == ["a", "c"]
+    executor.call(stack, "updateTemplate", ({"resources": {"d": {
+        "type": "OS::Heat::RandomString"}}},))
+    assert sorted(executor.call(stack, "current")["resources"]) == ["a", "c", "d"]
+    executor.call(stack, "delete")
+
+
 def test_update_template_refuses_other_versions(cloud, make_object):
     executor, stack = make_object("io.murano.system.HeatStack", {"cloud": cloud}, name="s4")
     with pytest.raises(HeatStackError, match="2013-05-23"):
