@@ -273,9 +273,10 @@ class NamespaceLauncher:
         name = netns.server_namespace(spec.server_id)
         if self.running(spec):  # left by a previous engine: give it its broker relay again
             self._relay(spec, name)
-            inside = netns.pids(name)
-            if inside and _read_pid(_sandbox_pid_file(spec)) is None:  # made before pids
-                _sandbox_pid_file(spec).write_text(str(min(inside)))  # were kept: its oldest
+            if _read_pid(_sandbox_pid_file(spec)) is None:  # made before pids were kept
+                inside = netns.pids(name)
+                if inside:
+                    _sandbox_pid_file(spec).write_text(str(min(inside)))  # its oldest
             return
         uid = _uid_for(spec.server_id)
         try:
@@ -319,8 +320,10 @@ class NamespaceLauncher:
         _sandbox_pid_file(spec).write_text(str(child.pid))
 
     def running(self, spec: ServerSpec) -> bool:
-        return bool(netns.pids(netns.server_namespace(spec.server_id))) or (
-            spec.flavor is not None and bool(self._group(spec).pids()))
+        # the control group's list first: one file, where the namespace's processes
+        # are found by looking at every process of the host
+        return (spec.flavor is not None and bool(self._group(spec).pids())) \
+            or bool(netns.pids(netns.server_namespace(spec.server_id)))
 
     def _group(self, spec: ServerSpec) -> ServerGroup:
         assert self._hierarchies is not None  # __init__ refused a host without them
