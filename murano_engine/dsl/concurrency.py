@@ -28,7 +28,7 @@ _patched = False
 
 def _eventlet() -> Any:
     if "eventlet" not in sys.modules:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _without_pyopenssl():
             # eventlet announces its maintenance mode on import; it is contained here.
             warnings.simplefilter("ignore")
             import eventlet  # noqa: F401
@@ -37,6 +37,27 @@ def _eventlet() -> Any:
             import eventlet.patcher  # noqa: F401
             import eventlet.semaphore  # noqa: F401
     return sys.modules["eventlet"]
+
+
+@contextlib.contextmanager
+def _without_pyopenssl() -> Iterator[None]:
+    """pyOpenSSL out of reach while eventlet is imported (it is importable again after).
+
+    eventlet's green sockets import pyOpenSSL, where installed, only to catch its
+    errors on pyOpenSSL connections, which the engine never makes; the import (with
+    cryptography's X.509 modules) is a third of eventlet's, and the more modules there
+    are, the longer ``monkey_patch`` walks them. Without it eventlet defines those
+    errors itself.
+    """
+    if "OpenSSL" in sys.modules:
+        yield
+        return
+    sys.modules["OpenSSL"] = None  # type: ignore[assignment]  # import raises ImportError
+    try:
+        yield
+    finally:
+        if sys.modules.get("OpenSSL", 0) is None:
+            del sys.modules["OpenSSL"]
 
 
 def setup() -> None:

@@ -97,3 +97,14 @@ def test_yaqls_query_library_waits_for_the_first_ordering(tmp_path: Path) -> Non
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True, cwd=REPO, env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path)))
     assert done.stdout.splitlines() == ["2 False", "['a', 'z', 'b'] True"]
+
+
+def test_eventlet_is_imported_without_pyopenssl_which_stays_importable() -> None:
+    probe = ("import sys\n"
+             "from murano_engine.dsl import concurrency\n"
+             "concurrency.setup()\n"
+             "print('OpenSSL' in sys.modules, 'cryptography.x509' in sys.modules)\n"
+             "concurrency.sleep(0)\n"
+             "import OpenSSL.SSL\n"
+             "print(OpenSSL.SSL.Context is not None)\n")
+    assert _printed_by(probe) == ["False", "False", "True"]
