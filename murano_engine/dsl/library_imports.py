@@ -68,17 +68,20 @@ class _KnownVersion:
 
 
 @contextmanager
-def _standing_in(name: str, parent: types.ModuleType, module: types.ModuleType
+def _standing_in(name: str, parent: types.ModuleType | None, module: types.ModuleType
                  ) -> Iterator[None]:
-    """``module`` as the submodule ``name`` of ``parent`` for as long as this lasts."""
+    """``module`` as the module ``name`` (a submodule of ``parent``, if given) for as
+    long as this lasts."""
     attribute = name.rpartition(".")[2]
     sys.modules[name] = module
-    setattr(parent, attribute, module)
+    if parent is not None:
+        setattr(parent, attribute, module)
     try:
         yield
     finally:
         del sys.modules[name]
-        delattr(parent, attribute)
+        if parent is not None:
+            delattr(parent, attribute)
 
 
 def _run_yaql_module(module: types.ModuleType, version: str | None) -> None:
@@ -182,13 +185,33 @@ def _import_yaqltypes() -> None:
     yaqltypes.__getattr__ = _dateutil_tz  # type: ignore[attr-defined]
 
 
+class _InspectOnFirstUse(types.ModuleType):
+    """``yaql.language.specs.inspect`` until first used: then the real module, there too."""
+
+    def __getattr__(self, name: str) -> Any:
+        real = importlib.import_module("inspect")
+        sys.modules["yaql.language.specs"].inspect = real
+        return getattr(real, name)
+
+
+def _import_specs() -> None:
+    """``yaql.language.specs`` (which every yaql context imports) with ``inspect`` imported
+    when a yaql function is first defined: it reads their signatures with it, and its
+    import (ast, dis, tokenize) is about a twentieth of a start-up that defines none
+    (a model loaded and written back, a run calling no yaql function)."""
+    with _standing_in("inspect", None, _InspectOnFirstUse("inspect")):
+        from yaql.language import specs  # noqa: F401
+
+
 def import_libraries() -> None:
-    """Import yaql (deferred, dateutil's ``tz`` too) and semantic_version (once each),
-    versions from their folder names."""
+    """Import yaql (deferred, dateutil's ``tz`` and specs' ``inspect`` too) and
+    semantic_version (once each), versions from their folder names."""
     import collections.abc  # noqa: F401 - yaql uses collections.abc without importing it
     if "yaql" not in sys.modules:
         _defer_yaql()
     if "yaql.language.yaqltypes" not in sys.modules and "dateutil.tz" not in sys.modules:
         _import_yaqltypes()
+    if "yaql.language.specs" not in sys.modules and "inspect" not in sys.modules:
+        _import_specs()
     if "semantic_version" not in sys.modules:
         _import_semantic_version()

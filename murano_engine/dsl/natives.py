@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import inspect
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -145,6 +144,7 @@ def construct_native(executor: Executor, obj: MuranoObject, cls: MuranoClass,
 @functools.cache
 def _constructor_parameters(py_class: type) -> tuple[bool, frozenset[str]]:
     """(takes any keyword, the keyword names) of a native class's ``__init__``."""
+    import inspect  # here: a run that makes no native object need not import it
     parameters = inspect.signature(py_class.__init__).parameters
     accepts_all = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
     return accepts_all, frozenset(parameters) - {"self", "call"}

@@ -108,3 +108,20 @@ def test_eventlet_is_imported_without_pyopenssl_which_stays_importable() -> None
              "import OpenSSL.SSL\n"
              "print(OpenSSL.SSL.Context is not None)\n")
     assert _printed_by(probe) == ["False", "False", "True"]
+
+
+def test_yaqls_specs_import_inspect_when_a_yaql_function_is_first_defined() -> None:
+    probe = ("import sys\n"
+             "import murano_engine.dsl.executor\n"
+             "from yaql.language import specs\n"
+             "print('inspect' in sys.modules)\n"
+             "@specs.parameter('n', int)\n"
+             "def twice(n):\n"
+             "    return 2 * n\n"
+             "import yaql\n"
+             "context = yaql.create_context()\n"
+             "context.register_function(twice)\n"
+             "engine = yaql.factory.YaqlFactory().create()\n"
+             "print(engine('twice(len([1, 2, 3]))').evaluate(context=context),"
+             " specs.inspect is sys.modules['inspect'])\n")
+    assert _printed_by(probe) == ["False", "6", "True"]
