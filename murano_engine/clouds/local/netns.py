@@ -11,6 +11,7 @@ after a restart.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
@@ -61,8 +62,13 @@ def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return done
 
 
+def _file(name: str) -> str:
+    """The file that keeps namespace ``name`` (``ip netns add`` makes it)."""
+    return f"/run/netns/{name}"
+
+
 def exists(name: str) -> bool:
-    return os.path.exists(f"/run/netns/{name}")
+    return os.path.exists(_file(name))
 
 
 def create_server(server_id: str, interfaces: Iterable[Interface]) -> str:
@@ -125,14 +131,10 @@ def delete(name: str) -> None:
     """Remove a namespace; absent is fine. As ``ip netns del`` does it, without starting
     a process: detach the mount that keeps the namespace, then remove its file (the
     namespace goes once no process is left in it)."""
-    path = f"/run/netns/{name}"
-    if not os.path.exists(path):
-        return
-    _libc().umount2(path.encode(), MNT_DETACH)  # not mounted any more: removed all the same
-    try:
+    path = _file(name)
+    _libc().umount2(path.encode(), MNT_DETACH)  # absent or not mounted: nothing to detach
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def delete_server(server_id: str, interfaces: Iterable[Interface]) -> None:
@@ -158,7 +160,7 @@ def pids(name: str) -> list[int]:
     namespace's file, as ``ip netns pids`` finds them, without starting a process (a
     destroy asks this for every server, several times)."""
     try:
-        namespace = os.stat(f"/run/netns/{name}")
+        namespace = os.stat(_file(name))
     except OSError:
         return []
     found = []
@@ -187,7 +189,7 @@ def socket_in(name: str) -> socket.socket:
     """
     libc = _libc()
     home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    target = os.open(f"/run/netns/{name}", os.O_RDONLY)
+    target = os.open(_file(name), os.O_RDONLY)
     try:
         if libc.setns(target, CLONE_NEWNET) != 0:
             raise NetnsError(ctypes.get_errno(), f"cannot enter network namespace {name}")
