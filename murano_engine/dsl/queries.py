@@ -42,13 +42,14 @@ def is_collection(value: Any) -> bool:
     sets, lazy query results, a dict's ``keys()`` / ``values()`` and ``orderBy()``'s."""
     if type(value) in _COLLECTIONS:
         return True
+    if isinstance(value, (str, Mapping)):
+        return False
     if isinstance(value, (Iterator, MappingView)):
-        return not isinstance(value, (str, Mapping))
+        return True
     # orderBy()'s result is yaql's OrderingIterable: none exists before its module (about
     # a twentieth of the interpreter's imports) is imported, which waits for the first one
     ordering = sys.modules.get(_YAQL_QUERIES)
-    return ordering is not None and isinstance(value, ordering.OrderingIterable) \
-        and not isinstance(value, (str, Mapping))
+    return ordering is not None and isinstance(value, ordering.OrderingIterable)
 
 
 def limited(collection: Any) -> Any:
