@@ -288,3 +288,65 @@ def test_a_server_replacing_one_on_its_queue_keeps_its_broker_user(tmp_path):
         identities.revoke(queue)
         identities.remove_exchange(results)
         identities.api.request("DELETE", f"/api/queues/%2F/{results}", missing_ok=True)
+
+
+
+_DYING_RELEASE = """
+import json, sys, threading
+from pathlib import Path
+from murano_engine.clouds.local.guest import Guests
+
+class Hanging:  # its removals never end: the process dies mid-release
+    isolation = "none"
+    def remove(self, spec):
+        threading.Event().wait()
+
+root = Path(sys.argv[1])
+guests = Guests(root, Hanging())
+folder = guests.sandbox("s0")
+folder.mkdir()
+(folder / "agent.conf").write_text(sys.argv[2])
+(folder / "server.json").write_text(json.dumps(
+    {"hostname": "vm0", "powershell": None, "interfaces": []}))
+guests.destroy("s0")
+print("releasing", flush=True)
+threading.Event().wait()
+"""
+
+
+class _StartingLauncher(_SlowLauncher):
+    """Servers stop at once; the ones started are recorded."""
+
+    def __init__(self) -> None:
+        super().__init__(0.0)
+        self.started: list[str] = []
+
+    def start(self, spec) -> None:  # noqa: ANN001
+        self.started.append(spec.hostname)
+
+
+def test_a_release_a_dead_process_began_is_finished_by_the_next_one(tmp_path):
+    """A destroy lets go of the server's stack record once its release has begun; when
+    the process dies before the release ends, the next process on the folder finishes
+    it (nothing else would: no record names the server any more)."""
+    from murano_engine.clouds.local.guest import Guests
+    root = tmp_path / "servers"
+    first = subprocess.Popen([sys.executable, "-c", _DYING_RELEASE, str(root), INI],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout.readline() == "releasing\n"
+        # While that process lives the release is its own: another one on the folder
+        # neither takes it up nor starts the server's agent again.
+        second = Guests(root, launcher := _StartingLauncher())
+        second.resume("s0")
+        second.settle()
+        assert launcher.started == launcher.removed == []
+        assert (root / "s0" / "server.json").is_file()
+    finally:
+        first.kill()
+        first.wait()
+    third = Guests(root, launcher := _SlowLauncher(0.0))
+    third.settle()
+    assert launcher.removed == ["vm0"]
+    assert not (root / "s0").exists()
+    assert list((tmp_path / "servers-records").iterdir()) == []

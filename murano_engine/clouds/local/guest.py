@@ -20,8 +20,10 @@ Releasing a server revokes that identity.
 from __future__ import annotations
 
 import configparser
+import fcntl
 import json
 import logging
+import os
 import re
 import shutil
 import threading
@@ -107,6 +109,11 @@ class Guests:
         #: servers being released in the background, and the errors releases met
         self._releases: dict[str, threading.Thread] = {}
         self._release_errors: list[str] = []
+        # Releases an earlier process began and did not finish (it died: a live one holds
+        # its markers locked): their servers' stack records are gone, so nothing else
+        # would ever release them.
+        for marker in sorted(self._records.glob("*.releasing")):
+            self.destroy(marker.name.removesuffix(".releasing"))
 
     def sandbox(self, server_id: str) -> Path:
         return self.root / server_id
@@ -194,6 +201,8 @@ class Guests:
     def resume(self, server_id: str, flavor: Flavor | None = None) -> None:
         """Take back the agent of a server that was running before a restart (or start it,
         with ``flavor``'s limits when given); a server in ERROR stays so."""
+        if self._releasing_file(server_id).is_file():
+            return  # being released (__init__ took up a dead process's release)
         if self._error_file(server_id).is_file():
             why = self._error_file(server_id).read_text(encoding="utf-8")
             with self._lock:
@@ -227,12 +236,28 @@ class Guests:
             self._failed.pop(server_id, None)
             if server_id in self._releases:
                 return
+            marker = self._claim_release(server_id)
+            if marker is None:
+                return  # another live process is releasing it
             worker = self._releases[server_id] = threading.Thread(
-                target=self._release, args=(server_id,),
+                target=self._release, args=(server_id, marker),
                 name=f"local-cloud release {server_id}")
         worker.start()
 
-    def _release(self, server_id: str) -> None:
+    def _claim_release(self, server_id: str) -> int | None:
+        """The server's release marker, made and locked (None when another process holds
+        it). It is on disk before the caller drops the server's record, and locked for
+        as long as the release runs: a process that dies meanwhile leaves it unlocked
+        for the next one (see ``__init__``)."""
+        fd = os.open(self._releasing_file(server_id), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        return fd
+
+    def _release(self, server_id: str, marker: int) -> None:
         try:
             if not self._revoke_identity(server_id) \
                     and (self.sandbox(server_id) / "server.json").is_file():
@@ -245,6 +270,8 @@ class Guests:
             shutil.rmtree(self.sandbox(server_id), ignore_errors=True)
             self._error_file(server_id).unlink(missing_ok=True)
             self._queue_file(server_id).unlink(missing_ok=True)
+            self._releasing_file(server_id).unlink(missing_ok=True)
+            os.close(marker)
             with self._lock:
                 self._releases.pop(server_id, None)
 
@@ -317,6 +344,9 @@ class Guests:
 
     def _queue_file(self, server_id: str) -> Path:
         return self._records / f"{server_id}.queue"
+
+    def _releasing_file(self, server_id: str) -> Path:
+        return self._records / f"{server_id}.releasing"
 
     def running(self) -> set[str]:
         with self._lock:
