@@ -12,6 +12,7 @@ The image outlives a stop (the server's data stays) and goes with the server.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -21,7 +22,9 @@ import time
 import uuid
 from pathlib import Path
 
-TOOLS = ("mkfs.ext4", "e2fsck", "resize2fs", "losetup", "mount", "umount", "cp")
+from murano_engine.clouds.local import syscalls
+
+TOOLS = ("mkfs.ext4", "e2fsck", "resize2fs", "losetup", "mount", "cp")
 #: no set-uid programs or devices from the guest's disk; no background zeroing of the
 #: inode tables (a new disk's are empty) to compete with the server's start
 MOUNT_OPTIONS = "loop,nosuid,nodev,noinit_itable"
@@ -93,13 +96,20 @@ class ServerDisk:
         _run("resize2fs", str(self.image))
 
     def detach(self) -> None:
-        """Unmount the disk (its data stays in the image)."""
+        """Unmount the disk (its data stays in the image; its loop device goes with the
+        mount, which made it with autoclear)."""
         if not os.path.ismount(self.folder):
             return
         try:
-            _run("umount", str(self.folder))
-        except DiskError:  # still busy: detach it now, it goes when its last user does
-            _run("umount", "--lazy", str(self.folder))
+            try:
+                syscalls.umount(str(self.folder))
+            except OSError as exc:
+                if exc.errno != errno.EBUSY:
+                    raise
+                # still busy: detach it now, it goes when its last user does
+                syscalls.umount(str(self.folder), syscalls.MNT_DETACH)
+        except OSError as exc:
+            raise DiskError(f"umount {self.folder}: {exc.strerror}") from None
 
     def delete(self) -> None:
         """Unmount the disk and remove its image."""
