@@ -104,8 +104,9 @@ class StackService(ABC):
         self.poll_interval = poll_interval
 
     @abstractmethod
-    def get(self, name: str) -> Stack | None:
-        """The stack with outputs, parameters and template; None when absent."""
+    def get(self, name: str, template: bool = True) -> Stack | None:
+        """The stack with outputs, parameters and (unless ``template`` is false) its
+        template; None when absent."""
 
     def peek(self, name: str) -> Stack | None:
         """A cheaper snapshot for polling: status and timestamps are enough."""
@@ -174,6 +175,7 @@ class StackService(ABC):
         *,
         since: Stack | None = None,
         raise_on_failure: bool = True,
+        template: bool = True,
     ) -> Stack | None:
         """Poll until the stack settles; return it (None once it is gone).
 
@@ -181,7 +183,8 @@ class StackService(ABC):
         settled state still carrying its timestamps is the previous operation's
         and is waited past. A ``*_FAILED`` end raises :class:`StackFailed`
         carrying Heat's reason unless ``raise_on_failure`` is false. Transport
-        errors are retried a few times with growing pauses.
+        errors are retried a few times with growing pauses. ``template``: whether the
+        settled stack is read with its template (see :meth:`get`).
         """
         world = outside()
         limit = self.timeout if timeout is None else timeout
@@ -203,7 +206,7 @@ class StackService(ABC):
                     return None
                 stale = since is not None and last.stamp == since.stamp
                 if not last.in_progress and not stale:
-                    settled = self.get(name)
+                    settled = self.get(name, template)
                     if settled is not None and settled.failed and raise_on_failure:
                         raise StackFailed(settled)
                     return settled

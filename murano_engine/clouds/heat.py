@@ -130,15 +130,15 @@ class HeatStacks(StackService):
             no_compute=_flag(section.get("no_compute", False)),
         )
 
-    def get(self, name: str) -> Stack | None:
+    def get(self, name: str, template: bool = True) -> Stack | None:
         with _translated(name):
             try:
                 found = self._client.stacks.get(name)
             except heat_exc.HTTPNotFound:
                 return None
             identifier = f"{found.stack_name}/{found.id}"
-            template = self._client.stacks.template(identifier)
-        return self._snapshot(found, template)
+            text = self._client.stacks.template(identifier) if template else None
+        return self._snapshot(found, text)
 
     def peek(self, name: str) -> Stack | None:
         with _translated(name):

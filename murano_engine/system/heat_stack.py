@@ -208,7 +208,7 @@ class HeatStack:
         service = _require_cloud(call)
 
         def read() -> dict[str, Any]:
-            stack = service.wait(state.name, raise_on_failure=False)
+            stack = service.wait(state.name, raise_on_failure=False, template=False)
             return dict(stack.outputs) if stack is not None else {}
 
         return values.freeze(call.executor.outside.value("stack.output", state.name, read))

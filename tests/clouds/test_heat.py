@@ -51,6 +51,18 @@ def test_create_polls_until_complete_and_returns_outputs(heat, fake_heat, clock)
     assert stack.template == template(ip="10.0.0.3")
 
 
+def test_a_wait_for_outputs_only_does_not_fetch_the_template(heat, fake_heat):
+    push_stack(heat, "env", template(ip="10.0.0.3"))
+    fake_heat.requests.clear()
+
+    stack = heat.wait("env", template=False)
+
+    assert stack.outputs == {"ip": "10.0.0.3"} and stack.template is None
+    assert not [path for _, path in fake_heat.requests if path.endswith("/template")]
+    assert heat.wait("env").template == template(ip="10.0.0.3")
+    assert [path for _, path in fake_heat.requests if path.endswith("/template")]
+
+
 def test_update_waits_past_the_previous_settled_state(heat, fake_heat):
     push_stack(heat, "env", template(ip="old"))
     fake_heat.lag_polls = 2  # Heat still shows CREATE_COMPLETE for two reads

@@ -41,6 +41,9 @@ def test_create_environment_stack(cloud, agents, environment):
 
     stack = cloud.get("murano-env")
     assert stack.status == "CREATE_COMPLETE"
+    assert stack.template["resources"].keys() == environment()["resources"].keys()
+    bare = cloud.get("murano-env", template=False)  # what HeatStack.output() asks
+    assert bare.template is None and bare.outputs == stack.outputs == outputs
     assert stack.status_reason == "Stack CREATE completed successfully"
     ips = [outputs["vm1-ip"], outputs["vm2-ip"]]
     assert len(set(ips)) == 2

@@ -149,22 +149,22 @@ class LocalCloud(StackService):
         return None
 
     # --- StackService -----------------------------------------------------------
-    def get(self, name: str) -> Stack | None:
+    def get(self, name: str, template: bool = True) -> Stack | None:
         self._take(name)
         with self.lock:
             stack = self._stacks.get(name)
             if stack is None:
                 return None
-            template = self._templates[name]
-            values = outputs(self, stack, template)
+            checked = self._templates[name]
+            values = outputs(self, stack, checked)
             return Stack(
                 name=stack.name,
                 id=stack.id,
                 status=stack.status,
                 status_reason=stack.reason,
                 outputs=values,
-                parameters=dict(template.parameters),
-                template=plain(stack.template),
+                parameters=dict(checked.parameters),
+                template=plain(stack.template) if template else None,
                 created=stack.created,
                 updated=stack.updated,
             )
