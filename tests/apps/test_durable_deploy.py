@@ -85,7 +85,12 @@ class Site:
     def deploy_until(self, report: int, sig: int | None = None) -> subprocess.Popen:
         """Start a deploy and send ``sig`` when it prints its ``report``-th report line
         (with no ``sig``, just return then)."""
-        engine = subprocess.Popen(self.command("deploy", str(self.model)), cwd=self.root,
+        return self.run_until(report, sig, "deploy", str(self.model))
+
+    def run_until(self, report: int, sig: int | None, *args: str) -> subprocess.Popen:
+        """Start an engine command and send ``sig`` when it prints its ``report``-th
+        report line (with no ``sig``, just return then)."""
+        engine = subprocess.Popen(self.command(*args), cwd=self.root,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         seen = 0
         assert engine.stdout is not None
@@ -96,7 +101,7 @@ class Site:
                     if sig is not None:
                         engine.send_signal(sig)
                     break
-        assert seen == report, f"the deploy ended after {seen} reports"
+        assert seen == report, f"{args[0]} ended after {seen} reports"
         return engine
 
     def agents(self) -> list[int]:
@@ -253,6 +258,41 @@ def test_destroy_after_a_kill_removes_what_the_killed_run_made(tmp_path, referen
         assert not site.state.exists() and site.servers()
 
         site.destroy_and_check()
+    finally:
+        _force_cleanup(site)
+
+
+def test_a_destroy_killed_while_it_releases_servers_is_finished_by_the_next(tmp_path):
+    """Killed while a server's release runs (in the background: the server's stack
+    record is already gone; here as soon as its namespace is, before its folder and
+    broker user go), the next destroy still removes every server: sandbox, namespace,
+    disk, broker user."""
+    site = Site(tmp_path)
+    try:
+        site.run("deploy", str(site.model))
+        servers = [p.name for p in site.servers()]
+        networks = kv_nodes.network_ids(site.cloud, servers)
+        inside = [pid for s in servers for pid in netns.pids(netns.server_namespace(s))]
+        users = {_agent_login(server / "agent.conf") for server in site.servers()}
+        killed = subprocess.Popen(site.command("destroy"), cwd=site.root,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        first = netns.server_namespace(servers[0])
+        deadline = time.monotonic() + 60
+        while netns.exists(first) and killed.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        killed.kill()
+        assert killed.wait(30) == -signal.SIGKILL, "the destroy ended before it was killed"
+
+        site.run("destroy")
+        assert not site.state.exists()
+        assert not list((site.cloud / "servers").iterdir()), "a server's folder is left"
+        assert not list((site.cloud / "servers-records").iterdir())
+        assert kv_nodes.namespaces_left(servers, networks) == []
+        assert inside and kv_nodes.alive(inside) == [], "a sandbox's process outlived destroy"
+        assert not _processes_mentioning(str(site.cloud)), "a process outlived destroy"
+        assert not users & set(_identities().users()), "a server's broker user is left"
+        mounts = Path("/proc/self/mountinfo").read_text()
+        assert str(site.cloud) not in mounts, "a server's disk is still mounted"
     finally:
         _force_cleanup(site)
 
