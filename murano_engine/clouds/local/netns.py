@@ -61,13 +61,13 @@ def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return done
 
 
-def _file(name: str) -> str:
+def namespace_file(name: str) -> str:
     """The file that keeps namespace ``name`` (``ip netns add`` makes it)."""
     return f"{NAMESPACES}/{name}"
 
 
 def exists(name: str) -> bool:
-    return os.path.exists(_file(name))
+    return os.path.exists(namespace_file(name))
 
 
 def create_server(server_id: str, interfaces: Iterable[Interface]) -> str:
@@ -130,7 +130,7 @@ def delete(name: str) -> None:
     """Remove a namespace; absent is fine. As ``ip netns del`` does it, without starting
     a process: detach the mount that keeps the namespace, then remove its file (the
     namespace goes once no process is left in it)."""
-    path = _file(name)
+    path = namespace_file(name)
     with contextlib.suppress(OSError):  # absent or not mounted: nothing to detach
         syscalls.umount(path, syscalls.MNT_DETACH)
     with contextlib.suppress(FileNotFoundError):
@@ -181,7 +181,7 @@ def pids(name: str) -> list[int]:
     namespace's file, as ``ip netns pids`` finds them, without starting a process (a
     destroy asks this for every server, several times)."""
     try:
-        namespace = os.stat(_file(name))
+        namespace = os.stat(namespace_file(name))
     except OSError:
         return []
     found = []
@@ -209,7 +209,7 @@ def _entered(name: str) -> Iterator[None]:
 
     Whatever runs inside must not switch threads (no green-thread I/O)."""
     home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    target = os.open(_file(name), os.O_RDONLY)
+    target = os.open(namespace_file(name), os.O_RDONLY)
     try:
         try:
             syscalls.setns(target, syscalls.CLONE_NEWNET)

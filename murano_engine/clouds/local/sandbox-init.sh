@@ -1,17 +1,16 @@
 #!/bin/sh
-# Runs as root inside a server's new mount, UTS, IPC and PID namespaces (and its
-# network namespace): names the host, builds the sandbox's root from read-only
-# binds of what the agent needs plus the server's own folder, switches to it,
-# then runs COMMAND as UID (no capabilities) in a user namespace of its own,
-# under sandbox-init.py (PID 1: it reaps the orphans a VM's init would).
+# Runs as root in a server's new mount, UTS, IPC and PID namespaces (and its
+# network namespace), called by the sandbox's first process (sandbox-enter.py):
+# names the host, builds the sandbox's root from read-only binds of what the
+# agent needs plus the server's own folder, with that process's init code as
+# /init.py, and switches the namespace to it (the caller's root moves too).
 #
-#   sandbox-init.sh ROOT HOSTNAME FOLDER UID RO_PATHS PYTHON COMMAND...
+#   sandbox-init.sh ROOT HOSTNAME FOLDER RO_PATHS
 #
 # RO_PATHS is a colon-separated list of host folders bound read-only at the
 # same path (the Python installation, the agent's code).
 set -eu
-root=$1 name=$2 folder=$3 uid=$4 ro_paths=$5 python=$6
-shift 6
+root=$1 name=$2 folder=$3 ro_paths=$4
 
 hostname "$name"
 mount -t tmpfs -o mode=0755,size=16m sandbox-root "$root"
@@ -79,8 +78,3 @@ cd "$root"
 pivot_root . .host
 umount -l /.host
 rmdir /.host
-cd /sandbox
-export HOME=/sandbox PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
-# init.py needs nothing of site-packages: no site start-up (-S)
-exec setpriv --reuid="$uid" --regid="$uid" --clear-groups --inh-caps=-all \
-    --bounding-set=-all unshare --user --map-root-user -- "$python" -S /init.py "$@"

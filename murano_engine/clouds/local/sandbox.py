@@ -52,12 +52,14 @@ from murano_engine.clouds.local.cgroups import (
 )
 from murano_engine.clouds.local.disk import DiskError, ServerDisk, missing_for_disks
 from murano_engine.clouds.local.flavors import Flavor
+from murano_engine.clouds.local.forkserver import ForkServer, ForkServerError
 from murano_engine.clouds.local.relay import Relay
 
 LOG = logging.getLogger(__name__)
 
 ISOLATIONS = ("namespaces", "none")
 INIT_SCRIPT = Path(__file__).with_name("sandbox-init.sh")
+ENTER_SCRIPT = Path(__file__).with_name("sandbox-enter.py")
 INSIDE = "/sandbox"
 RELAY_PORT = 5672
 DEFAULT_LOGIN = "guest"  # whom AMQP clients log in as when the URL names no user
@@ -254,9 +256,11 @@ class NamespaceLauncher:
                 + "; set [local_cloud] isolation = none to run agents unisolated "
                   "(single-user development only)")
         self._relays: dict[str, Relay] = {}
-        self._children: dict[str, subprocess.Popen] = {}
+        #: the sandboxes this engine started: their first process
+        self._children: dict[str, int] = {}
         self._hierarchies: Hierarchies | None = host_hierarchies()[0]
         self.max_processes = max_processes
+        self._forks = ForkServer(dict(os.environ, PYTHONPATH=_agent_path()))
 
     def start(self, spec: ServerSpec) -> None:
         """Start the sandbox, or take back the one a previous engine left running."""
@@ -297,27 +301,23 @@ class NamespaceLauncher:
                                f"{exc}") from None
         root = spec.folder.parent / f".{spec.folder.name}.root"
         root.mkdir(exist_ok=True)
-        command = ["ip", "netns", "exec", name, "unshare", "--mount", "--uts", "--ipc",
-                   "--pid", "--fork", "--kill-child", "--propagation", "private",
-                   "sh", str(INIT_SCRIPT), str(root), _hostname(spec.hostname),
-                   str(spec.folder), str(uid), ":".join(_read_only_paths()), _python(),
-                   *_agent_command(f"{INSIDE}/agent.effective.conf")]
-        environment = dict(os.environ, PYTHONPATH=_agent_path())
-        with open(spec.folder / "agent.out", "ab") as out:
-            if spec.flavor is None:
-                child = self._children[spec.server_id] = subprocess.Popen(
-                    command, stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-                    start_new_session=True, env=environment)
-            else:
-                try:
-                    child = self._children[spec.server_id] = self._group(spec).popen(
-                        command, stdout=out, stderr=out, start_new_session=True,
-                        env=environment)
-                except OSError as exc:
-                    self._teardown(spec)
-                    raise SandboxError(f"cannot start server {spec.hostname} in its control "
-                                       f"group: {exc}") from None
-        _sandbox_pid_file(spec).write_text(str(child.pid))
+        args = {
+            "cgroups": [str(path / "cgroup.procs") for path in self._group(spec).paths]
+            if spec.flavor is not None else [],
+            "netns": netns.namespace_file(name),
+            "setup": ["sh", str(INIT_SCRIPT), str(root), _hostname(spec.hostname),
+                      str(spec.folder), ":".join(_read_only_paths())],
+            "uid": uid,
+            "agent": ["--config-file", f"{INSIDE}/agent.effective.conf"],
+        }
+        try:
+            pid = self._forks.start(ENTER_SCRIPT, args, dict(os.environ, PYTHONPATH=_agent_path()),
+                                    spec.folder / "agent.out")
+        except ForkServerError as exc:
+            self._teardown(spec)
+            raise SandboxError(f"cannot start server {spec.hostname}: {exc}") from None
+        self._children[spec.server_id] = pid
+        _sandbox_pid_file(spec).write_text(str(pid))
 
     def running(self, spec: ServerSpec) -> bool:
         # the control group's list first: one file, where the namespace's processes
@@ -360,10 +360,7 @@ class NamespaceLauncher:
     def exited(self, spec: ServerSpec) -> bool:
         """Whether the sandbox ended: its init gave up restarting the agent, or the agent
         could not start at all (cheap: for polling)."""
-        child = self._children.get(spec.server_id)
-        if child is not None:
-            return child.poll() is not None
-        pid = _read_pid(_sandbox_pid_file(spec))
+        pid = self._children.get(spec.server_id) or _read_pid(_sandbox_pid_file(spec))
         return pid is None or not _alive(pid)
 
     def _relay(self, spec: ServerSpec, name: str) -> None:
@@ -412,11 +409,7 @@ class NamespaceLauncher:
     def _teardown(self, spec: ServerSpec) -> None:
         child = self._children.pop(spec.server_id, None)
         if child is not None:
-            try:
-                child.wait(STOP_GRACE)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+            _terminate([child], signals=(signal.SIGKILL,))  # stopped already, normally
         relay = self._relays.pop(spec.server_id, None)
         if relay is not None:
             relay.close()
@@ -430,6 +423,7 @@ class NamespaceLauncher:
         for relay in self._relays.values():
             relay.close()
         self._relays.clear()
+        self._forks.close()
 
 
 Launcher = ProcessLauncher | NamespaceLauncher
