@@ -726,7 +726,26 @@ def _identity(value: Any) -> Any:
 
 
 def _synchronize_options(method: MethodSpec) -> tuple[bool, tuple[str, ...]]:
-    """(lock on the receiver, argument names to lock on) from the Synchronize meta."""
+    """(lock on the receiver, argument names to lock on) from the Synchronize meta: the
+    method's own, else (the meta class is ``Inherited``) that of the nearest declaration
+    it overrides, as :func:`murano_engine.dsl.meta.method_meta` gathers them; by default
+    a call locks its receiver."""
+    pending, seen = [method.declaring_class], set()
+    while pending:
+        cls = pending.pop(0)
+        if cls in seen:
+            continue
+        seen.add(cls)
+        declared = cls.methods.get(method.name)
+        found = _synchronize_entry(declared) if declared is not None else None
+        if found is not None:
+            return found
+        pending.extend(cls.parents)
+    return True, ()
+
+
+def _synchronize_entry(method: MethodSpec) -> tuple[bool, tuple[str, ...]] | None:
+    """The options of the Synchronize meta of this declaration (None without one)."""
     for entry in _meta_entries(method.meta):
         type_name, props = entry
         try:
@@ -738,7 +757,7 @@ def _synchronize_options(method: MethodSpec) -> tuple[bool, tuple[str, ...]]:
             if isinstance(on_args, str):
                 on_args = (on_args,)
             return bool(props.get("onThis", True)), tuple(str(a) for a in on_args)
-    return True, ()
+    return None
 
 
 def _meta_entries(meta: Any) -> list[tuple[str, Mapping]]:
