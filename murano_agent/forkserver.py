@@ -30,6 +30,7 @@ import runpy
 import select
 import signal
 import sys
+import traceback
 from typing import Any
 
 import murano_agent.cli
@@ -37,12 +38,13 @@ import murano_agent.cli
 #: the name (``comm``: ``ps -e``, ``/proc/PID/status``) of the agents it starts
 AGENT_NAME = b"murano-agent"
 PR_SET_NAME = 15
+_LIBC = ctypes.CDLL(None)
 
 
 def name_process(name: bytes) -> None:
     """Give this process ``name`` (at most 15 bytes): forks keep their parent's command
     line, which names this server, not what they are."""
-    ctypes.CDLL(None).prctl(PR_SET_NAME, ctypes.c_char_p(name[:15]), 0, 0, 0)
+    _LIBC.prctl(PR_SET_NAME, ctypes.c_char_p(name[:15]), 0, 0, 0)
 
 
 def start_agent(argv: list[str]) -> int:
@@ -57,10 +59,12 @@ def start_agent(argv: list[str]) -> int:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             random.seed()  # not the server's sequence, shared by every fork
             code = murano_agent.cli.main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:  # noqa: BLE001 - the child must never return here
+            traceback.print_exc()
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
+            _flush_and_exit(code)
     return pid
 
 
@@ -99,8 +103,18 @@ def _serve_one(line: bytes) -> dict[str, Any]:
         except BaseException as exc:  # noqa: BLE001 - the child must never return here
             print(f"murano-agent forkserver: {request['script']}: {exc!r}", file=sys.stderr)
         finally:
-            os._exit(code)
+            _flush_and_exit(code)
     return {"pid": pid}
+
+
+def _flush_and_exit(code: int) -> None:
+    """End a forked child: what it printed is written first (``os._exit`` would drop it)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def _reap() -> None:

@@ -68,7 +68,8 @@ def _server_ids(outputs: dict, names: tuple[str, ...]) -> list[str]:
 
 
 @NO_NAMESPACES
-def test_a_plan_runs_in_the_sandbox_as_the_server(region, environment, tmp_path):
+def test_a_plan_runs_in_the_sandbox_as_the_server(region, environment, tmp_path, monkeypatch):
+    monkeypatch.setenv("MURANO_ENGINE_ONLY", "the engine's")  # an operator's setting
     outputs = region.boot(environment, "one", ("vm1",), "10.0.7.0/24")
     assert Path("/etc/shadow").exists()
     secret = tmp_path / "host-secret.txt"
@@ -77,6 +78,8 @@ def test_a_plan_runs_in_the_sandbox_as_the_server(region, environment, tmp_path)
 
     seen = region.sh(queue, f"""
         echo "host=$(hostname)"
+        echo "engine_env=${{MURANO_ENGINE_ONLY:-unset}}"
+        echo "home=$HOME"
         echo "cwd=$(pwd)"
         echo "ip=$(ip -4 -o addr show dev eth0 | awk '{{print $4}}')"
         cat {secret} >/dev/null 2>&1 && echo "secret=readable" || echo "secret=hidden"
@@ -94,6 +97,8 @@ def test_a_plan_runs_in_the_sandbox_as_the_server(region, environment, tmp_path)
 
     facts = dict(line.split("=", 1) for line in seen.split())
     assert facts["host"] == "vm1"
+    assert facts["engine_env"] == "unset"  # the engine's environment stays outside
+    assert facts["home"] == "/sandbox"
     assert facts["cwd"].startswith("/sandbox/agent")
     assert facts["ip"] == f"{outputs['vm1-ip']}/24"
     assert facts["secret"] == "hidden" and facts["shadow"] == "hidden"
@@ -219,11 +224,11 @@ def test_without_namespaces_servers_are_refused_with_what_is_missing(tmp_path, m
 
     real_which = sandbox.shutil.which
     monkeypatch.setattr(sandbox.shutil, "which",
-                        lambda name: None if name == "unshare" else real_which(name))
+                        lambda name: None if name == "pivot_root" else real_which(name))
     with pytest.raises(sandbox.SandboxError) as refused:
         LocalCloud(tmp_path / "state", broker_url=AMQP)
     message = str(refused.value)
-    assert "the 'unshare' command" in message and "isolation = none" in message
+    assert "the 'pivot_root' command" in message and "isolation = none" in message
     assert not (tmp_path / "state" / "servers").exists() or not any(
         (tmp_path / "state" / "servers").iterdir())
     with pytest.raises(sandbox.SandboxError, match="isolation must be one of"):

@@ -130,23 +130,21 @@ class LocalCloud(StackService):
         return str(uuid.uuid4())
 
     def records(self, *types: str) -> list[ResourceRecord]:
+        # Every resource create asks (for its references): one pass, no list per stack.
         with self.lock:
             return [
                 record
                 for stack in self._stacks.values()
-                for record in stack.records()
-                if record.exists and record.type in types
+                for section in (stack.resources, stack.replaced)
+                for record in section.values()
+                if record.type in types and record.id
             ]
 
     def find(self, physical_id: str, *types: str) -> ResourceRecord | None:
+        """A live resource of one of ``types`` by id, else by name."""
         candidates = self.records(*types)
-        for record in candidates:
-            if record.id == physical_id:
-                return record
-        for record in candidates:
-            if record.data.get("name") == physical_id:
-                return record
-        return None
+        return next((r for r in candidates if r.id == physical_id), None) or next(
+            (r for r in candidates if r.data.get("name") == physical_id), None)
 
     # --- StackService -----------------------------------------------------------
     def get(self, name: str, template: bool = True) -> Stack | None:

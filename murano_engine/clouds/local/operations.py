@@ -75,9 +75,42 @@ class StackScope:
         return self._template.files[key]
 
 
+class _OneRead:
+    """The cloud's services for one read of a stack's outputs, made under the cloud's lock
+    (nothing changes meanwhile): each kind of record is listed once, not once per output
+    (a stack of N servers has N outputs that each look through every port)."""
+
+    def __init__(self, services: Services) -> None:
+        self._services = services
+        self._listed: dict[tuple[str, ...], list[ResourceRecord]] = {}
+        self._by_id: dict[tuple[str, ...], dict[str, ResourceRecord]] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._services, name)
+
+    def records(self, *types: str) -> list[ResourceRecord]:
+        listed = self._listed.get(types)
+        if listed is None:
+            listed = self._listed[types] = self._services.records(*types)
+        return listed
+
+    def find(self, physical_id: str, *types: str) -> ResourceRecord | None:
+        by_id = self._by_id.get(types)
+        if by_id is None:
+            by_id = self._by_id[types] = {}
+            for record in self.records(*types):
+                by_id.setdefault(record.id, record)
+        found = by_id.get(physical_id)
+        if found is None:
+            found = next((r for r in self.records(*types) if r.data.get("name") == physical_id),
+                         None)
+        return found
+
+
 def outputs(services: Services, stack: StackState, template: Template) -> dict[str, Any]:
-    """The template's outputs now (None where a resource is missing)."""
-    scope = StackScope(services, stack, template)
+    """The template's outputs now (None where a resource is missing); call it holding the
+    cloud's lock."""
+    scope = StackScope(_OneRead(services), stack, template)
     values = {}
     for name, value in template.outputs.items():
         try:

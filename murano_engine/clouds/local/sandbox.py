@@ -1,9 +1,13 @@
 """Where a local server's agent runs: its own process, sandboxed or (for development) not.
 
 ``isolation = namespaces`` (the default): each server's agent is a process in
-namespaces of its own, made with ``ip netns`` and util-linux's ``unshare``
-(both on every Linux with iproute2; no setuid helper is needed since the
-engine that starts it runs as root):
+namespaces of its own, made with ``ip netns`` and system calls (no setuid
+helper is needed since the engine that starts it runs as root). A sandbox is
+a fork of the agent's fork server (:mod:`.forkserver`), which has the agent's
+modules imported: its first process makes the namespaces and its PID 1
+(``sandbox-enter.py``), which builds its root (``sandbox-init.sh``), becomes
+the server's user and starts the agent, and starts it again, by forking
+(``sandbox-init.py``):
 
 * **network**: the server's addresses on its networks (:mod:`.netns`); the
   broker is reached through a relay on the namespace's loopback;
@@ -66,6 +70,9 @@ DEFAULT_LOGIN = "guest"  # whom AMQP clients log in as when the URL names no use
 FIRST_UID = 200_000
 UID_SPAN = 100_000
 STOP_GRACE = 3.0
+#: A sandbox's environment (its PID 1 adds HOME and PATH): nothing of the engine's, as a
+#: VM's agent has nothing of the cloud's.
+GUEST_ENVIRONMENT = {"LANG": "C.UTF-8"}
 # An agent left running by an engine that exited retries its broker (the next
 # engine's relay) this often at most, so that engine need not wait for it long.
 RECONNECT_MAX_DELAY = 2.0
@@ -92,8 +99,7 @@ class ServerSpec:
 
 def missing_for_namespaces() -> list[str]:
     """What this host lacks to run sandboxes (empty when it has everything)."""
-    missing = [f"the {tool!r} command" for tool in ("ip", "unshare", "setpriv", "pivot_root",
-                                                    "mount", "hostname")
+    missing = [f"the {tool!r} command" for tool in ("ip", "pivot_root", "mount", "hostname")
                if shutil.which(tool) is None]
     if os.geteuid() != 0:
         missing.append("root privileges for the engine (to make network namespaces)")
@@ -311,7 +317,7 @@ class NamespaceLauncher:
             "agent": ["--config-file", f"{INSIDE}/agent.effective.conf"],
         }
         try:
-            pid = self._forks.start(ENTER_SCRIPT, args, dict(os.environ, PYTHONPATH=_agent_path()),
+            pid = self._forks.start(ENTER_SCRIPT, args, dict(GUEST_ENVIRONMENT),
                                     spec.folder / "agent.out")
         except ForkServerError as exc:
             self._teardown(spec)
