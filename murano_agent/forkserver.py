@@ -58,6 +58,7 @@ def start_agent(argv: list[str]) -> int:
                 signal.signal(number, signal.SIG_DFL)  # not its parent's handlers
             signal.signal(signal.SIGINT, signal.default_int_handler)
             random.seed()  # not the server's sequence, shared by every fork
+            sys.argv = ["murano-agent", *argv]  # as if started by its command
             code = murano_agent.cli.main(argv)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1

@@ -15,11 +15,9 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from murano_engine.clouds.local.flavors import Flavor
 
@@ -31,8 +29,6 @@ DEFAULT_MAX_PROCESSES = 512
 CPU_PERIOD_US = 100_000
 KILL_WAIT = 3.0
 MOUNTINFO = Path("/proc/self/mountinfo")
-#: runs its arguments once its standard input ends (with /dev/null as their input)
-GATE = ["sh", "-c", 'read -r _; exec "$@" </dev/null', "sh"]
 
 
 @dataclass(frozen=True)
@@ -121,22 +117,6 @@ class ServerGroup:
         _write(cpu / "cpu.cfs_period_us", CPU_PERIOD_US)
         _write(cpu / "cpu.cfs_quota_us", flavor.vcpus * CPU_PERIOD_US)
         _write(cpu / "cpu.shares", 1024 * flavor.vcpus)
-
-    def popen(self, command: list[str], **options: Any) -> subprocess.Popen:
-        """Start ``command`` in the group: it waits, held on its standard input, until the
-        engine has moved it in, so nothing it runs is ever outside."""
-        child = subprocess.Popen(GATE + command, stdin=subprocess.PIPE, **options)
-        try:
-            for path in self.paths:
-                (path / "cgroup.procs").write_text(str(child.pid))
-        except OSError:
-            child.kill()
-            child.wait()
-            raise
-        finally:
-            assert child.stdin is not None
-            child.stdin.close()
-        return child
 
     def pids(self) -> list[int]:
         """The processes in the group (none when it does not exist)."""
