@@ -50,14 +50,16 @@ def _write(path, text):
 
 
 def _no_capabilities():
-    """Empty bounding set (needs root: first), then the user, then empty inheritable
-    set (permitted and effective went with root)."""
-    last = int(open("/proc/sys/kernel/cap_last_cap").read())
+    """An empty bounding set (emptying it needs root: before :func:`_become`)."""
+    with open("/proc/sys/kernel/cap_last_cap") as stream:
+        last = int(stream.read())
     for capability in range(last + 1):
         _check(libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0), "dropping capabilities")
 
 
 def _become(uid):
+    """The server's user, with no supplementary groups and no capabilities (permitted and
+    effective go with root; the inheritable ones are cleared)."""
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
@@ -96,9 +98,9 @@ def _pid1(parent_alive, args, start_agent):
 def main(args, start_agent, name_process):
     """Called by the fork server: ``args`` from the engine, ``start_agent(argv)`` (an
     agent's pid), ``name_process(name)``."""
-    name_process(b"murano-sandbox")
-    for path in args["cgroups"]:
+    for path in args["cgroups"]:  # first: all the server runs is in them
         _write(path, str(os.getpid()))
+    name_process(b"murano-sandbox")
     namespace = os.open(args["netns"], os.O_RDONLY)
     _check(libc.setns(namespace, CLONE_NEWNET), "entering the network namespace")
     os.close(namespace)
