@@ -367,7 +367,8 @@ class NamespaceLauncher:
         """Whether the sandbox ended: its init gave up restarting the agent, or the agent
         could not start at all (cheap: for polling)."""
         pid = self._children.get(spec.server_id) or _read_pid(_sandbox_pid_file(spec))
-        return pid is None or not _alive(pid)
+        return pid is None or not _alive(pid) or not netns.holds(
+            netns.server_namespace(spec.server_id), pid)
 
     def _relay(self, spec: ServerSpec, name: str) -> None:
         """A relay from the namespace's loopback to the broker (replacing any old one)
@@ -413,9 +414,9 @@ class NamespaceLauncher:
         self._teardown(spec)
 
     def _teardown(self, spec: ServerSpec) -> None:
-        child = self._children.pop(spec.server_id, None)
-        if child is not None:
-            _terminate([child], signals=(signal.SIGKILL,))  # stopped already, normally
+        # Its first process ended with the others (stop, discard, the group's removal),
+        # and the fork server collects it: its pid is no longer the sandbox's to signal.
+        self._children.pop(spec.server_id, None)
         relay = self._relays.pop(spec.server_id, None)
         if relay is not None:
             relay.close()
