@@ -176,17 +176,6 @@ def links_in(name: str) -> list[str]:
         return [device for _, device in socket.if_nameindex()]
 
 
-def holds(name: str, pid: int) -> bool:
-    """Whether process ``pid`` lives in namespace ``name`` (a pid the kernel gave to
-    another process since is not the one that was)."""
-    try:
-        namespace = os.stat(namespace_file(name))
-        inside = os.stat(f"/proc/{pid}/ns/net")
-    except OSError:
-        return False
-    return inside.st_ino == namespace.st_ino and inside.st_dev == namespace.st_dev
-
-
 def pids(name: str) -> list[int]:
     """The processes living in a namespace: those whose ``/proc/PID/ns/net`` is the
     namespace's file, as ``ip netns pids`` finds them, without starting a process (a
