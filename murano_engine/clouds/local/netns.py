@@ -104,7 +104,15 @@ def batch(namespace: str, commands: list[str], force: bool = False) -> str:
 
 def _veth_name(server_ns: str, index: int) -> str:
     """The switch-side name of a port's veth pair."""
-    return f"v{_short(server_ns)}{index}"[:15]
+    return f"{_port_prefix(server_ns)}{index}"[:15]
+
+
+#: the length of what a server's ports' switch-side names begin with
+PORT_PREFIX = 13
+
+
+def _port_prefix(server_ns: str) -> str:
+    return f"v{_short(server_ns)}"
 
 
 def _plug(server_ns: str, index: int, device: str, interface: Interface) -> None:
@@ -156,10 +164,8 @@ def delete_server(server_id: str, interfaces: Iterable[Interface]) -> None:
 def _live_ports(switch: str) -> list[str]:
     """The ports of a switch whose server's namespace still exists (the ports of a
     removed one may still be going)."""
-    servers = {name[3:13] for name in _namespaces() if name.startswith("ms-")}
-    # a port is "v" + _short(its server's namespace): "vms" and the server id's first 10
-    return [port for port in links_in(switch)
-            if port.startswith("vms") and port[3:13] in servers]
+    live = {_port_prefix(name) for name in _namespaces() if name.startswith("ms-")}
+    return [port for port in links_in(switch) if port[:PORT_PREFIX] in live]
 
 
 def _namespaces() -> list[str]:
