@@ -4,7 +4,6 @@ and ``umount2``, through the C library (each raises OSError with errno)."""
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import os
 
@@ -15,7 +14,7 @@ MNT_DETACH = 2
 
 @functools.cache
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    return ctypes.CDLL(None, use_errno=True)  # the C library this process has (no ldconfig run)
 
 
 def setns(fd: int, kind: int) -> None:
