@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,8 @@ class ForkServerError(OSError):
 
 
 class ForkServer:
-    def __init__(self, environment: dict[str, str]) -> None:
+    def __init__(self, environment: Callable[[], dict[str, str]]) -> None:
+        #: the server's environment, built when it is first started
         self._environment = environment
         self._process: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
@@ -57,7 +59,7 @@ class ForkServer:
             self._process = subprocess.Popen(
                 [sys.executable, "-S", "-m", "murano_agent.forkserver"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
-                env=self._environment)
+                env=self._environment())
         return self._process
 
     def _stop(self) -> None:

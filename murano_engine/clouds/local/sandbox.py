@@ -266,7 +266,7 @@ class NamespaceLauncher:
         self._children: dict[str, int] = {}
         self._hierarchies: Hierarchies | None = host_hierarchies()[0]
         self.max_processes = max_processes
-        self._forks = ForkServer(dict(os.environ, PYTHONPATH=_agent_path()))
+        self._forks = ForkServer(lambda: dict(os.environ, PYTHONPATH=_agent_path()))
 
     def start(self, spec: ServerSpec) -> None:
         """Start the sandbox, or take back the one a previous engine left running."""
