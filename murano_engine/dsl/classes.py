@@ -7,11 +7,13 @@ per-run state (static property values, locks) lives in the executor.
 
 from __future__ import annotations
 
+import _thread
 import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from murano_engine.dsl import errors
+from murano_engine.dsl.document_cache import Deferred
 from murano_engine.dsl.errors import LoadError, Position
 from murano_engine.dsl.yaml_loader import position_of
 
@@ -25,6 +27,8 @@ METHOD_USAGES = frozenset({"Runtime", "Static", "Extension", "Action"})
 ARGUMENT_USAGES = ("Standard", "VarArgs", "KwArgs")
 _PREFIX = re.compile(r"^[A-Za-z_]\w*$")
 _SPECIAL_METHODS = {"initialize": ".init", "destroy": ".destroy"}
+#: held while a class's Python half is attached (MuranoClass.defer_native)
+_ATTACHING = _thread.allocate_lock()
 
 
 class NamespaceResolver:
@@ -190,7 +194,10 @@ class MethodSpec:
         """The compiled body (compiled on first call)."""
         if self._block is None:
             from murano_engine.dsl.instructions import compile_body
-            self._block = compile_body(self.body, self.position)
+            body = self.body
+            if isinstance(body, Deferred):  # a class file's, read back from the cache
+                body = self.body = body.get()
+            self._block = compile_body(body, self.position)
         return self._block
 
     def __repr__(self) -> str:
@@ -246,6 +253,32 @@ class MuranoClass:
         self._imports: list[MuranoClass] | None = None
         from murano_engine.dsl.objects import TypeRef
         self.ref = TypeRef(self)
+
+    # -- the Python half ----------------------------------------------------------
+    def defer_native(self, attach: Callable[[MuranoClass, dict[str, MethodSpec]], type | None]
+                     ) -> None:
+        """Have ``attach(self, methods)`` add this class's Python half when ``methods``
+        or ``native`` is first read: it adds the native methods to ``methods`` (a copy
+        of the declared ones) and returns ``native``. The half's module is imported
+        then, so a class whose methods are never called and whose objects are never
+        made (a package checked, core library classes a run does not use) imports
+        nothing."""
+        self._declared = (self.__dict__.pop("methods"), attach)
+        del self.native
+
+    def __getattr__(self, name: str) -> Any:
+        # ``methods`` and ``native`` are missing only while defer_native's attach waits
+        if name in ("methods", "native") and "_declared" in self.__dict__:
+            with _ATTACHING:
+                declared = self.__dict__.get("_declared")
+                if declared is not None:  # (not attached by another thread meanwhile)
+                    methods, attach = declared
+                    methods = dict(methods)
+                    self.native = attach(self, methods)
+                    self.methods = methods
+                    del self._declared
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- identity ----------------------------------------------------------------
     @property

@@ -95,6 +95,33 @@ def cached(kind: str, text: bytes | str, filename: str, parse: Callable[[], Any]
     return result
 
 
+class Deferred:
+    """A part of a document that an entry keeps pickled apart, read back when first
+    asked for: loading a class reads none of its methods' bodies, a run only those
+    it calls, so an entry read back costs no more for the bodies never run."""
+
+    __slots__ = ("_value", "_blob")
+
+    def __init__(self, value: Any = None, blob: bytes | None = None) -> None:
+        self._value = value
+        self._blob = blob
+
+    def get(self) -> Any:
+        """The part itself."""
+        blob = self._blob
+        if blob is None:
+            return self._value
+        value = self._value = _pickle.loads(blob)
+        self._blob = None  # after the value: a reader that finds no blob finds it
+        return value
+
+    def __reduce__(self) -> tuple[Any, tuple[None, bytes]]:
+        blob = self._blob
+        if blob is None:
+            blob = _pickle.dumps(self._value, protocol=PICKLE_PROTOCOL)
+        return Deferred, (None, blob)
+
+
 def prune(written_before: float) -> int:
     """Remove the entries written before ``written_before`` (seconds since the epoch, as
     a file's modification time); how many."""

@@ -74,7 +74,8 @@ class NativeRegistry:
     """The native classes of one interpreter, by MuranoPL class name.
 
     A class added by where it is (:meth:`add_lazy`) is imported when a MuranoPL
-    class of its name is first built, so start-up imports only what runs.
+    class of its name is first used (its methods read, an object made), so start-up
+    imports only what runs.
     """
 
     def __init__(self, py_classes: Iterable[type] = ()) -> None:
@@ -97,6 +98,10 @@ class NativeRegistry:
         if name not in self._classes:
             self._lazy[name] = where
 
+    def has(self, name: str) -> bool:
+        """Whether a native class is added for ``name`` (importing nothing)."""
+        return name in self._classes or name in self._lazy
+
     def get(self, name: str) -> type | None:
         found = self._classes.get(name)
         if found is None and name in self._lazy:
@@ -109,24 +114,33 @@ class NativeRegistry:
 
 
 def attach_native(cls: MuranoClass, registry: NativeRegistry) -> None:
-    """Give a freshly built class the Python methods ``registry`` has for its name."""
+    """Give a freshly built class the Python methods ``registry`` has for its name, when
+    they are first needed (:meth:`MuranoClass.defer_native`)."""
+    if registry.has(cls.name):
+        cls.defer_native(functools.partial(_native_half, registry))
+
+
+def _native_half(registry: NativeRegistry, cls: MuranoClass,
+                 methods: dict[str, MethodSpec]) -> type | None:
+    """Add the native methods of ``cls`` to ``methods`` (its declared ones); its class
+    for objects' Python halves, if it has one."""
     py_class = registry.get(cls.name)
     if py_class is None:
-        return
-    cls.native = py_class if "__init__" in py_class.__dict__ else None
+        return None
     for attr, value in py_class.__dict__.items():
         func = value.__func__ if isinstance(value, staticmethod) else None
         usage = getattr(func, "murano_usage", None)
         if func is None or usage is None:
             continue
         name = attr.rstrip("_")
-        declared = cls.methods.get(name)
+        declared = methods.get(name)
         if declared is not None and declared.body:
             continue
-        cls.methods[name] = MethodSpec(
+        methods[name] = MethodSpec(
             name, cls, arguments=declared.arguments if declared else [], usage=usage,
             scope=getattr(func, "murano_scope", declared.scope if declared else "Session"),
             position=declared.position if declared else cls.position, native=func)
+    return py_class if "__init__" in py_class.__dict__ else None
 
 
 def construct_native(executor: Executor, obj: MuranoObject, cls: MuranoClass,

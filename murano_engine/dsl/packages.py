@@ -339,8 +339,9 @@ class Package:
             raise LoadError(f"cannot read class file: {exc}", file=display) from None
         documents = []
         namespaces: Any = None
-        parsed = document_cache.cached("class", text, display,
-                                       lambda: load_documents(text, display, try_parse))
+        parsed = document_cache.cached(
+            "class", text, display,
+            lambda: _bodies_deferred(load_documents(text, display, try_parse)))
         for doc in parsed:
             if doc is None:
                 continue
@@ -357,6 +358,22 @@ class Package:
 
     def classes(self) -> list[MuranoClass]:
         return [self.load_class(name) for name in self.class_files]
+
+
+def _bodies_deferred(documents: list[Any]) -> list[Any]:
+    """``documents`` with each method's Body a :class:`~document_cache.Deferred`: read
+    back from the cache only when the method is first compiled."""
+    for doc in documents:
+        if not isinstance(doc, dict):
+            continue
+        for key in ("Methods", "Workflow"):
+            methods = doc.get(key)
+            if not isinstance(methods, dict):
+                continue
+            for decl in methods.values():
+                if isinstance(decl, dict) and decl.get("Body"):
+                    decl["Body"] = document_cache.Deferred(decl["Body"])
+    return documents
 
 
 class HotPackage(Package):

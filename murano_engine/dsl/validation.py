@@ -9,6 +9,7 @@ from typing import Any
 from yaql.language import expressions as ast
 
 from murano_engine.dsl import compiler, errors
+from murano_engine.dsl.document_cache import Deferred
 from murano_engine.dsl.errors import LoadError
 from murano_engine.dsl.expressions import Expression, parse
 from murano_engine.dsl.hot import TEMPLATE
@@ -146,6 +147,8 @@ def _walk(value: Any, near: Any) -> Iterator[tuple[Any, Any]]:
     elif isinstance(value, list):
         for item in value:
             yield from _walk(item, near)
+    elif isinstance(value, Deferred):  # a method's body, kept apart in the cache
+        yield from _walk(value.get(), near)
 
 
 def _located(exc: Exception, where: str) -> str:

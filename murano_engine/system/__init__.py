@@ -1,7 +1,7 @@
 """Python halves of the core library's classes (``io.murano.*``).
 
 :func:`register` adds every one of them to a native-class registry, by where it
-is: a module here is imported when its class is first built. Importing this
+is: a module here is imported when its class is first used. Importing this
 package registers nothing.
 """
 
@@ -33,6 +33,6 @@ NATIVE_CLASSES: dict[str, str] = {
 
 def register(registry: NativeRegistry) -> None:
     """Add the core library's native classes to ``registry`` (each imported when its
-    MuranoPL class is first built)."""
+    MuranoPL class is first used)."""
     for name, where in NATIVE_CLASSES.items():
         registry.add_lazy(name, where)

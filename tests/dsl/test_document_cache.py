@@ -95,6 +95,40 @@ def test_the_cached_document_equals_a_fresh_parse_positions_included(
     assert repr(again) == repr(fresh)
 
 
+def test_a_method_body_read_back_is_unpickled_when_the_method_is_first_compiled(
+        tmp_path: Path, cache: Path) -> None:
+    packages = _package(tmp_path)
+    assert _count(packages, 3) == 33  # parses and writes the entry
+    loader = PackageLoader([packages], build_interpreter())
+    method = loader.find_class("test.cache.Counter").methods["count"]
+    assert isinstance(method.body, document_cache.Deferred)
+    assert method.body._blob is not None  # read back, not yet unpickled
+    executor = Executor(loader)
+    assert executor.call(executor.new_object(method.declaring_class), "count", (4,)) == 46
+    assert isinstance(method.body, list) and "Return" in method.body[0]
+
+
+def test_a_deferred_part_pickles_again_as_it_was_read(cache: Path) -> None:
+    value = [{"Return": "$x"}, list(range(5))]
+    read_back = pickle.loads(pickle.dumps(document_cache.Deferred(value)))
+    kept = read_back._blob
+    again = pickle.loads(pickle.dumps(read_back))
+    assert read_back._blob is kept  # pickled from its blob, not unpickled for it
+    assert read_back.get() == again.get() == value
+
+
+def test_a_bad_body_read_back_fails_at_its_line_when_called(tmp_path: Path, cache: Path
+                                                            ) -> None:
+    from murano_engine.dsl.errors import LoadError
+    packages = _package(tmp_path)
+    path = packages / "test.cache" / "Classes" / "Counter.yaml"
+    path.write_text(path.read_text().replace("- Return:", "- Retrun:"))
+    for _ in range(2):  # parsed, then read back from the entry written
+        with pytest.raises(LoadError, match=r"Counter.yaml:14:9: unknown instruction"):
+            _count(packages, 1)
+    assert _entries(cache)
+
+
 def test_a_changed_file_is_parsed_again(tmp_path: Path, cache: Path) -> None:
     packages = _package(tmp_path, start=10)
     assert _count(packages, 2) == 21

@@ -1,10 +1,11 @@
-"""The core library's native classes are imported when their MuranoPL class is first built."""
+"""The core library's native classes are imported when their MuranoPL class is first used."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,61 @@ def test_building_every_core_class_imports_what_only_their_methods_use_when_call
     classes, natives = map(int, done.stdout.splitlines()[0].split())
     assert classes > 40 and natives >= 10
     assert done.stdout.splitlines()[1] == "[]"
+
+
+def test_a_built_class_imports_its_native_half_when_its_methods_are_first_read(
+        tmp_path: Path) -> None:
+    """Loading every class of a package set (a check, an upload) imports no native half;
+    the first read of a class's methods or ``native`` does, and sees its native methods."""
+    probe = (
+        "import sys\n"
+        "from murano_engine.dsl.packages import META_DIR, PackageLoader\n"
+        "from murano_engine.engine.interpreter import build_interpreter\n"
+        "loader = PackageLoader([META_DIR], build_interpreter())\n"
+        "for versions in loader.packages.values():\n"
+        "    for package in versions:\n"
+        "        [package.load_class(name) for name in package.class_files]\n"
+        "print(sorted(m for m in sys.modules if m.startswith('murano_engine.system.')))\n"
+        "agent = loader.find_class('io.murano.system.Agent')\n"
+        "print(agent.methods['call'].native is not None, agent.native is not None)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('murano_engine.system.')))\n")
+    done = subprocess.run([sys.executable, "-c", probe],
+                          env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path)), text=True,
+                          capture_output=True, check=True)
+    assert done.stdout.splitlines() == ["[]", "True True", "['murano_engine.system.agent']"]
+
+
+def test_threads_reading_a_class_at_once_see_its_native_half_attached_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "slow_native.py").write_text(
+        "import time\n"
+        "from murano_engine.dsl.natives import native_class, method\n"
+        "time.sleep(0.2)\n"
+        "@native_class('io.murano.system.Logger')\n"
+        "class SlowLogger:\n"
+        "    def __init__(self, call):\n"
+        "        pass\n"
+        "    @method\n"
+        "    def shout(call, text):\n"
+        "        return text.upper()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from murano_engine.dsl.packages import META_DIR, PackageLoader
+    from murano_engine.engine.interpreter import build_interpreter
+    interpreter = build_interpreter()
+    interpreter.natives.add_lazy("io.murano.system.Logger", "slow_native:SlowLogger")
+    cls = PackageLoader([META_DIR], interpreter).find_class("io.murano.system.Logger")
+    barrier = threading.Barrier(4)
+    seen: list[tuple[int, object]] = []
+
+    def read() -> None:
+        barrier.wait()
+        methods = cls.methods
+        seen.append((id(methods), methods["shout"].native))
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == 4 and len(set(seen)) == 1 and seen[0][1] is not None
+    assert cls.native is sys.modules["slow_native"].SlowLogger
