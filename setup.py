@@ -66,8 +66,8 @@ setup(
     },
     entry_points={
         "console_scripts": [
-            "murano-engine=murano_engine.cli.main:main",
-            "murano-test-runner=murano_engine.cli.test_runner:main",
+            "murano-engine=murano_engine.cli.main:console",
+            "murano-test-runner=murano_engine.cli.test_runner:console",
             "murano-agent=murano_agent.cli:main",
             "murano-api=murano_engine.server.main:main",
         ],

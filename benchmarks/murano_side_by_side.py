@@ -10,6 +10,9 @@ workload, a murano-apps tree:
     MURANO_APPS      a murano-apps tree (default ~/.cache/murano-engine/murano-apps)
     BENCH_RUNS       runs per engine and workload (3)
 
+Arguments, if any, pick the workloads whose label holds one of them (``murano-apps
+model`` runs those two).
+
 Without the Murano tree it says so and exits 0 (CI has none). Every run is a
 whole process: ``murano-engine run`` / ``murano-test-runner`` /
 ``side_by_side/engine_driver.py`` here, ``side_by_side/murano_driver.py`` in
@@ -186,8 +189,10 @@ def main() -> None:
         f"(user+sys) medians beside; load average at the start {load[0]:.1f} on "
         f"{os.cpu_count()} CPUs (a machine shared with other work makes both slower)")
     with tempfile.TemporaryDirectory() as folder:
+        chosen = sys.argv[1:]
         for workload in workloads(write_model(Path(folder))):
-            compare(workload)
+            if not chosen or any(word in workload.label for word in chosen):
+                compare(workload)
     figures.finish()
 
 

@@ -61,9 +61,9 @@ def model(folders: list[str], path: str) -> None:
 
 
 def main() -> None:
-    # Parsed as the engine's own commands parse theirs: argparse with their formatter,
-    # which does not import shutil.
-    from murano_engine.cli.main import HelpFormatter
+    # Parsed as the engine's own commands parse theirs (argparse with their formatter,
+    # which does not import shutil), and ended as they end (exit_now).
+    from murano_engine.cli.main import HelpFormatter, exit_now
     parser = argparse.ArgumentParser(formatter_class=HelpFormatter)
     parser.add_argument("mode", choices=["load", "model"])
     parser.add_argument("-l", dest="folders", action="append", default=[])
@@ -75,6 +75,7 @@ def main() -> None:
         parser.error("model needs the model's JSON file")
     else:
         model(options.folders, options.target)
+    exit_now(0)
 
 
 if __name__ == "__main__":

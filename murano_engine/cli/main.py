@@ -8,9 +8,37 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 RECURSION_LIMIT = 100_000
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process with ``code`` when a command is done, skipping Python's teardown.
+
+    Freeing every object a command made (classes, the model, yaql's tables) one by
+    one is about a twelfth of a short command's CPU, and an exiting process needs none
+    of it. The atexit handlers run (logging's flush among them) and the standard streams
+    are flushed first; the engine writes its files through ``with`` blocks and the
+    journal straight to the descriptor, so nothing is left in a buffer. With threads
+    still running, the process exits as Python does (it waits for them).
+    """
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.active_count() > 1:
+        sys.exit(code)
+    import atexit
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        sys.exit(code)  # a closed or broken stream: as Python would report it
+    os._exit(code)
+
+
+def console() -> NoReturn:
+    """The ``murano-engine`` command."""
+    exit_now(main())
 
 
 def run_guarded(body: Callable[[], int], debug: bool = False) -> int:
@@ -499,4 +527,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -15,7 +15,7 @@ import re
 import sys
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NoReturn
 
 from murano_engine.dsl import errors, values
 from murano_engine.dsl.budget import Budget
@@ -257,5 +257,11 @@ def _run(options: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def console() -> NoReturn:
+    """The ``murano-test-runner`` command."""
+    from murano_engine.cli.main import exit_now
+    exit_now(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -298,3 +300,39 @@ def test_usage_shows_required_words_and_a_mistyped_folder_is_named(tmp_path: Pat
         done = cli(*args, cwd=tmp_path)
         assert done.returncode == 1
         assert done.stderr == "error: dsl_pakages: package folder does not exist\n", args
+
+
+def _ended(code: str) -> subprocess.CompletedProcess:
+    """A process whose last act is ``exit_now`` (as every command's), after ``code``."""
+    return subprocess.run(
+        [sys.executable, "-c", f"from murano_engine.cli.main import exit_now\n{code}"],
+        capture_output=True, text=True, timeout=60)
+
+
+def test_a_command_ends_with_its_atexit_handlers_run_and_its_output_whole() -> None:
+    done = _ended("import atexit\n"
+                  "atexit.register(lambda: print('handler ran'))\n"
+                  "print('x' * 200_000, end='')\n"
+                  "exit_now(3)")
+    assert done.returncode == 3
+    assert done.stdout == "x" * 200_000 + "handler ran\n"
+
+
+def test_a_command_leaving_a_thread_running_waits_for_it() -> None:
+    done = _ended("import threading, time\n"
+                  "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done'))"
+                  ").start()\n"
+                  "exit_now(4)")
+    assert (done.returncode, done.stdout) == (4, "thread done\n")
+
+
+def test_a_run_piped_through_a_reader_gets_all_of_its_result(tmp_path: Path) -> None:
+    write_package(tmp_path, "t.big", {"Big": class_text("t.big", "Big", f"""
+    Methods:
+      many:
+        Body:
+          - Return: range(1999).select(concat('item-', str($), '-{"x" * 100}'))
+    """)})
+    done = cli("run", "-l", str(tmp_path), "t.big.Big.many")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)[-1] == "item-1998-" + "x" * 100
