@@ -8,7 +8,8 @@ hello_home() {
             echo "$dir/hello-web"
             return 0
         fi
-        dir=$(dirname "$dir")
+        dir=${dir%/*}
+        dir=${dir:-/}
     done
     echo /var/lib/hello-web
 }
