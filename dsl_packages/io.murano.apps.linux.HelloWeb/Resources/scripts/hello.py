@@ -126,7 +126,7 @@ def _options(words: list[str]) -> dict[str, str]:
     """``--name value`` pairs; exits with the usage on anything else."""
     if len(words) % 2 or any(not w.startswith("--") for w in words[::2]):
         sys.exit(USAGE)
-    return {name[2:]: value for name, value in zip(words[::2], words[1::2])}
+    return {name[2:]: value for name, value in zip(words[::2], words[1::2], strict=True)}
 
 
 def main() -> int:
