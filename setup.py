@@ -32,7 +32,7 @@ setup(
         "murano_engine.api.schemas": ["*.json"],
         "murano_engine.web": ["templates/*.html", "static/*.css", "static/*.js"],
         "murano_engine.dsl": ["yaql_tables.json"],
-        "murano_engine.clouds.local": ["sandbox-init.sh", "sandbox-init.py", "sandbox-enter.py"],
+        "murano_engine.clouds.local": ["sandbox-init.py", "sandbox-enter.py"],
         "murano_engine.clouds.heat_providers": ["*.yaml"],
     },
     install_requires=[

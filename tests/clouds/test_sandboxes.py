@@ -85,6 +85,10 @@ def test_a_plan_runs_in_the_sandbox_as_the_server(region, environment, tmp_path,
         cat {secret} >/dev/null 2>&1 && echo "secret=readable" || echo "secret=hidden"
         test -e /etc/shadow && echo "shadow=present" || echo "shadow=hidden"
         touch /usr/probe 2>/dev/null && echo "usr=writable" || echo "usr=read-only"
+        touch /tmp/probe /dev/shm/probe && echo "tmp=writable" || echo "tmp=read-only"
+        echo "hosts=$(grep -c ' vm1$' /etc/hosts)"
+        head -c 4 /dev/zero > /dev/null && echo "devices=usable" || echo "devices=missing"
+        test -e /.host && echo "host_root=left" || echo "host_root=gone"
         echo "processes=$(ls /proc | grep -c '^[0-9]')"
         grep -l pytest /proc/[0-9]*/cmdline >/dev/null 2>&1 && echo "pytest=seen" \
             || echo "pytest=unseen"
@@ -102,7 +106,9 @@ def test_a_plan_runs_in_the_sandbox_as_the_server(region, environment, tmp_path,
     assert facts["cwd"].startswith("/sandbox/agent")
     assert facts["ip"] == f"{outputs['vm1-ip']}/24"
     assert facts["secret"] == "hidden" and facts["shadow"] == "hidden"
-    assert facts["usr"] == "read-only"
+    assert facts["usr"] == "read-only" and facts["tmp"] == "writable"
+    assert facts["hosts"] == "1" and facts["devices"] == "usable"
+    assert facts["host_root"] == "gone"
     assert facts["pytest"] == "unseen" and int(facts["processes"]) < 20
     assert facts["postgres"] == "unreached"  # the host's loopback services are out of reach
     assert facts["zombies"] == "0"  # orphans are reaped, as a VM's init does

@@ -4,14 +4,16 @@
 ``murano_agent.forkserver`` (root, in the host's namespaces, the agent's
 modules already imported): ``args`` holds the server's control-group files
 (``cgroups``), its network namespace's file (``netns``), the set-up command
-(``setup``: ``sh sandbox-init.sh ...``), the unprivileged ``uid`` the server
-runs as and the agent's arguments (``agent``).
+(``root``: where to build the sandbox's root, its host name, the server's
+folder, the host folders bound read-only, the init code), the unprivileged
+``uid`` the server runs as and the agent's arguments (``agent``).
 
 This process joins the control groups and the network namespace, then makes
 new mount (private), UTS, IPC and PID namespaces and forks the sandbox's PID 1;
 it waits for it and ends with its status, ignoring INT and TERM (PID 1 takes
-those). PID 1 dies with it (SIGKILL). PID 1 runs the set-up (the sandbox's
-root), gives up root for ``uid`` (no supplementary groups, no capabilities,
+those). PID 1 dies with it (SIGKILL). PID 1 builds the sandbox's root (system
+calls, not a mount command each: a server's set-up ran some twenty programs)
+and moves into it, gives up root for ``uid`` (no supplementary groups, no capabilities,
 an empty bounding set), makes a user namespace of its own where it is root,
 then serves as the sandbox's init (``/init.py``), starting agents by forking.
 """
@@ -20,7 +22,9 @@ import ctypes
 import os
 import runpy
 import select
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 
@@ -30,7 +34,16 @@ CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-MS_REC, MS_PRIVATE = 0x4000, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 1 << 18
+MNT_DETACH = 2
+#: pivot_root(2), which the C library does not wrap, by machine (else the command)
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+#: host folders and files a sandbox sees read-only (those that exist), and its devices
+TOP_FOLDERS = ("bin", "lib", "lib64", "sbin")
+ETC_FOLDERS = ("ssl", "alternatives")
+ETC_FILES = ("passwd", "group", "nsswitch.conf", "ld.so.cache", "localtime")
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
 CAPABILITY_VERSION_3 = 0x20080522
 PATH = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
@@ -47,6 +60,64 @@ def _check(result, what):
 def _write(path, text):
     with open(path, "w") as stream:
         stream.write(text)
+
+
+def _mount(source, target, fstype=None, flags=0, options=None):
+    _check(libc.mount(os.fsencode(source), os.fsencode(target),
+                      fstype.encode() if fstype else None, flags,
+                      options.encode() if options else None),
+           f"mounting {source} on {target}")
+
+
+def _bind_read_only(source, target):
+    """``mount --rbind -o ro``: the bind, then its remount read-only."""
+    _mount(source, target, None, MS_BIND | MS_REC | MS_RDONLY)
+    _mount("none", target, None, MS_REMOUNT | MS_BIND | MS_REC | MS_RDONLY)
+
+
+def _build_root(root, hostname, folder, read_only, init):
+    """Name the host, build the sandbox's root at ``root`` (a tmpfs of read-only binds
+    of what the agent needs, the server's ``folder`` at /sandbox, ``init`` copied to
+    /init.py) and move this mount namespace into it; the old root is let go."""
+    socket.sethostname(hostname)
+    _mount("sandbox-root", root, "tmpfs", 0, "mode=0755,size=16m")
+    for name in ("usr", "etc", "proc", "dev/shm", "sandbox", ".host"):
+        os.makedirs(f"{root}/{name}")
+    for top in TOP_FOLDERS:
+        if os.path.islink(f"/{top}"):
+            os.symlink(os.readlink(f"/{top}"), f"{root}/{top}")
+        elif os.path.isdir(f"/{top}"):
+            os.mkdir(f"{root}/{top}")
+            _bind_read_only(f"/{top}", f"{root}/{top}")
+    _bind_read_only("/usr", f"{root}/usr")
+    os.mkdir(f"{root}/tmp")
+    _mount("sandbox-tmp", f"{root}/tmp", "tmpfs", 0, "mode=1777,size=256m")
+    for path in [p for p in read_only if os.path.exists(p)]:
+        os.makedirs(root + path, exist_ok=True)
+        _bind_read_only(path, root + path)
+    for name in [n for n in ETC_FOLDERS if os.path.isdir(f"/etc/{n}")]:
+        os.mkdir(f"{root}/etc/{name}")
+        _bind_read_only(f"/etc/{name}", f"{root}/etc/{name}")
+    for name in [n for n in ETC_FILES if os.path.exists(f"/etc/{n}")]:
+        shutil.copyfile(f"/etc/{name}", f"{root}/etc/{name}")  # the file a link names
+    _write(f"{root}/etc/hosts", f"127.0.0.1 localhost\n127.0.1.1 {hostname}\n")
+    _write(f"{root}/etc/hostname", f"{hostname}\n")
+    for name in DEVICES:
+        _write(f"{root}/dev/{name}", "")
+        _mount(f"/dev/{name}", f"{root}/dev/{name}", None, MS_BIND)
+    _mount("sandbox-shm", f"{root}/dev/shm", "tmpfs", 0, "mode=1777,size=64m")
+    _mount(folder, f"{root}/sandbox", None, MS_BIND)
+    _mount("proc", f"{root}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    shutil.copyfile(init, f"{root}/init.py")
+    os.chmod(root, 0o555)
+    os.chdir(root)
+    number = SYS_PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        subprocess.run(["pivot_root", ".", ".host"], check=True)
+    else:
+        _check(libc.syscall(number, b".", b".host"), "moving into the sandbox's root")
+    _check(libc.umount2(b"/.host", MNT_DETACH), "letting the host's root go")
+    os.rmdir("/.host")
 
 
 def _no_capabilities():
@@ -84,8 +155,7 @@ def _pid1(parent_alive, args, start_agent):
     if select.select([parent_alive], [], [], 0)[0]:  # its end closed: the parent died
         os._exit(1)
     os.close(parent_alive)
-    os.chdir("/")
-    subprocess.run(args["setup"], check=True)
+    _build_root(**args["root"])
     _no_capabilities()
     _become(args["uid"])
     _own_user_namespace(args["uid"])

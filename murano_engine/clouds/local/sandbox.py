@@ -5,7 +5,7 @@ namespaces of its own, made with ``ip netns`` and system calls (no setuid
 helper is needed since the engine that starts it runs as root). A sandbox is
 a fork of the agent's fork server (:mod:`.forkserver`), which has the agent's
 modules imported: its first process makes the namespaces and its PID 1
-(``sandbox-enter.py``), which builds its root (``sandbox-init.sh``), becomes
+(``sandbox-enter.py``), which builds its root, becomes
 the server's user and starts the agent, and starts it again, by forking
 (``sandbox-init.py``):
 
@@ -62,7 +62,7 @@ from murano_engine.clouds.local.relay import Relay
 LOG = logging.getLogger(__name__)
 
 ISOLATIONS = ("namespaces", "none")
-INIT_SCRIPT = Path(__file__).with_name("sandbox-init.sh")
+INIT_CODE = Path(__file__).with_name("sandbox-init.py")
 ENTER_SCRIPT = Path(__file__).with_name("sandbox-enter.py")
 INSIDE = "/sandbox"
 RELAY_PORT = 5672
@@ -311,8 +311,9 @@ class NamespaceLauncher:
             "cgroups": [str(path / "cgroup.procs") for path in self._group(spec).paths]
             if spec.flavor is not None else [],
             "netns": netns.namespace_file(name),
-            "setup": ["sh", str(INIT_SCRIPT), str(root), _hostname(spec.hostname),
-                      str(spec.folder), ":".join(_read_only_paths())],
+            "root": {"root": str(root), "hostname": _hostname(spec.hostname),
+                     "folder": str(spec.folder), "read_only": _read_only_paths(),
+                     "init": str(INIT_CODE)},
             "uid": uid,
             "agent": ["--config-file", f"{INSIDE}/agent.effective.conf"],
         }
