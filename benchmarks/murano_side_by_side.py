@@ -8,7 +8,8 @@ workload, a murano-apps tree:
     MURANO_ORIGINAL  the Murano tree, its virtualenv in ``venv/``
                      (default ~/.cache/murano-engine/murano-original)
     MURANO_APPS      a murano-apps tree (default ~/.cache/murano-engine/murano-apps)
-    BENCH_RUNS       runs per engine and workload (3)
+    BENCH_RUNS       runs of the original per workload (3); this engine runs
+                     OURS_PER_RUN (5) times beside each of them
 
 Arguments, if any, pick the workloads whose label holds one of them (``murano-apps
 model`` runs those two).
@@ -17,7 +18,10 @@ Without the Murano tree it says so and exits 0 (CI has none). Every run is a
 whole process: ``murano-engine run`` / ``murano-test-runner`` /
 ``side_by_side/engine_driver.py`` here, ``side_by_side/murano_driver.py`` in
 Murano's virtualenv there; each run's output is checked. Runs alternate which
-engine goes first, so both see the same machine. The target of each figure is
+engine goes first, so both see the same machine. This engine's runs last a tenth
+of a second, the original's seconds, through which a shared machine's speed
+changes: this engine runs five times beside each run of the original, so that its
+median too is taken over the machine's ups and downs. The target of each figure is
 100 times the original's median of the same run (60 times is the floor).
 """
 
@@ -45,6 +49,7 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "murano
 MURANO = Path(os.environ.get("MURANO_ORIGINAL", CACHE / "murano-original"))
 APPS = Path(os.environ.get("MURANO_APPS", CACHE / "murano-apps"))
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
+OURS_PER_RUN = 5
 SPEEDUP, FLOOR = 100, 60
 MODEL_OBJECTS = 500
 
@@ -158,9 +163,9 @@ def compare(workload: Workload) -> None:
     theirs: list[tuple[float, float]] = []
     _run(workload.ours, workload.check)  # warms the file cache and the user cache
     for index in range(RUNS):
-        pair = [(workload.ours, ours), (workload.murano, theirs)]
-        for command, samples in pair if index % 2 == 0 else reversed(pair):
-            samples.append(_run(command, workload.check))
+        pair = [(workload.ours, ours, OURS_PER_RUN), (workload.murano, theirs, 1)]
+        for command, samples, times in pair if index % 2 == 0 else reversed(pair):
+            samples.extend(_run(command, workload.check) for _ in range(times))
     murano_wall = statistics.median(w for w, _ in theirs)
     result = figures.figure(workload.label, [w for w, _ in ours], "s",
                             murano_wall / SPEEDUP, murano=murano_wall)
@@ -184,7 +189,8 @@ def main() -> None:
     figures.method(
         f"whole process, this engine and the original Murano ({MURANO}) alternating, "
         f"both with their bytecode compiled, "
-        f"{RUNS} runs each, median wall time; each run's output checked; target: "
+        f"{RUNS} runs of the original, {OURS_PER_RUN} of this engine beside each, "
+        f"median wall time; each run's output checked; target: "
         f"{SPEEDUP}x the original's median of this run ({FLOOR}x the floor); CPU "
         f"(user+sys) medians beside; load average at the start {load[0]:.1f} on "
         f"{os.cpu_count()} CPUs (a machine shared with other work makes both slower)")
