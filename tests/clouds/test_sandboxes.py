@@ -230,11 +230,11 @@ def test_without_namespaces_servers_are_refused_with_what_is_missing(tmp_path, m
 
     real_which = sandbox.shutil.which
     monkeypatch.setattr(sandbox.shutil, "which",
-                        lambda name: None if name == "pivot_root" else real_which(name))
+                        lambda name: None if name == "ip" else real_which(name))
     with pytest.raises(sandbox.SandboxError) as refused:
         LocalCloud(tmp_path / "state", broker_url=AMQP)
     message = str(refused.value)
-    assert "the 'pivot_root' command" in message and "isolation = none" in message
+    assert "the 'ip' command" in message and "isolation = none" in message
     assert not (tmp_path / "state" / "servers").exists() or not any(
         (tmp_path / "state" / "servers").iterdir())
     with pytest.raises(sandbox.SandboxError, match="isolation must be one of"):
