@@ -210,10 +210,11 @@ def _imported_by(tmp_path: Path, module: str, *argv: str) -> tuple[list[str], li
     """What a cold and then a warm run of ``python -m module argv...`` print, and which of
     _NOT_AT_WARM_START each imported."""
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
-    probe = (f"import sys, runpy; sys.argv = [{module!r}, *sys.argv[1:]]\n"
-             f"try:\n    runpy.run_module({module!r}, run_name='__main__')\n"
-             "except SystemExit:\n    pass\n"
-             f"print('imported:', *[m for m in {_NOT_AT_WARM_START!r} if m in sys.modules])")
+    # printed at exit: a command's last act (exit_now) runs the atexit handlers
+    probe = (f"import atexit, sys, runpy; sys.argv = [{module!r}, *sys.argv[1:]]\n"
+             "atexit.register(lambda: print('imported:', *[\n"
+             f"    m for m in {_NOT_AT_WARM_START!r} if m in sys.modules]))\n"
+             f"runpy.run_module({module!r}, run_name='__main__')\n")
     runs = [subprocess.run([sys.executable, "-c", probe, *argv], env=env, text=True,
                            capture_output=True, check=True, cwd=tmp_path) for _ in range(2)]
     return [run.stdout.strip().splitlines() for run in runs]  # type: ignore[return-value]

@@ -32,11 +32,12 @@ def test_an_entry_naming_another_class_is_refused() -> None:
 
 
 def test_a_run_imports_only_the_native_classes_it_builds(tmp_path: Path) -> None:
-    probe = ("import sys, runpy; sys.argv = ['murano-engine', 'run', '-l', sys.argv[1], "
+    # printed at exit: a command's last act (exit_now) runs the atexit handlers
+    probe = ("import atexit, sys, runpy; sys.argv = ['murano-engine', 'run', '-l', sys.argv[1], "
              "'bench.workloads.Fib.fib', '--arg', 'n=3']\n"
-             "try:\n    runpy.run_module('murano_engine.cli.main', run_name='__main__')\n"
-             "except SystemExit:\n    pass\n"
-             "print(sorted(m for m in sys.modules if m.startswith('murano_engine.system.')))")
+             "atexit.register(lambda: print(sorted(\n"
+             "    m for m in sys.modules if m.startswith('murano_engine.system.'))))\n"
+             "runpy.run_module('murano_engine.cli.main', run_name='__main__')\n")
     done = subprocess.run([sys.executable, "-c", probe, str(REPO / "benchmarks" / "workloads")],
                           env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path)), text=True,
                           capture_output=True, check=True)
