@@ -48,3 +48,21 @@ def test_a_switch_goes_with_the_last_server_on_it():
         for server_id, _ in servers:
             netns.delete(netns.server_namespace(server_id))
         netns.delete(switch)
+
+
+def test_a_switch_whose_delete_was_cut_short_goes_with_the_next_server_removed():
+    """A destroy killed between a switch's two deleting steps (the namespace's mount
+    detached, its file not yet removed) leaves a file that is no namespace: the next
+    removal of a server on that network removes it instead of failing to enter it."""
+    network = str(uuid.uuid4())
+    switch = netns.network_namespace(network)
+    server = _server(network, 1)
+    try:
+        netns.syscalls.umount(netns.namespace_file(switch), netns.syscalls.MNT_DETACH)
+        assert netns.exists(switch)  # the file is left, an empty one
+        netns.delete_server(*server)
+        assert not netns.exists(switch)
+        assert not netns.exists(netns.server_namespace(server[0]))
+    finally:
+        netns.delete(netns.server_namespace(server[0]))
+        netns.delete(switch)

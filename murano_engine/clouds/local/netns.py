@@ -12,6 +12,7 @@ after a restart.
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import os
 import socket
@@ -163,9 +164,16 @@ def delete_server(server_id: str, interfaces: Iterable[Interface]) -> None:
 
 def _live_ports(switch: str) -> list[str]:
     """The ports of a switch whose server's namespace still exists (the ports of a
-    removed one may still be going)."""
+    removed one may still be going). None either for a switch whose file is no
+    namespace any more, a :func:`delete` cut short between its two steps by a killed
+    destroy: it is deleted then."""
     live = {_port_prefix(name) for name in _namespaces() if name.startswith("ms-")}
-    return [port for port in links_in(switch) if port[:PORT_PREFIX] in live]
+    try:
+        return [port for port in links_in(switch) if port[:PORT_PREFIX] in live]
+    except NetnsError as exc:
+        if exc.errno != errno.EINVAL:
+            raise
+        return []
 
 
 def _namespaces() -> list[str]:
