@@ -3,9 +3,9 @@
 ``main(args, start_agent, name_process)`` runs in a process forked by
 ``murano_agent.forkserver`` (root, in the host's namespaces, the agent's
 modules already imported): ``args`` holds the server's control-group files
-(``cgroups``), its network namespace's file (``netns``), the set-up command
-(``root``: where to build the sandbox's root, its host name, the server's
-folder, the host folders bound read-only, the init code), the unprivileged
+(``cgroups``), its network namespace's file (``netns``), what its root is made
+of (``root``: where to build it, the host name, the server's folder, the host
+folders bound read-only, the init code), the unprivileged
 ``uid`` the server runs as and the agent's arguments (``agent``).
 
 This process joins the control groups and the network namespace, then makes
