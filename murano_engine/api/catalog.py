@@ -23,6 +23,7 @@ from murano_engine.backend import db
 from murano_engine.backend.package_loader import PackageMissing, cached_archive, visible_to
 from murano_engine.backend.settings import Settings
 from murano_engine.dsl import errors as dsl_errors
+from murano_engine.dsl.interpreter import Interpreter
 from murano_engine.dsl.packages import (
     ZipSource,
     check_not_reserved,
@@ -33,7 +34,6 @@ from murano_engine.dsl.packages import (
     read_manifest,
     version_matches,
 )
-from murano_engine.dsl.runtime import Interpreter
 from murano_engine.dsl.validation import validate_package
 
 SEP = "\x1f"

@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import or_, select
 
 from murano_engine.backend import db
+from murano_engine.dsl.interpreter import Interpreter
 from murano_engine.dsl.packages import Package, PackageLoader, core_package_names
-from murano_engine.dsl.runtime import Interpreter
 
 
 class PackageMissing(LookupError):

@@ -45,7 +45,7 @@ from murano_engine.engine.services import close_services, engine_services
 
 if TYPE_CHECKING:
     from murano_common.options import Values
-    from murano_engine.dsl.runtime import Interpreter
+    from murano_engine.dsl.interpreter import Interpreter
 
 DEFAULT_STATE = "murano-state.json"
 

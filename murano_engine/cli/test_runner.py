@@ -22,9 +22,10 @@ from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.classes import MethodSpec, MuranoClass
 from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.executor import Executor, Frame
+from murano_engine.dsl.interpreter import Interpreter
 from murano_engine.dsl.objects import TypeRef, real_object
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.dsl.runtime import FunctionSpec, Interpreter
+from murano_engine.dsl.runtime import FunctionSpec
 from murano_engine.engine.config import Config, load_config
 from murano_engine.engine.interpreter import build_interpreter
 from murano_engine.system.test_fixture import AssertionFailed

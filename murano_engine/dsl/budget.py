@@ -24,8 +24,9 @@ from murano_engine.dsl.limits import (
     DEFAULT_TASK_MEMORY_LIMIT,
     DEFAULT_TASK_STEP_LIMIT,
     DEFAULT_TASK_TIME_LIMIT,
+    ITERATOR_LIMIT,
+    MEMORY_QUOTA,
 )
-from murano_engine.dsl.values import ITERATOR_LIMIT, MEMORY_QUOTA
 
 #: Steps between two readings of the clock.
 CHECK_EVERY = 1000

@@ -26,7 +26,7 @@ from yaql.language import utils as yaql_utils
 from murano_engine.dsl import errors, queries
 from murano_engine.dsl.budget import Regex, check_product, check_repetition, regex_search
 from murano_engine.dsl.contexts import PLAIN_CONTEXTS, DslContext, frame_of
-from murano_engine.dsl.values import MEMORY_QUOTA
+from murano_engine.dsl.limits import MEMORY_QUOTA
 
 if TYPE_CHECKING:
     from murano_engine.dsl.runtime import Runtime

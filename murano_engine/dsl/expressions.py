@@ -9,21 +9,23 @@ from __future__ import annotations
 
 import _pickle  # the C pickler (pickle.py, its Python fallback, costs start-up time)
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from yaql.language import exceptions as yaql_exceptions
-from yaql.language import expressions as yaql_expressions
-from yaql.language.utils import FrozenDict
-
-from murano_engine.dsl import compiler, values
-from murano_engine.dsl.contexts import runtime_of
 from murano_engine.dsl.document_cache import PICKLE_PROTOCOL
 from murano_engine.dsl.errors import LoadError, Position
+from murano_engine.dsl.limits import ITERATOR_LIMIT, MEMORY_QUOTA
+
+if TYPE_CHECKING:
+    from murano_engine.dsl import compiler
+
+# yaql and the compiler are imported when first needed (a parse, an evaluation, a tree
+# read back): loading classes from the document cache, which reads their declarations
+# only, imports neither.
 
 #: the yaql engine's options: the same for every format
 ENGINE_OPTIONS = {
-    "yaql.limitIterators": values.ITERATOR_LIMIT,
-    "yaql.memoryQuota": values.MEMORY_QUOTA,
+    "yaql.limitIterators": ITERATOR_LIMIT,
+    "yaql.memoryQuota": MEMORY_QUOTA,
     "yaql.convertInputData": False,
     "yaql.convertOutputData": False,
 }
@@ -46,6 +48,7 @@ class CallEngine:
     __slots__ = ("options",)
 
     def __init__(self) -> None:
+        from yaql.language.utils import FrozenDict
         self.options = FrozenDict(ENGINE_OPTIONS)
 
     def __call__(self, expression: str, options: Any = None) -> Any:
@@ -88,7 +91,7 @@ class Expression:
         node = self._node
         if node is None:
             if self._tree is not None:
-                node = _ReadBackStatement(_pickle.loads(self._tree))
+                node = _read_back_statement()(_pickle.loads(self._tree))
                 self._tree = None
             else:
                 node = _parsed(self.source)
@@ -98,6 +101,7 @@ class Expression:
     def __reduce__(self) -> tuple[Any, tuple[str, Position | None, None, bytes | None]]:
         # Kept with its tree, less the root that holds yaql's engine (the parser): read
         # back, it needs no parser.
+        from yaql.language import expressions as yaql_expressions
         node, tree = self._node, self._tree
         if isinstance(node, yaql_expressions.Statement):
             tree = _pickle.dumps(node.expression, protocol=PICKLE_PROTOCOL)
@@ -106,6 +110,8 @@ class Expression:
     def evaluate(self, ctx: Any) -> Any:
         fn = self._fn
         if fn is None:
+            from murano_engine.dsl import compiler
+            from murano_engine.dsl.contexts import runtime_of
             fn = self._fn = compiler.compile_expression(self.node, runtime_of(ctx))
         return fn(ctx)
 
@@ -117,6 +123,8 @@ class Expression:
         """Evaluate as a contract: ``$.string()``, ``$.class(T)`` ... are checks."""
         fn = self._contract_fn
         if fn is None:
+            from murano_engine.dsl import compiler
+            from murano_engine.dsl.contexts import runtime_of
             fn = self._contract_fn = compiler.compile_expression(
                 self.node, runtime_of(ctx), compiler.CONTRACT)
         return fn(ctx)
@@ -128,14 +136,21 @@ class Expression:
         return self.source
 
 
-class _ReadBackStatement(yaql_expressions.Statement):
+@functools.cache
+def _read_back_statement() -> type:
     """The root of a tree read back from the document cache: its engine, which only
     yaql's own ``evaluate`` asks for, is made when asked for."""
+    from yaql.language import expressions as yaql_expressions
 
-    def __init__(self, expression: Any) -> None:
-        super().__init__(expression, None)
+    class ReadBackStatement(yaql_expressions.Statement):
+        __doc__ = _read_back_statement.__doc__
 
-    engine = property(lambda self: engine(), lambda self, value: None)
+        def __init__(self, expression: Any) -> None:
+            super().__init__(expression, None)
+
+        engine = property(lambda self: engine(), lambda self, value: None)
+
+    return ReadBackStatement
 
 
 #: the deepest an expression's syntax tree may nest: compiling it recurses per level
@@ -144,6 +159,7 @@ MAX_EXPRESSION_DEPTH = 200
 
 def parse(text: str, position: Position | None = None) -> Expression:
     """Parse ``text`` as yaql; a syntax error names the position."""
+    from yaql.language import exceptions as yaql_exceptions
     try:
         node = _parsed(text)
     except (yaql_exceptions.YaqlException, KeyError, IndexError) as exc:
@@ -153,6 +169,7 @@ def parse(text: str, position: Position | None = None) -> Expression:
 
 def _shallow(node: Any, text: str, position: Position | None) -> Any:
     """``node``, checked to nest no deeper than MAX_EXPRESSION_DEPTH (an iterative walk)."""
+    from yaql.language import expressions as yaql_expressions
     pending = [(node, 1)]
     while pending:
         current, depth = pending.pop()
@@ -172,6 +189,7 @@ def _shallow(node: Any, text: str, position: Position | None) -> Any:
 
 def try_parse(text: str, position: Position) -> Expression | None:
     """An expression for ``text``, or ``None`` when it is not valid yaql."""
+    from yaql.language import exceptions as yaql_exceptions
     try:
         node = _parsed(text)
     except (yaql_exceptions.YaqlException, KeyError, IndexError):

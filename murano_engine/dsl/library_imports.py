@@ -1,4 +1,4 @@
-"""Importing yaql and semantic_version without their start-up costs.
+"""Importing yaql and semantic_version without their start-up costs, when first imported.
 
 Both libraries look their own version up when imported: yaql through
 ``pbr.version``, semantic_version through ``importlib.metadata.version``. Each
@@ -13,32 +13,39 @@ already imported, is imported as it is.
 
 yaql's package module imports its whole standard library (and with it
 ``dateutil``'s parser, ``decimal``, ...), which the interpreter needs only when
-an expression calls a function yaql resolves. :func:`import_libraries` makes
-``yaql`` a package whose own module runs on first use of a name it defines
-(``yaql.create_context``, ``yaql.__version__`` when no folder names it); its
-submodules (``yaql.language.*``) import as usual in the meantime, and dateutil's
-``tz``, which ``yaql.language.yaqltypes`` imports, on its first use too.
+an expression calls a function yaql resolves: ``yaql`` is a package whose own
+module runs on first use of a name it defines (``yaql.create_context``,
+``yaql.__version__`` when no folder names it); its submodules (``yaql.language.*``)
+import as usual in the meantime, and dateutil's ``tz``, which
+``yaql.language.yaqltypes`` imports, and ``inspect``, which
+``yaql.language.specs`` imports, on their first use too.
+
+:func:`import_libraries` does none of this itself: it puts a finder on
+``sys.meta_path`` that does each when its module is first imported, so a
+command that never evaluates an expression (loading a package set's classes)
+imports neither library.
 """
 
 from __future__ import annotations
 
 import _thread  # threading.RLock is its RLock; importing threading costs start-up
 import importlib
-import importlib.util
 import os
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from importlib.machinery import PathFinder
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from importlib.abc import Loader
     from importlib.machinery import ModuleSpec
 
 
 def installed_version(library: str) -> str | None:
     """``library``'s version as its ``.dist-info`` folder names it (None without one)."""
-    spec = importlib.util.find_spec(library)
+    spec = PathFinder.find_spec(library)
     if spec is None or spec.origin is None:
         return None
     return _version_beside(spec, library)
@@ -84,9 +91,8 @@ def _standing_in(name: str, parent: types.ModuleType | None, module: types.Modul
             delattr(parent, attribute)
 
 
-def _run_yaql_module(module: types.ModuleType, version: str | None) -> None:
+def _run_yaql_module(module: types.ModuleType, loader: Loader, version: str | None) -> None:
     """Run yaql's own package module in ``module`` (its version from ``version``)."""
-    loader = module.__spec__.loader  # type: ignore[union-attr]
     if version is None or "pbr.version" in sys.modules:
         loader.exec_module(module)
         return
@@ -97,14 +103,11 @@ def _run_yaql_module(module: types.ModuleType, version: str | None) -> None:
         loader.exec_module(module)
 
 
-def _defer_yaql() -> None:
-    """``yaql`` in ``sys.modules``, its package module run on first use of its names."""
-    spec = importlib.util.find_spec("yaql")
-    if spec is None or spec.loader is None or spec.submodule_search_locations is None:
-        importlib.import_module("yaql")  # not where it can be deferred: as it is
-        return
+def _defer_yaql(module: types.ModuleType, loader: Loader) -> None:
+    """``yaql``'s package module, to be run on first use of its names."""
+    spec = module.__spec__
+    assert spec is not None and spec.submodule_search_locations is not None
     version = _version_beside(spec, "yaql")
-    module = importlib.util.module_from_spec(spec)
     # One thread runs it; the others wait for it. The lock is made at first use, not here:
     # a lock made before eventlet patches threads is a real one it cannot green (and says so).
     locks: dict[str, Any] = {}
@@ -118,7 +121,7 @@ def _defer_yaql() -> None:
             if not ran:
                 ran = True
                 try:
-                    _run_yaql_module(module, version)
+                    _run_yaql_module(module, loader, version)
                 finally:
                     del module.__getattr__  # type: ignore[attr-defined]
         try:  # (a name asked for while the module runs is not there yet)
@@ -129,7 +132,6 @@ def _defer_yaql() -> None:
     module.__getattr__ = first_use  # type: ignore[attr-defined]
     if version is not None:
         module.__version__ = version  # type: ignore[attr-defined]
-    sys.modules["yaql"] = module
 
 
 def _is_submodule(spec: ModuleSpec, name: str) -> bool:
@@ -139,15 +141,16 @@ def _is_submodule(spec: ModuleSpec, name: str) -> bool:
                for folder in spec.submodule_search_locations or ())
 
 
-def _import_semantic_version() -> None:
-    version = installed_version("semantic_version")
+def _import_semantic_version(module: types.ModuleType, loader: Loader) -> None:
+    """semantic_version, its version from the folder beside it."""
+    version = _version_beside(module.__spec__, "semantic_version")  # type: ignore[arg-type]
     if version is None or "importlib.metadata" in sys.modules:
-        importlib.import_module("semantic_version")
+        loader.exec_module(module)
         return
     stand_in = types.ModuleType("importlib.metadata")
     stand_in.version = lambda name: version  # type: ignore[attr-defined]
     with _standing_in("importlib.metadata", importlib, stand_in):
-        importlib.import_module("semantic_version")
+        loader.exec_module(module)
 
 
 class _UtcOnFirstUse:
@@ -168,21 +171,24 @@ def _dateutil_tz(name: str) -> Any:
     return tz
 
 
-def _import_yaqltypes() -> None:
+def _import_yaqltypes(module: types.ModuleType, loader: Loader) -> None:
     """``yaql.language.yaqltypes`` (which every yaql context imports) with dateutil's
     ``tz`` imported on first use: its import (zoneinfo, sysconfig, importlib.resources,
     ctypes) is about a tenth of a ``murano-engine run`` start-up, and only yaql's
     date functions use it. yaqltypes asks for ``tz.tzutc()`` as it is imported; a
     stand-in answers then, and the class attribute it set answers dateutil's own UTC
     once read."""
+    if "dateutil.tz" in sys.modules:
+        loader.exec_module(module)
+        return
     import dateutil
     stand_in = types.ModuleType("dateutil.tz")
     stand_in.tzutc = lambda: None  # type: ignore[attr-defined]
     with _standing_in("dateutil.tz", dateutil, stand_in):
-        from yaql.language import yaqltypes
-    yaqltypes.DateTime.utctz = _UtcOnFirstUse()
-    del yaqltypes.tz
-    yaqltypes.__getattr__ = _dateutil_tz  # type: ignore[attr-defined]
+        loader.exec_module(module)
+    module.DateTime.utctz = _UtcOnFirstUse()  # type: ignore[attr-defined]
+    del module.tz  # type: ignore[attr-defined]
+    module.__getattr__ = _dateutil_tz  # type: ignore[attr-defined]
 
 
 class _InspectOnFirstUse(types.ModuleType):
@@ -194,24 +200,70 @@ class _InspectOnFirstUse(types.ModuleType):
         return getattr(real, name)
 
 
-def _import_specs() -> None:
+def _import_specs(module: types.ModuleType, loader: Loader) -> None:
     """``yaql.language.specs`` (which every yaql context imports) with ``inspect`` imported
     when a yaql function is first defined: it reads their signatures with it, and its
     import (ast, dis, tokenize) is about a twentieth of a start-up that defines none
     (a model loaded and written back, a run calling no yaql function)."""
+    if "inspect" in sys.modules:
+        loader.exec_module(module)
+        return
     with _standing_in("inspect", None, _InspectOnFirstUse("inspect")):
-        from yaql.language import specs  # noqa: F401
+        loader.exec_module(module)
+
+
+#: how each library module is imported, when it is first imported
+_ARRANGEMENTS: dict[str, Callable[[types.ModuleType, Loader], None]] = {
+    "yaql": _defer_yaql,
+    "yaql.language.yaqltypes": _import_yaqltypes,
+    "yaql.language.specs": _import_specs,
+    "semantic_version": _import_semantic_version,
+}
+
+
+class _Arranged:
+    """A module's own loader, its module run as an arrangement says."""
+
+    def __init__(self, loader: Loader, arrange: Callable[[types.ModuleType, Loader], None]
+                 ) -> None:
+        self._loader = loader
+        self._arrange = arrange
+
+    def create_module(self, spec: ModuleSpec) -> types.ModuleType | None:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        self._arrange(module, self._loader)
+
+
+class _ArrangedImports:
+    """On ``sys.meta_path`` until each module of ``_ARRANGEMENTS`` has been imported: finds
+    it as Python would and hands its loader to the arrangement."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self._pending = set(names)
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
+        if name not in self._pending:
+            return None
+        self._pending.discard(name)
+        if not self._pending and self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = PathFinder.find_spec(name, path, target)
+        if spec is None or spec.loader is None or (
+                name == "yaql" and spec.submodule_search_locations is None):
+            return spec  # not where it can be arranged: as it is
+        spec.loader = _Arranged(spec.loader, _ARRANGEMENTS[name])
+        return spec
 
 
 def import_libraries() -> None:
-    """Import yaql (deferred, dateutil's ``tz`` and specs' ``inspect`` too) and
-    semantic_version (once each), versions from their folder names."""
+    """Arrange that yaql (deferred, dateutil's ``tz`` and specs' ``inspect`` too) and
+    semantic_version are imported, when first imported, with their versions from their
+    folder names: importing neither costs nothing until then."""
     import collections.abc  # noqa: F401 - yaql uses collections.abc without importing it
-    if "yaql" not in sys.modules:
-        _defer_yaql()
-    if "yaql.language.yaqltypes" not in sys.modules and "dateutil.tz" not in sys.modules:
-        _import_yaqltypes()
-    if "yaql.language.specs" not in sys.modules and "inspect" not in sys.modules:
-        _import_specs()
-    if "semantic_version" not in sys.modules:
-        _import_semantic_version()
+    pending = [name for name in _ARRANGEMENTS if name not in sys.modules]
+    if "dateutil.tz" in sys.modules:  # (checked again when yaqltypes is imported)
+        pending = [name for name in pending if name != "yaql.language.yaqltypes"]
+    if pending and not any(isinstance(f, _ArrangedImports) for f in sys.meta_path):
+        sys.meta_path.insert(0, _ArrangedImports(pending))

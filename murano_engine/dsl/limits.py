@@ -5,6 +5,11 @@ Constants only, so the configuration can name them without loading the interpret
 or the cloud layer.
 """
 
+#: The most items a collection made by an expression may hold (yaql's ``limitIterators``).
+ITERATOR_LIMIT = 2000
+#: The most bytes a value made by an expression may take (yaql's ``memoryQuota``).
+MEMORY_QUOTA = 512 * 1024
+
 #: Seconds one engine task may take, sleeps and waits included.
 DEFAULT_TASK_TIME_LIMIT = 14400.0
 #: MuranoPL steps (statements, loop iterations, lambda evaluations) one task may run.

@@ -27,7 +27,7 @@ from murano_engine.dsl.natives import attach_native
 from murano_engine.dsl.yaml_loader import SourceMap, load_documents, load_plain, position_of
 
 if TYPE_CHECKING:
-    from murano_engine.dsl.runtime import Interpreter
+    from murano_engine.dsl.interpreter import Interpreter
 
 #: a file system path as callers hold it (paths are kept as strings: pathlib's import
 #: and its objects cost start-up and every class read)

@@ -23,7 +23,8 @@ from yaql.language import utils as yaql_utils
 from yaql.language.utils import FrozenDict
 
 from murano_engine.dsl.contexts import DslContext, frame_of
-from murano_engine.dsl.values import ITERATOR_LIMIT, MEMORY_QUOTA, concat
+from murano_engine.dsl.limits import ITERATOR_LIMIT, MEMORY_QUOTA
+from murano_engine.dsl.values import concat
 
 NOT_HANDLED = object()
 #: the collection turned out empty: yaql's own method, called on ``()``, gives the outcome

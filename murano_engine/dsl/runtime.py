@@ -1,18 +1,18 @@
-"""The runtime compiled code calls, and the interpreter it belongs to.
+"""The runtime compiled code calls.
 
 A :class:`Runtime` is what :mod:`compiler`'s closures reach for member
 access, method calls and function calls: MuranoPL objects, Murano's own
 functions (a table of :class:`FunctionSpec`), contract functions, and the
-yaql standard library for everything else. An :class:`Interpreter` pairs a
-runtime with the native classes its loaders attach; it is built in one
-place (``murano_engine.engine.interpreter``) and nothing here is global.
+yaql standard library for everything else. An
+:class:`~murano_engine.dsl.interpreter.Interpreter` pairs a runtime with the native
+classes its loaders attach; nothing here is global.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from yaql.language import expressions as ast
 from yaql.language import utils as yaql_utils
@@ -23,9 +23,6 @@ from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.expressions import CallEngine
 from murano_engine.dsl.frozen_record import FrozenRecord
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef
-
-if TYPE_CHECKING:
-    from murano_engine.dsl.natives import NativeRegistry
 
 NO_VALUE = yaql_utils.NO_VALUE
 #: yaql string and list methods that formats 1.0 and 1.1 also call as plain
@@ -219,22 +216,6 @@ class _LibraryRoot(DslContext):
     @_parent_context.setter
     def _parent_context(self, value: Any) -> None:
         self._library = value
-
-
-class Interpreter(FrozenRecord):
-    """What runs are built from: native classes and the runtime.
-
-    A :class:`~murano_engine.dsl.packages.PackageLoader` made with an
-    interpreter attaches its native classes to the classes it builds, and
-    every executor of that loader runs with its runtime.
-    """
-
-    __slots__ = ("natives", "runtime")
-    natives: NativeRegistry
-    runtime: Runtime
-
-    def __init__(self, natives: NativeRegistry, runtime: Runtime) -> None:
-        self._set(natives=natives, runtime=runtime)
 
 
 def resolve_class(ctx: Any, value: Any) -> Any:

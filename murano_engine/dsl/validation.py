@@ -13,6 +13,7 @@ from murano_engine.dsl.document_cache import Deferred
 from murano_engine.dsl.errors import LoadError
 from murano_engine.dsl.expressions import Expression, parse
 from murano_engine.dsl.hot import TEMPLATE
+from murano_engine.dsl.interpreter import Interpreter
 from murano_engine.dsl.packages import (
     HotPackage,
     Package,
@@ -20,7 +21,7 @@ from murano_engine.dsl.packages import (
     open_source,
     read_manifest,
 )
-from murano_engine.dsl.runtime import Interpreter, Runtime
+from murano_engine.dsl.runtime import Runtime
 from murano_engine.dsl.yaml_loader import position_of
 
 

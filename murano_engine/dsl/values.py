@@ -17,10 +17,9 @@ from yaql.language import exceptions as yaql_exceptions
 from yaql.language.utils import FrozenDict, MappingRule
 
 from murano_engine.dsl import errors
+from murano_engine.dsl.limits import ITERATOR_LIMIT
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef
 
-ITERATOR_LIMIT = 2000
-MEMORY_QUOTA = 512 * 1024
 # Deeper values would cost each assignment a walk as long as their depth, and
 # walking them (serialising, comparing) could exhaust the C stack.
 MAX_DEPTH = 500
