@@ -125,3 +125,44 @@ def test_yaqls_specs_import_inspect_when_a_yaql_function_is_first_defined() -> N
              "print(engine('twice(len([1, 2, 3]))').evaluate(context=context),"
              " specs.inspect is sys.modules['inspect'])\n")
     assert _printed_by(probe) == ["False", "6", "True"]
+
+
+def test_loading_every_class_from_the_cache_imports_no_yaql_then_a_run_works(
+        tmp_path: Path) -> None:
+    """Loading a package set's classes (declarations, contracts kept as read back) needs
+    neither yaql nor the compiler nor Murano's function tables; the first method run
+    after it imports them and computes as usual."""
+    probe = (
+        "import sys\n"
+        "from murano_engine.dsl.packages import META_DIR, PackageLoader\n"
+        "from murano_engine.engine.interpreter import build_interpreter\n"
+        "loader = PackageLoader([META_DIR, sys.argv[1]], build_interpreter())\n"
+        "built = [p.load_class(n) for vs in loader.packages.values()\n"
+        "         for p in vs for n in p.class_files]\n"
+        "print(len(built) > 90, sorted(m for m in sys.modules if m.startswith('yaql.')),\n"
+        "      'murano_engine.dsl.compiler' in sys.modules, 'murano_engine.dsl.runtime' in\n"
+        "      sys.modules)\n"
+        "from murano_engine.dsl.executor import Executor\n"
+        "calc = loader.find_class('test.lazy.Calc')\n"
+        "print(Executor(loader).invoke(calc.find_method('area'), calc.ref, [], {'w': 3, 'h': 4},"
+        " None))\n")
+    write_package(tmp_path / "packages", "test.lazy", {"Calc": class_text("test.lazy", "Calc", """
+        Properties:
+          unit:
+            Contract: $.string().notNull()
+            Default: cm
+        Methods:
+          area:
+            Usage: Static
+            Arguments:
+              - w: {Contract: $.int().notNull()}
+              - h: {Contract: $.int().check($ > 0)}
+            Body:
+              - Return: $w * $h
+        """)})
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    runs = [subprocess.run([sys.executable, "-c", probe, str(tmp_path / "packages")],
+                           capture_output=True, text=True, check=True, cwd=REPO, env=env)
+            for _ in ("parsed and written to the cache", "read back")]
+    assert runs[1].stdout.splitlines() == ["True [] False False", "12"]
+    assert runs[0].stdout.splitlines()[1] == "12"
