@@ -82,6 +82,10 @@ class PackageSource:
     def display(self, relpath: str) -> str:
         return _join(self.location, relpath)
 
+    def resolved_location(self) -> str:
+        """The location with every symlink resolved."""
+        return os.path.realpath(self.location)
+
 
 class FolderSource(PackageSource):
     def __init__(self, location: PathLike) -> None:
@@ -101,14 +105,29 @@ class FolderSource(PackageSource):
 
     def _inside(self, path: str) -> bool:
         """Whether ``path`` resolves inside the package: a file that is no symlink is
-        where its folder resolves to (each folder resolved once)."""
+        where its folder resolves to (each folder checked once)."""
         if os.path.islink(path):
             return _within(os.path.realpath(path), self._resolved)
         folder = os.path.dirname(path)
         inside = self._folders.get(folder)
         if inside is None:
-            inside = self._folders[folder] = _within(os.path.realpath(folder), self._resolved)
+            inside = self._folders[folder] = self._folder_inside(folder)
         return inside
+
+    def _folder_inside(self, folder: str) -> bool:
+        """Whether ``folder`` (the location or below it, with no ``..``) resolves inside:
+        with no symlink among its components below the location it does; with one, it
+        is resolved whole."""
+        current = self.location
+        below = folder[len(current) + 1:] if folder != current else ""
+        for part in below.split(os.sep) if below else ():
+            current = os.path.join(current, part)
+            if os.path.islink(current):
+                return _within(os.path.realpath(folder), self._resolved)
+        return True
+
+    def resolved_location(self) -> str:
+        return self._resolved
 
     def exists(self, relpath: str) -> bool:
         return os.path.isfile(_join(self.location, relpath))
@@ -184,6 +203,11 @@ def parse_version(text: Any) -> semantic_version.Version:
     return semantic_version.Version.coerce(str(text if text is not None else "0.0.0"))
 
 
+@functools.cache
+def _zero_version() -> semantic_version.Version:
+    return parse_version(None)
+
+
 def version_matches(version: semantic_version.Version, spec: Any) -> bool:
     """Murano's version specs: ``''`` means 0.x, ``1`` means 1.x, ``*`` means any."""
     text = re.sub(r"\s+", "", str(spec if spec is not None else ""))
@@ -230,7 +254,7 @@ class Package:
         self.manifest = manifest
         #: loaded from the engine's own ``meta/`` folder: the core library, which alone
         #: may use privileged functions such as ``config()``
-        self.trusted = is_core_location(source.location)
+        self.trusted = _within(source.resolved_location(), _resolved_meta_dir())
         manifest_file = source.display("manifest.yaml")
         self.format = _parse_format(manifest.get("Format"), manifest_file)
         self.name = str(manifest["FullName"])
@@ -480,7 +504,7 @@ def read_manifest(source: PackageSource) -> dict:
     if isinstance(manifest.get("Require"), dict):
         for name, spec in manifest["Require"].items():
             try:
-                version_matches(parse_version(None), spec)
+                version_matches(_zero_version(), spec)
             except LoadError as exc:
                 problems.append(f"Require {name}: {exc.message}")
     if str(manifest.get("Format")) == hot.FORMAT and not source.exists(hot.TEMPLATE):
@@ -502,11 +526,6 @@ def declared_classes(manifest: dict) -> list[str]:
 
 # -- the core library ------------------------------------------------------------
 
-def is_core_location(path: PathLike) -> bool:
-    """Whether ``path`` is inside the engine's own ``meta/`` folder."""
-    return _within(os.path.realpath(path), _resolved_meta_dir())
-
-
 @functools.cache
 def _resolved_meta_dir() -> str:
     return os.path.realpath(META_DIR)
@@ -526,11 +545,13 @@ def _core_manifests() -> tuple[dict, ...]:
     return tuple(read_manifest(open_source(path)) for path in _package_paths(META_DIR))
 
 
+@functools.cache
 def core_package_names() -> frozenset[str]:
     """Names of the packages in ``meta/``: reserved for the engine's core library."""
     return frozenset(str(m["FullName"]) for m in _core_manifests())
 
 
+@functools.cache
 def core_class_names() -> frozenset[str]:
     """Names of the classes the core library defines: no other package may define them."""
     return frozenset(c for m in _core_manifests() for c in declared_classes(m))

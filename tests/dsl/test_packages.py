@@ -348,3 +348,31 @@ def test_a_symlinked_folder_out_of_a_folder_package_is_not_followed(tmp_path: Pa
     (path / "Resources").symlink_to(tmp_path / "outside", target_is_directory=True)
     with pytest.raises(LoadError, match="leaves the package"):
         run_method([tmp_path / "pkgs"], "t.res.R.read")
+
+
+def test_a_folder_deeper_in_a_package_linked_out_or_in_is_checked_whole(tmp_path: Path) -> None:
+    """A symlink anywhere below the package's folder is resolved: one pointing out is
+    refused however deep, one pointing to another folder of the package is read, and a
+    package reached through a symlinked folder reads as from its own."""
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "b.txt").write_text("secret")
+    path = write_package(tmp_path / "pkgs", "t.res", {"R": class_text("t.res", "R", """
+        Methods:
+          read:
+            Arguments:
+              - name: {Contract: $.string()}
+            Body:
+              - Return: sys:Resources.string($name)
+    """, sys="io.murano.system")})
+    (path / "Resources" / "kept").mkdir(parents=True)
+    (path / "Resources" / "kept" / "b.txt").write_text("kept")
+    (path / "Resources" / "out").symlink_to(tmp_path / "outside", target_is_directory=True)
+    (path / "Resources" / "in").symlink_to(path / "Resources" / "kept",
+                                           target_is_directory=True)
+    (tmp_path / "linked").mkdir()
+    (tmp_path / "linked" / "t.res").symlink_to(path, target_is_directory=True)
+    for root in (tmp_path / "pkgs", tmp_path / "linked"):
+        assert run_method([root], "t.res.R.read", name="kept/b.txt") == "kept"
+        assert run_method([root], "t.res.R.read", name="in/b.txt") == "kept"
+        with pytest.raises(LoadError, match="leaves the package"):
+            run_method([root], "t.res.R.read", name="out/b.txt")
