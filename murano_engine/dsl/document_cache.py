@@ -37,7 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 #: the sources whose code decides what a file parses to
-_READERS = ("yaml_loader.py", "expressions.py", "document_cache.py")
+_READERS = ("yaml_loader.py", "expressions.py", "document_cache.py", "errors.py")
 #: the pickle protocol of entries (and of the expression trees inside them)
 PICKLE_PROTOCOL = 5
 #: entries older than this (seconds) are removed when the cache is pruned

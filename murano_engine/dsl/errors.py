@@ -12,30 +12,32 @@ Two families:
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 from murano_engine.dsl.frozen_record import FrozenRecord
 
-_setattr = object.__setattr__
 
+class Position(tuple):
+    """Where something was written: file, 1-based line and column, made as
+    ``Position((file, line, column))`` (as Python's ``time.struct_time`` is).
 
-class Position(FrozenRecord):
-    """Where something was written: file, 1-based line and column."""
+    A tuple underneath, with no constructor of its own: a cached class file holds
+    thousands of positions (murano-apps about 3,000 outside its method bodies), and
+    reading them back then runs no Python code.
+    """
 
-    __slots__ = ("file", "line", "column")
-    file: str
-    line: int
-    column: int
+    __slots__ = ()
 
-    def __init__(self, file: str, line: int, column: int) -> None:
-        # Set one by one, not through _set(**fields): a cached class file unpickles
-        # some fifty positions, murano-apps 7,000, and this halves their cost.
-        _setattr(self, "file", file)
-        _setattr(self, "line", line)
-        _setattr(self, "column", column)
+    file: str = property(itemgetter(0))  # type: ignore[assignment]
+    line: int = property(itemgetter(1))  # type: ignore[assignment]
+    column: int = property(itemgetter(2))  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Position(file={self[0]!r}, line={self[1]!r}, column={self[2]!r})"
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"
+        return f"{self[0]}:{self[1]}:{self[2]}"
 
 
 class StackFrame(FrozenRecord):

@@ -31,4 +31,4 @@ def load_json(text: str | bytes, filename: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise LoadError(f"malformed JSON: {exc.msg}",
-                        Position(filename, exc.lineno, exc.colno)) from None
+                        Position((filename, exc.lineno, exc.colno))) from None

@@ -77,13 +77,13 @@ def load_documents(text: str | bytes, filename: str,
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        pos = Position(filename, mark.line + 1, mark.column + 1) if mark else None
+        pos = Position((filename, mark.line + 1, mark.column + 1)) if mark else None
         raise LoadError(f"malformed YAML: {exc.problem or exc.context}", pos) from None
     except yaml.reader.ReaderError as exc:
         before = text[:exc.position]
         newline = b"\n" if isinstance(before, bytes) else "\n"
-        pos = Position(filename, before.count(newline) + 1,
-                       exc.position - before.rfind(newline))
+        pos = Position((filename, before.count(newline) + 1,
+                        exc.position - before.rfind(newline)))
         raise LoadError(f"malformed YAML: {exc.reason} (character {exc.character!r})",
                         pos) from None
     except yaml.YAMLError as exc:
@@ -151,7 +151,7 @@ def _check_events(events: Any, filename: str) -> set[tuple[int, int]]:
 
 
 def _position(filename: str, mark: Any) -> Position:
-    return Position(filename, mark.line + 1, mark.column + 1)
+    return Position((filename, mark.line + 1, mark.column + 1))
 
 
 def load_plain(text: str | bytes, filename: str) -> Any:

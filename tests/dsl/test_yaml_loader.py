@@ -51,7 +51,7 @@ def test_yaql_tag_forces_an_expression() -> None:
 def test_yaql_tag_on_invalid_yaql_is_a_load_error_at_its_position() -> None:
     with pytest.raises(LoadError) as caught:
         load("a: 1\nv: !yaql '1 +'\n", "T.yaml")
-    assert caught.value.position == Position("T.yaml", 2, 4)
+    assert caught.value.position == Position(("T.yaml", 2, 4))
     assert "T.yaml:2:4" in str(caught.value)
 
 
@@ -69,11 +69,11 @@ def test_non_string_scalars_keep_their_yaml_types() -> None:
 def test_mappings_record_their_position() -> None:
     doc = load("Name: A\nMethods:\n  run:\n    Body:\n      - Return: 1\n", "pkg/A.yaml")
     assert isinstance(doc, SourceMap)
-    assert doc.position == Position("pkg/A.yaml", 1, 1)
+    assert doc.position == Position(("pkg/A.yaml", 1, 1))
     run = doc["Methods"]["run"]
-    assert position_of(run) == Position("pkg/A.yaml", 4, 5)
+    assert position_of(run) == Position(("pkg/A.yaml", 4, 5))
     instruction = run["Body"][0]
-    assert position_of(instruction) == Position("pkg/A.yaml", 5, 9)
+    assert position_of(instruction) == Position(("pkg/A.yaml", 5, 9))
     assert str(position_of(instruction)) == "pkg/A.yaml:5:9"
 
 
@@ -81,14 +81,14 @@ def test_expressions_record_their_position() -> None:
     doc = load("x:\n  - 1\n  -   $a + 1\n", "E.yaml")
     expr = doc["x"][1]
     assert isinstance(expr, Expression)
-    assert expr.position == Position("E.yaml", 3, 7)
+    assert expr.position == Position(("E.yaml", 3, 7))
 
 
 def test_several_documents_are_loaded_in_order() -> None:
     docs = load_documents("a: 1\n---\nb: $x\n", "M.yaml", try_parse)
     assert docs[0] == {"a": 1}
     assert isinstance(docs[1]["b"], Expression)
-    assert docs[1].position == Position("M.yaml", 3, 1)
+    assert docs[1].position == Position(("M.yaml", 3, 1))
 
 
 @pytest.mark.parametrize(("text", "line"), [
@@ -111,7 +111,7 @@ def test_malformed_yaml_is_a_load_error_naming_file_and_line(text: str, line: in
 def test_duplicate_keys_are_refused_at_the_key() -> None:
     with pytest.raises(LoadError) as caught:
         load("a: 1\nb: 2\na: 3\n", "D.yaml")
-    assert caught.value.position == Position("D.yaml", 3, 1)
+    assert caught.value.position == Position(("D.yaml", 3, 1))
     assert "duplicate key 'a'" in str(caught.value)
 
 
