@@ -19,15 +19,24 @@ import os
 
 
 def package_folders(folders: list[str]) -> list[str]:
-    """Every folder with a ``manifest.yaml`` under ``folders`` (not looking inside one)."""
-    found = []
+    """Every folder with a ``manifest.yaml`` under ``folders`` (not looking inside one,
+    nor into hidden folders such as ``.git``), by name."""
+    found: list[str] = []
     for folder in folders:
-        for path, dirs, files in os.walk(folder):
-            if "manifest.yaml" in files:
-                found.append(path)
-                dirs[:] = []
-            dirs.sort()
+        _find_packages(folder, found)
     return found
+
+
+def _find_packages(folder: str, found: list[str]) -> None:
+    with os.scandir(folder) as scan:
+        entries = {entry.name: entry for entry in scan}
+    manifest = entries.get("manifest.yaml")
+    if manifest is not None and manifest.is_file():
+        found.append(folder)
+        return
+    for name in sorted(entries):
+        if not name.startswith(".") and entries[name].is_dir(follow_symlinks=False):
+            _find_packages(entries[name].path, found)
 
 
 def load(folders: list[str]) -> None:

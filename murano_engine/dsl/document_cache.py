@@ -36,6 +36,8 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from murano_engine.dsl.files import read_bytes
+
 #: the sources whose code decides what a file parses to
 _READERS = ("yaml_loader.py", "expressions.py", "document_cache.py", "errors.py")
 #: the pickle protocol of entries (and of the expression trees inside them)
@@ -79,8 +81,7 @@ def cached(kind: str, text: bytes | str, filename: str, parse: Callable[[], Any]
     key = f"{zlib.crc32(data, zlib.crc32(source[1], zlib.crc32(source[0]))):08x}{len(data):x}"
     path = os.path.join(cache_dir(), key[:2], f"{key}.pickle")
     try:
-        with open(path, "rb") as entry:
-            *kept, result = _pickle.loads(entry.read())
+        *kept, result = _pickle.loads(read_bytes(path))
         if tuple(kept) == source:
             return result
     except Exception:  # noqa: BLE001,S110 - no entry, or a damaged one: parsed, (re)written

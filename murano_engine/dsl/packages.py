@@ -23,6 +23,7 @@ from murano_engine.dsl import document_cache, errors, hot
 from murano_engine.dsl.classes import MuranoClass, NamespaceResolver, build_class
 from murano_engine.dsl.errors import LoadError, Position
 from murano_engine.dsl.expressions import try_parse
+from murano_engine.dsl.files import read_bytes
 from murano_engine.dsl.natives import attach_native
 from murano_engine.dsl.yaml_loader import SourceMap, load_documents, load_plain, position_of
 
@@ -100,8 +101,7 @@ class FolderSource(PackageSource):
         path = _join(self.location, _safe_relpath(relpath, self.location))
         if not self._inside(path):  # a symlink out
             raise LoadError(f"path {relpath!r} leaves the package", file=self.location)
-        with open(path, "rb") as stream:
-            return stream.read()
+        return read_bytes(path)
 
     def _inside(self, path: str) -> bool:
         """Whether ``path`` resolves inside the package: a file that is no symlink is
