@@ -8,7 +8,10 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 RECURSION_LIMIT = 100_000
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 import _thread
 import re
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
 
 from murano_engine.dsl import errors
 from murano_engine.dsl.document_cache import Deferred
 from murano_engine.dsl.errors import LoadError, Position
 from murano_engine.dsl.yaml_loader import position_of
 
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from murano_engine.dsl.packages import Package
 
 PROPERTY_USAGES = frozenset({"In", "Out", "InOut", "Const", "Runtime", "Static", "Config"})

@@ -34,9 +34,12 @@ import os
 import sys
 import zlib
 from collections.abc import Callable
-from typing import Any
 
 from murano_engine.dsl.files import read_bytes
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 #: the sources whose code decides what a file parses to
 _READERS = ("yaml_loader.py", "expressions.py", "document_cache.py", "errors.py")

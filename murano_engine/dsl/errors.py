@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from operator import itemgetter
-from typing import Any
 
 from murano_engine.dsl.frozen_record import FrozenRecord
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Position(tuple):

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import _pickle  # the C pickler (pickle.py, its Python fallback, costs start-up time)
 import functools
-from typing import TYPE_CHECKING, Any
 
 from murano_engine.dsl.document_cache import PICKLE_PROTOCOL
 from murano_engine.dsl.errors import LoadError, Position
 from murano_engine.dsl.limits import ITERATOR_LIMIT, MEMORY_QUOTA
 
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from murano_engine.dsl import compiler
 
 # yaql and the compiler are imported when first needed (a parse, an evaluation, a tree

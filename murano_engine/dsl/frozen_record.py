@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class FrozenRecord:

@@ -29,11 +29,14 @@ Destroying the application deletes its stack.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from murano_engine.dsl.errors import LoadError, LoadErrors, Position
 from murano_engine.dsl.expressions import parse, try_parse
 from murano_engine.dsl.yaml_loader import SourceMap, load_documents, load_plain, position_of
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT_NAME = "Heat.HOT"
 FORMAT = f"{FORMAT_NAME}/1.0"

@@ -11,8 +11,8 @@ executor or check that asks for it. Interpreters are built in one place,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
     from murano_engine.dsl.natives import NativeRegistry
     from murano_engine.dsl.runtime import Runtime

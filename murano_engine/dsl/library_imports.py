@@ -36,11 +36,12 @@ import types
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from importlib.machinery import PathFinder
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
     from importlib.abc import Loader
     from importlib.machinery import ModuleSpec
+    from typing import Any
 
 
 def installed_version(library: str) -> str | None:

@@ -14,12 +14,14 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
 
 from murano_engine.dsl.classes import MethodSpec, MuranoClass
 from murano_engine.dsl.objects import MuranoObject, real_object
 
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from murano_engine.dsl.executor import Executor, Frame
 
 

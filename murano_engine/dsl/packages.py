@@ -15,7 +15,6 @@ import os
 import re
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Union
 
 import semantic_version
 
@@ -27,12 +26,15 @@ from murano_engine.dsl.files import read_bytes
 from murano_engine.dsl.natives import attach_native
 from murano_engine.dsl.yaml_loader import SourceMap, load_documents, load_plain, position_of
 
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from murano_engine.dsl.interpreter import Interpreter
 
-#: a file system path as callers hold it (paths are kept as strings: pathlib's import
-#: and its objects cost start-up and every class read)
-PathLike = Union[str, "os.PathLike[str]"]
+    #: a file system path as callers hold it (paths are kept as strings: pathlib's
+    #: import and its objects cost start-up and every class read)
+    PathLike = str | os.PathLike[str]
 
 CORE_PACKAGE = "io.murano"
 

@@ -18,13 +18,18 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from murano_common.pyyaml import import_yaml
 from murano_engine.dsl.errors import LoadError, Position
 
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     import yaml
+
+    ExpressionFactory = Callable[[str, Position], Any]
+
 #: the largest YAML or JSON file read, in bytes
 MAX_BYTES = 16 * 1024 * 1024
 #: the deepest nesting of lists and mappings in a YAML or JSON file
@@ -32,8 +37,6 @@ MAX_DEPTH = 200
 #: the most nodes a YAML file may hold once its aliases are expanded
 MAX_NODES = 1_000_000
 _PLAIN_WORDS = re.compile(r"^[\s\w.]*$")
-
-ExpressionFactory = Callable[[str, Position], Any]
 
 
 class SourceMap(dict):

@@ -8,12 +8,12 @@ here and hands it to the loaders it makes; nothing is registered globally.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
 
 from murano_engine import system
 from murano_engine.dsl.interpreter import Interpreter
 from murano_engine.dsl.natives import NativeRegistry
 
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
     from murano_engine.dsl.runtime import FunctionSpec, Runtime
 
