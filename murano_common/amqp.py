@@ -12,11 +12,14 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import kombu
 from kombu.mixins import ConsumerMixin
 from kombu.transport import memory
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 LOG = logging.getLogger(__name__)
 

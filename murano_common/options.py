@@ -22,7 +22,10 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The environment variables that override options: ``MURANO_<SECTION>_<OPTION>``.
 ENV_PREFIX = "MURANO_"
@@ -134,7 +137,7 @@ class Section:
                        free_form=self.free_form or other.free_form)
 
 
-class SectionValues(MutableMapping[str, Any]):
+class SectionValues(MutableMapping[str, "Any"]):
     """One section's values, by attribute (``section.port``) or by name (``section["port"]``)."""
 
     def __init__(self, name: str, values: dict[str, Any]) -> None:

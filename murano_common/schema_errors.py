@@ -8,10 +8,13 @@ replaces the generic reason for any of that schema's failures.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from jsonschema.exceptions import ValidationError, best_match
 from jsonschema.protocols import Validator
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 _TYPES = {"object": "an object", "array": "a list", "string": "a string",
           "integer": "an integer", "number": "a number", "boolean": "true or false",

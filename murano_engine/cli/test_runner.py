@@ -15,7 +15,6 @@ import re
 import sys
 import time
 from collections.abc import Iterable
-from typing import Any, NoReturn
 
 from murano_engine.dsl import errors, values
 from murano_engine.dsl.budget import Budget
@@ -29,6 +28,10 @@ from murano_engine.dsl.runtime import FunctionSpec
 from murano_engine.engine.config import Config, load_config
 from murano_engine.engine.interpreter import build_interpreter
 from murano_engine.system.test_fixture import AssertionFailed
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 FIXTURE = "io.murano.test.TestFixture"
 _TEST_NAME = re.compile(r"^test(?![a-z])")

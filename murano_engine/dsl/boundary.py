@@ -14,9 +14,12 @@ import os
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Any
 
 from murano_engine.dsl import concurrency
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Outside:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
 
 from yaql.language import exceptions as yaql_exceptions
 
@@ -27,6 +26,10 @@ from murano_engine.dsl.limits import (
     ITERATOR_LIMIT,
     MEMORY_QUOTA,
 )
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Steps between two readings of the clock.
 CHECK_EVERY = 1000

@@ -9,11 +9,13 @@ publishers before subscribers. Errors in handlers are logged and muted.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
 
 from murano_engine.dsl.objects import MuranoObject, real_object
 
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from murano_engine.dsl.executor import Executor
 
 

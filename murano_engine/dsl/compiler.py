@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
 
 from yaql.language import exceptions as yaql_exceptions
 from yaql.language import expressions as ast
@@ -28,10 +27,14 @@ from murano_engine.dsl.budget import Regex, check_product, check_repetition, reg
 from murano_engine.dsl.contexts import PLAIN_CONTEXTS, DslContext, frame_of
 from murano_engine.dsl.limits import MEMORY_QUOTA
 
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from murano_engine.dsl.runtime import Runtime
 
-Evaluator = Callable[[Any], Any]
+if TYPE_CHECKING:
+    Evaluator = Callable[[Any], Any]
 NO_VALUE = yaql_utils.NO_VALUE
 
 NORMAL = 0

@@ -15,9 +15,12 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
 
 import greenlet
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 # The engine talks to loopback and configured hosts only; eventlet's green DNS
 # (dnspython) would add a tenth of a second to every start-up.

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from yaql.language import contexts as yaql_contexts
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 _NO_FUNCTIONS: dict = {}
 _NO_EXCLUSIVE: set = set()

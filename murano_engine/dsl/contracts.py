@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping
-from typing import Any
 
 from yaql.language import exceptions as yaql_exceptions
 from yaql.language.utils import FrozenDict
@@ -20,6 +19,10 @@ from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.errors import Position
 from murano_engine.dsl.expressions import Expression
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 _SCALARS = (str, int, float, bool, type(None))
 _SCALAR_TYPES = frozenset(_SCALARS)

@@ -8,7 +8,6 @@ between executors; nothing here is global.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from yaql.language.utils import FrozenDict
 
@@ -22,6 +21,10 @@ from murano_engine.dsl.errors import MuranoPlException, StackFrame
 from murano_engine.dsl.instructions import BREAK, CONTINUE, ConstantData
 from murano_engine.dsl.objects import MuranoObject, real_object
 from murano_engine.dsl.packages import PackageLoader
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_CALL_DEPTH = 2000
 SYNCHRONIZE = "io.murano.metadata.engine.Synchronize"

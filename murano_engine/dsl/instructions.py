@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
 
 from yaql.language import expressions as ast
 from yaql.language.utils import FrozenDict
@@ -23,7 +22,12 @@ from murano_engine.dsl.expressions import Expression
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef
 from murano_engine.dsl.yaml_loader import position_of
 
-Statement = Callable[[Any], Any]
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
+
+if TYPE_CHECKING:
+    Statement = Callable[[Any], Any]
 
 # Results a statement need not look into (a lazy query result is none of these).
 _VALUES = frozenset({str, int, float, bool, tuple, FrozenDict, MuranoObject})
@@ -180,8 +184,9 @@ def _nothing(ctx: Any) -> None:
 
 # -- assignment ------------------------------------------------------------------
 
-Getter = Callable[[Any], Any]
-Setter = Callable[[Any, Any], None]
+if TYPE_CHECKING:
+    Getter = Callable[[Any], Any]
+    Setter = Callable[[Any, Any], None]
 
 
 def _assignment(target: Expression, value: Any, position: Position | None) -> Statement:
@@ -293,7 +298,8 @@ def _index_lhs(parent_node: ast.Expression, index: Getter, source: str,
 
 # -- block constructs --------------------------------------------------------------
 
-Builder = Callable[[Mapping, Position | None], Statement]
+if TYPE_CHECKING:
+    Builder = Callable[[Mapping, Position | None], Statement]
 _MACROS: list[tuple[frozenset[str], frozenset[str], Builder]] = []
 
 

@@ -8,11 +8,14 @@ text before it is decoded (:func:`murano_common.jsontext.nesting_depth`).
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from murano_common.jsontext import nesting_depth
 from murano_engine.dsl.errors import LoadError, Position
 from murano_engine.dsl.yaml_loader import MAX_BYTES, MAX_DEPTH
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def load_json(text: str | bytes, filename: str) -> Any:

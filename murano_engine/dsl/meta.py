@@ -9,14 +9,16 @@ read through reflection.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
 
 from murano_engine.dsl import errors
 from murano_engine.dsl.classes import MuranoClass
 from murano_engine.dsl.instructions import compile_data
 from murano_engine.dsl.objects import MuranoObject, TypeRef
 
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from murano_engine.dsl.executor import Executor
 
 

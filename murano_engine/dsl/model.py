@@ -10,14 +10,16 @@ object's id are references.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from murano_engine.dsl import errors, values
 from murano_engine.dsl.classes import MuranoClass
 from murano_engine.dsl.objects import MuranoObject, TypeRef
 from murano_engine.dsl.values import is_mapping, items_of
 
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from murano_engine.dsl.contracts import ContractScope
     from murano_engine.dsl.executor import Executor
 

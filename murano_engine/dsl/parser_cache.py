@@ -20,11 +20,14 @@ import re
 import sys
 import zlib
 from types import SimpleNamespace
-from typing import Any
 
 import yaql
 from yaql._ply import lex, yacc
 from yaql.language import factory as yaql_factory
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 CACHE_DIR = os.path.join(os.environ.get("XDG_CACHE_HOME") or
                          os.path.join(os.path.expanduser("~"), ".cache"), "murano-engine")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import operator
 import sys
 from collections.abc import Callable, Iterator, Mapping, MappingView, Sequence, Set
-from typing import Any
 
 from yaql.language import exceptions as yaql_exceptions
 from yaql.language import utils as yaql_utils
@@ -25,6 +24,10 @@ from yaql.language.utils import FrozenDict
 from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.limits import ITERATOR_LIMIT, MEMORY_QUOTA
 from murano_engine.dsl.values import concat
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 NOT_HANDLED = object()
 #: the collection turned out empty: yaql's own method, called on ``()``, gives the outcome
@@ -131,8 +134,9 @@ def length(value: Any) -> Any:
 
 # -- methods ---------------------------------------------------------------------
 
-Evaluator = Callable[[Any], Any]
-Method = Callable[[Any, Any, list, dict], Any]
+if TYPE_CHECKING:
+    Evaluator = Callable[[Any], Any]
+    Method = Callable[[Any, Any, list, dict], Any]
 
 
 def _lambda(ctx: Any, body: Evaluator) -> Callable[[Any], Any]:
@@ -345,7 +349,8 @@ def concat_text(args: list) -> Any:
     return result
 
 
-Function = Callable[[list], Any]
+if TYPE_CHECKING:
+    Function = Callable[[list], Any]
 
 #: function name -> fast path taking the evaluated positional arguments; it returns
 #: the result or NOT_HANDLED (yaql then gets the same values)

@@ -6,11 +6,13 @@ They answer ``.member`` reads through ``murano_member`` and calls through
 
 from __future__ import annotations
 
-from typing import Any
-
 from murano_engine.dsl import meta
 from murano_engine.dsl.classes import ArgumentSpec, MethodSpec, MuranoClass, PropertySpec
 from murano_engine.dsl.objects import real_object
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _Reflected:

@@ -9,11 +9,15 @@ lists people read leave them out (:func:`is_step`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from murano_engine.dsl import boundary
 
-Reporter = Callable[[dict[str, Any]], None]
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
+
+if TYPE_CHECKING:
+    Reporter = Callable[[dict[str, Any]], None]
 
 
 def report(reporter: Reporter | None, environment_id: str | None, entity_id: str | None,

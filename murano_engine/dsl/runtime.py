@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 
 from yaql.language import expressions as ast
 from yaql.language import utils as yaql_utils
@@ -24,12 +23,17 @@ from murano_engine.dsl.expressions import CallEngine
 from murano_engine.dsl.frozen_record import FrozenRecord
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef
 
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
+
 NO_VALUE = yaql_utils.NO_VALUE
 #: yaql string and list methods that formats 1.0 and 1.1 also call as plain
 #: functions (``toUpper($name)``)
 LEGACY_FUNCTION_FORMS = ("to_lower", "to_upper", "trim", "join", "split", "starts_with",
                          "ends_with", "matches", "replace", "flatten")
-ContractFunction = Callable[[Any, Any, list, dict], Any]
+if TYPE_CHECKING:
+    ContractFunction = Callable[[Any, Any, list, dict], Any]
 
 
 class FunctionSpec(FrozenRecord):

@@ -13,13 +13,16 @@ Every other occurrence is its id. Three forms, as in Murano:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from yaql.language.utils import FrozenDict
 
 from murano_engine.dsl.classes import MODEL_USAGES, MuranoClass
 from murano_engine.dsl.objects import MuranoObject, TypeRef, real_object
 from murano_engine.dsl.values import items_of
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 SERIALIZABLE = "Serializable"
 MIXED = "Mixed"

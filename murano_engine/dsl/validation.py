@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from yaql.language import expressions as ast
 
@@ -23,6 +22,10 @@ from murano_engine.dsl.packages import (
 )
 from murano_engine.dsl.runtime import Runtime
 from murano_engine.dsl.yaml_loader import position_of
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def validate_package(path: Path, interpreter: Interpreter,

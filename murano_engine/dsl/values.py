@@ -11,7 +11,6 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from yaql.language import exceptions as yaql_exceptions
 from yaql.language.utils import FrozenDict, MappingRule
@@ -19,6 +18,10 @@ from yaql.language.utils import FrozenDict, MappingRule
 from murano_engine.dsl import errors
 from murano_engine.dsl.limits import ITERATOR_LIMIT
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 # Deeper values would cost each assignment a walk as long as their depth, and
 # walking them (serialising, comparing) could exhaust the C stack.

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
 
 from murano_common.options import ConfigError, Option, Schema, Section, Values
 from murano_engine.dsl.limits import (
@@ -24,6 +23,10 @@ from murano_engine.dsl.limits import (
     DEFAULT_TASK_STEP_LIMIT,
     DEFAULT_TASK_TIME_LIMIT,
 )
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["SCHEMA", "Config", "ConfigError", "broker_ssl", "broker_url",
            "load_config"]

@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from murano_engine.dsl import collector, concurrency, errors, model, serializer
 from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.dsl.reports import Reporter, report
+from murano_engine.dsl.reports import report
 from murano_engine.engine.journal import Journal
+
+if TYPE_CHECKING:
+    from murano_engine.dsl.reports import Reporter
 
 LOG = logging.getLogger(__name__)
 def run_task(task: Mapping[str, Any], loader: PackageLoader, *,

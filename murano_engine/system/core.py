@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from murano_engine.dsl import values
 from murano_engine.dsl.errors import MuranoPlException
 from murano_engine.dsl.natives import NativeCall, method, native_class
 from murano_engine.dsl.objects import real_object
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _owner_name(call: NativeCall, owner: Any) -> str:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from murano_engine.dsl import model, values
 from murano_engine.dsl.natives import NativeCall, method, native_class
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class AssertionFailed(AssertionError):

@@ -18,7 +18,10 @@ from murano_engine.dsl.library import (
     system,
     text,
 )
-from murano_engine.dsl.runtime import ContractFunction, FunctionSpec
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from murano_engine.dsl.runtime import ContractFunction, FunctionSpec
 
 _DOMAINS = (objects, data, text, system, bounded, regexes)
 

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import operator
-from typing import Any
 
 from murano_engine.dsl.budget import check_power, check_range
 from murano_engine.dsl.runtime import FunctionSpec
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def pow_(ctx: Any, base: Any, exponent: Any, modulo: Any = None) -> Any:

@@ -9,13 +9,16 @@ checked (possibly transformed) value or raises the scope's violation.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from murano_engine.dsl import errors
 from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.contracts import ContractScope
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef, real_object
 from murano_engine.dsl.values import is_mapping
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _scope(ctx: Any) -> ContractScope:
@@ -26,7 +29,8 @@ def _scope(ctx: Any) -> ContractScope:
     return ctx.get_data("$?contract")
 
 
-ContractFunction = Callable[[Any, Any, list, dict], Any]
+if TYPE_CHECKING:
+    ContractFunction = Callable[[Any, Any, list, dict], Any]
 
 
 def contract_string(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from yaql.language.utils import FrozenDict
 
 from murano_engine.dsl import concurrency, values
 from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.runtime import FunctionSpec
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def pselect(ctx: Any, collection: Any, args: list, kwargs: dict) -> Any:

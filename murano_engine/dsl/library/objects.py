@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Any
 
 from murano_engine.dsl import concurrency, errors, values
 from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef, real_object
 from murano_engine.dsl.runtime import NO_VALUE, FunctionSpec, resolve_class
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _real(value: Any, what: str) -> MuranoObject:

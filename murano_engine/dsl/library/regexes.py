@@ -12,11 +12,13 @@ go to yaql's string functions as before.
 
 from __future__ import annotations
 
-from typing import Any
-
 from murano_engine.dsl.budget import Regex, compile_regex, run_regex
 from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.runtime import FunctionSpec
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _values(ctx: Any, args: list, kwargs: dict) -> tuple[list, dict]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from murano_engine.dsl import boundary, budget, errors
 from murano_engine.dsl.contexts import frame_of
 from murano_engine.dsl.runtime import FunctionSpec
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def sleep(ctx: Any, seconds: Any = 0) -> None:

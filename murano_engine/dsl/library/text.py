@@ -5,10 +5,13 @@ from __future__ import annotations
 import functools
 import re
 import string
-from typing import Any
 
 from murano_engine.dsl.budget import check_width
 from murano_engine.dsl.runtime import FunctionSpec
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class SafeFormatter(string.Formatter):
