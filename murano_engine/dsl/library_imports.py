@@ -264,7 +264,5 @@ def import_libraries() -> None:
     folder names: importing neither costs nothing until then."""
     import collections.abc  # noqa: F401 - yaql uses collections.abc without importing it
     pending = [name for name in _ARRANGEMENTS if name not in sys.modules]
-    if "dateutil.tz" in sys.modules:  # (checked again when yaqltypes is imported)
-        pending = [name for name in pending if name != "yaql.language.yaqltypes"]
     if pending and not any(isinstance(f, _ArrangedImports) for f in sys.meta_path):
         sys.meta_path.insert(0, _ArrangedImports(pending))
