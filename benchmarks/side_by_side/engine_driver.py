@@ -40,29 +40,33 @@ def _find_packages(folder: str, found: list[str]) -> None:
 
 
 def load(folders: list[str]) -> None:
-    from murano_engine.dsl.packages import PackageLoader
-    from murano_engine.engine.interpreter import build_interpreter
-    loader = PackageLoader(package_folders(folders), build_interpreter())
+    from murano_engine.cli.main import long_lived
     loaded, failed = 0, []
-    for versions in loader.packages.values():
-        for package in versions:
-            for name in package.class_files:
-                try:
-                    package.load_class(name)
-                    loaded += 1
-                except Exception:  # noqa: BLE001 - a broken class is counted, as validation does
-                    failed.append(name)
+    with long_lived():  # as the engine's commands load packages (validate, run)
+        from murano_engine.dsl.packages import PackageLoader
+        from murano_engine.engine.interpreter import build_interpreter
+        loader = PackageLoader(package_folders(folders), build_interpreter())
+        for versions in loader.packages.values():
+            for package in versions:
+                for name in package.class_files:
+                    try:
+                        package.load_class(name)
+                        loaded += 1
+                    except Exception:  # noqa: BLE001 - a broken class is counted, as validation does
+                        failed.append(name)
     print(json.dumps({"loaded": loaded, "failed": sorted(failed),
                       "problems": len(loader.problems)}))
 
 
 def model(folders: list[str], path: str) -> None:
-    from murano_engine.dsl import model as model_loader
-    from murano_engine.dsl import serializer
-    from murano_engine.dsl.executor import Executor
-    from murano_engine.dsl.packages import PackageLoader
-    from murano_engine.engine.interpreter import build_interpreter
-    loader = PackageLoader(folders, build_interpreter())
+    from murano_engine.cli.main import long_lived
+    with long_lived():  # as ``murano-engine run`` starts
+        from murano_engine.dsl import model as model_loader
+        from murano_engine.dsl import serializer
+        from murano_engine.dsl.executor import Executor
+        from murano_engine.dsl.packages import PackageLoader
+        from murano_engine.engine.interpreter import build_interpreter
+        loader = PackageLoader(folders, build_interpreter())
     executor = Executor(loader)
     with open(path, encoding="utf-8") as file:
         root = model_loader.load_model(executor, json.load(file))

@@ -9,7 +9,6 @@ fresh executor and fixture object: ``.init``, ``setUp``, the test,
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import re
 import sys
@@ -232,11 +231,10 @@ def _path_hint(path: str) -> str:
 
 
 def _run(options: argparse.Namespace) -> int:
+    from murano_engine.cli.main import long_lived
     config = load_config(options.config_file)
-    loader = PackageLoader(options.load_packages_from, mocking_interpreter())
-    # What start-up made lives as long as the process: the cyclic garbage collector
-    # need not walk it again at every collection the tests cause (as ``run`` does).
-    gc.freeze()
+    with long_lived():  # as ``run`` loads its packages
+        loader = PackageLoader(options.load_packages_from, mocking_interpreter())
     for problem in loader.problems:
         print(f"warning: {problem}", file=sys.stderr)
     tests = find_tests(loader, options.package, options.tests)
