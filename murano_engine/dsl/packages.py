@@ -10,6 +10,7 @@ parsed once.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
@@ -91,30 +92,31 @@ class PackageSource:
 
 
 class FolderSource(PackageSource):
-    def __init__(self, location: PathLike) -> None:
+    def __init__(self, location: PathLike, resolve: Resolver | None = None) -> None:
         super().__init__(location)
+        self._resolve = resolve or os.path.realpath
         self._folders: dict[str, bool] = {}
 
     @functools.cached_property
     def _resolved(self) -> str:
-        return os.path.realpath(self.location)
+        return self._resolve(self.location)
 
     def read(self, relpath: str) -> bytes:
         path = _join(self.location, _safe_relpath(relpath, self.location))
-        if not self._inside(path):  # a symlink out
-            raise LoadError(f"path {relpath!r} leaves the package", file=self.location)
-        return read_bytes(path)
-
-    def _inside(self, path: str) -> bool:
-        """Whether ``path`` resolves inside the package: a file that is no symlink is
-        where its folder resolves to (each folder checked once)."""
-        if os.path.islink(path):
-            return _within(os.path.realpath(path), self._resolved)
         folder = os.path.dirname(path)
         inside = self._folders.get(folder)
         if inside is None:
             inside = self._folders[folder] = self._folder_inside(folder)
-        return inside
+        if inside:
+            try:
+                return read_bytes(path, follow_symlinks=False)
+            except OSError as exc:
+                if exc.errno != errno.ELOOP:
+                    raise
+            inside = _within(os.path.realpath(path), self._resolved)  # a symlink
+        if not inside:
+            raise LoadError(f"path {relpath!r} leaves the package", file=self.location)
+        return read_bytes(path)
 
     def _folder_inside(self, folder: str) -> bool:
         """Whether ``folder`` (the location or below it, with no ``..``) resolves inside:
@@ -193,10 +195,33 @@ def _safe_relpath(relpath: str, location: str) -> str:
     return relpath
 
 
-def open_source(path: PathLike) -> PackageSource:
+def open_source(path: PathLike, resolve: Resolver | None = None) -> PackageSource:
+    """The package at ``path``: a folder (its symlinks resolved by ``resolve``, if
+    given) or a zip."""
     if os.path.isdir(path):
-        return FolderSource(path)
+        return FolderSource(path, resolve)
     return ZipSource(path)
+
+
+class Resolver:
+    """``os.path.realpath`` of folders, each parent folder resolved once: the packages of
+    one search folder share all but their last component. Made per loader, so a
+    symlink changed later is seen by the next loader."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, str] = {}
+
+    def __call__(self, path: str) -> str:
+        path = os.path.abspath(path)
+        known = self._known.get(path)
+        if known is None:
+            parent, name = os.path.split(path)
+            if not name or os.path.islink(path):
+                known = os.path.realpath(path)
+            else:
+                known = os.path.join(self(parent), name)
+            self._known[path] = known
+        return known
 
 
 # -- versions --------------------------------------------------------------------
@@ -588,6 +613,7 @@ class PackageLoader:
             self.search_dirs.append(META_DIR)
         self.packages: dict[str, list[Package]] = {}
         self.problems: list[LoadError] = []
+        self._resolve = Resolver()
         for directory in self.search_dirs:
             self._scan(directory)
 
@@ -603,7 +629,7 @@ class PackageLoader:
                 self.problems.append(exc)
 
     def add(self, path: PathLike) -> Package:
-        source = open_source(path)
+        source = open_source(path, self._resolve)
         package = make_package(source, read_manifest(source), self)
         if not package.trusted:
             check_not_reserved(package.manifest, source.display("manifest.yaml"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,12 @@ def test_a_folder_or_a_missing_file_raises_as_open_does(tmp_path: Path) -> None:
         read_bytes(str(tmp_path))
     with pytest.raises(FileNotFoundError):
         read_bytes(str(tmp_path / "missing"))
+
+
+def test_a_symlink_is_refused_when_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "target").write_bytes(b"data")
+    (tmp_path / "link").symlink_to(tmp_path / "target")
+    assert read_bytes(str(tmp_path / "link")) == b"data"
+    with pytest.raises(OSError) as caught:
+        read_bytes(str(tmp_path / "link"), follow_symlinks=False)
+    assert caught.value.errno == errno.ELOOP

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import zipfile
 from pathlib import Path
@@ -376,3 +377,18 @@ def test_a_folder_deeper_in_a_package_linked_out_or_in_is_checked_whole(tmp_path
         assert run_method([root], "t.res.R.read", name="in/b.txt") == "kept"
         with pytest.raises(LoadError, match="leaves the package"):
             run_method([root], "t.res.R.read", name="out/b.txt")
+
+
+def test_the_loaders_resolver_resolves_as_realpath_does(tmp_path: Path) -> None:
+    """Folders resolved parent by parent (each once) come out as ``os.path.realpath``
+    has them, through symlinked parents, links to links, relative paths and ``..``."""
+    from murano_engine.dsl.packages import Resolver
+    (tmp_path / "real" / "a" / "b").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real", target_is_directory=True)
+    (tmp_path / "real" / "a" / "up").symlink_to("..", target_is_directory=True)
+    (tmp_path / "chain").symlink_to(tmp_path / "link", target_is_directory=True)
+    resolve = Resolver()
+    for path in ["real/a/b", "link/a/b", "chain/a", "link/a/up/a/b", "real/a/missing",
+                 ".", "link/../real/a"]:
+        full = os.path.join(tmp_path, path)
+        assert resolve(os.path.normpath(full)) == os.path.realpath(os.path.normpath(full)), path
