@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from murano_engine.dsl import values
@@ -40,8 +41,25 @@ class Resources:
 
     @static
     def json(call: NativeCall, name: str, owner: Any = None) -> Any:
-        return values.freeze(load_json(*_read(call, name, owner)))
+        return _parsed(load_json, *_read(call, name, owner))
 
     @static
     def yaml(call: NativeCall, name: str, owner: Any = None) -> Any:
-        return values.freeze(load_plain(*_read(call, name, owner)))
+        return _parsed(load_plain, *_read(call, name, owner))
+
+
+#: resources larger than this are parsed at each read, not kept
+_KEPT_BYTES = 256 * 1024
+
+
+def _parsed(parse: Any, data: bytes, where: str) -> Any:
+    """``data`` (shown as ``where``) parsed and frozen: a deployment reads the same
+    execution-plan template for each of its servers, and a frozen value can be shared."""
+    if len(data) > _KEPT_BYTES:
+        return values.freeze(parse(data, where))
+    return _parsed_kept(parse, data, where)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_kept(parse: Any, data: bytes, where: str) -> Any:
+    return values.freeze(parse(data, where))

@@ -392,3 +392,33 @@ def test_the_loaders_resolver_resolves_as_realpath_does(tmp_path: Path) -> None:
                  ".", "link/../real/a"]:
         full = os.path.join(tmp_path, path)
         assert resolve(os.path.normpath(full)) == os.path.realpath(os.path.normpath(full)), path
+
+
+def test_a_resource_read_again_is_the_file_as_written_whatever_was_done_to_the_first(
+        tmp_path: Path) -> None:
+    """A YAML or JSON resource is parsed once and shared between reads (a deployment
+    reads the same plan template for each server): a read changed in MuranoPL leaves the
+    next read as the file is, and a changed file is read anew."""
+    path = write_package(tmp_path / "pkgs", "t.res", {"R": class_text("t.res", "R", """
+        Methods:
+          twice:
+            Arguments:
+              - name: {Contract: $.string()}
+            Body:
+              - $first: sys:Resources.yaml($name)
+              - $first.Body.items: $first.Body.items + [3]
+              - $first.Body.name: changed
+              - $second: sys:Resources.yaml($name)
+              - Return: [$first.Body, $second.Body]
+    """, sys="io.murano.system")})
+    (path / "Resources").mkdir()
+    (path / "Resources" / "plan.yaml").write_text("Body:\n  name: plan\n  items: [1, 2]\n")
+    (path / "Resources" / "plan.json").write_text('{"Body": {"name": "json", "items": [1]}}')
+    first, second = run_method([tmp_path / "pkgs"], "t.res.R.twice", name="plan.yaml")
+    assert (dict(first), dict(second)) == ({"name": "changed", "items": (1, 2, 3)},
+                                           {"name": "plan", "items": (1, 2)})
+    first, second = run_method([tmp_path / "pkgs"], "t.res.R.twice", name="plan.json")
+    assert dict(second) == {"name": "json", "items": (1,)}
+    (path / "Resources" / "plan.yaml").write_text("Body:\n  name: new\n  items: []\n")
+    _, second = run_method([tmp_path / "pkgs"], "t.res.R.twice", name="plan.yaml")
+    assert dict(second) == {"name": "new", "items": ()}
