@@ -17,8 +17,6 @@ import re
 import sys
 from collections.abc import Iterable
 
-import semantic_version
-
 from murano_engine.dsl import document_cache, errors, hot
 from murano_engine.dsl.classes import MuranoClass, NamespaceResolver, build_class
 from murano_engine.dsl.errors import LoadError, Position
@@ -30,6 +28,8 @@ from murano_engine.dsl.yaml_loader import SourceMap, load_documents, load_plain,
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
     from typing import Any
+
+    import semantic_version
 
     from murano_engine.dsl.interpreter import Interpreter
 
@@ -227,38 +227,69 @@ class Resolver:
 # -- versions --------------------------------------------------------------------
 
 def parse_version(text: Any) -> semantic_version.Version:
+    import semantic_version  # here: a plain version's key needs none of it
     return semantic_version.Version.coerce(str(text if text is not None else "0.0.0"))
 
 
-@functools.cache
-def _zero_version() -> semantic_version.Version:
-    return parse_version(None)
+VersionKey = tuple[int, int, int]
+
+
+def version_key(text: Any) -> VersionKey:
+    """(major, minor, patch) of a manifest's Version, as :func:`parse_version` reads it;
+    plain numbers ("2", "1.0", "1.2.3", the usual forms) are read without
+    semantic_version, whose import is a tenth of loading a package set. Raises
+    ValueError as :func:`parse_version` does."""
+    text = str(text if text is not None else "0.0.0")
+    key = _plain_key(text)
+    if key is None:
+        version = parse_version(text)
+        key = (version.major, version.minor, version.patch)
+    return key
+
+
+def _plain_key(text: str) -> VersionKey | None:
+    """``text`` as (major, minor, patch) when it is one to three dot-separated decimal
+    numbers (as semantic_version coerces them: missing parts are 0); None otherwise."""
+    parts = text.split(".")
+    if len(parts) > 3 or not all(part.isdigit() and part.isascii() for part in parts):
+        return None
+    numbers = [int(part) for part in parts]
+    numbers += [0] * (3 - len(numbers))
+    return numbers[0], numbers[1], numbers[2]
 
 
 def version_matches(version: semantic_version.Version, spec: Any) -> bool:
     """Murano's version specs: ``''`` means 0.x, ``1`` means 1.x, ``*`` means any."""
-    text = re.sub(r"\s+", "", str(spec if spec is not None else ""))
+    return key_matches((version.major, version.minor, version.patch), spec)
+
+
+#: a version spec clause's operators, longest first (``>=`` before ``>``)
+_OPERATORS = ("==", ">=", "<=", "!=", ">", "<", "=")
+
+
+def key_matches(key: VersionKey, spec: Any) -> bool:
+    """:func:`version_matches` for a version's (major, minor, patch)."""
+    text = "".join(str(spec if spec is not None else "").split())
     if text in ("*", "any"):
         return True
     if not text:
         text = "0"
-    return all(_clause_matches(version, clause) for clause in text.split(","))
+    return all(_clause_matches(key, clause) for clause in text.split(","))
 
 
-def _clause_matches(version: semantic_version.Version, clause: str) -> bool:
-    match = re.match(r"^(==|>=|<=|>|<|!=|=)?(.+)$", clause)
-    if match is None:
-        raise LoadError(f"invalid version spec {clause!r}")
-    op, text = match.group(1) or "", match.group(2)
+def _clause_matches(key: VersionKey, clause: str) -> bool:
+    op = next((o for o in _OPERATORS if clause.startswith(o)), "")
+    text = clause[len(op):]
     parts = text.split(".")
     try:
         numbers = [int(p) for p in parts[:3]] if len(parts) < 3 else None
-        full = semantic_version.Version.coerce(text)
+        target = _plain_key(text)
+        if target is None:  # checked (and read) as semantic_version reads it
+            full = parse_version(text)
+            target = (full.major, full.minor, full.patch)
     except ValueError:
         raise LoadError(f"invalid version spec {clause!r}") from None
-    key = (version.major, version.minor, version.patch)
     if numbers is None:
-        target = (full.major, full.minor, full.patch)
         return {"": key == target, "=": key == target, "==": key == target,
                 "!=": key != target, ">": key > target, ">=": key >= target,
                 "<": key < target, "<=": key <= target}[op]
@@ -287,7 +318,13 @@ class Package:
         self.name = str(manifest["FullName"])
         self.display_name = manifest.get("Name") or self.name
         self.type = manifest.get("Type", "Application")
-        self.version = parse_version(manifest.get("Version"))
+        self._version_text = manifest.get("Version")
+        plain = _plain_key(str(self._version_text if self._version_text is not None
+                               else "0.0.0"))
+        #: a plain version ("1.2") orders and compares by its key alone
+        self._plain_version = plain is not None
+        #: (major, minor, patch): what requirements are matched against
+        self.version_key = plain or version_key(self._version_text)
         self.description = manifest.get("Description")
         self.author = manifest.get("Author")
         self.tags = manifest.get("Tags") or []
@@ -306,6 +343,15 @@ class Package:
         self._loading: set[str] = set()
         self._documents: dict[str, list[Any]] = {}
 
+    @functools.cached_property
+    def version(self) -> semantic_version.Version:
+        return parse_version(self._version_text)
+
+    def same_version(self, other: Package) -> bool:
+        if self.version_key != other.version_key:
+            return False
+        return (self._plain_version and other._plain_version) or self.version == other.version
+
     def __repr__(self) -> str:
         return f"<package {self.name}/{self.version}>"
 
@@ -318,13 +364,13 @@ class Package:
         return self.source.read(f"Resources/{name}")
 
     # -- classes -----------------------------------------------------------
-    def find_class(self, name: str, searched: list[str] | None = None) -> MuranoClass:
+    def find_class(self, name: str, searched: list[Package] | None = None) -> MuranoClass:
         """A class visible from this package: its own, then its requirements'."""
         if name in self.class_files:
             return self.load_class(name)
         seen = searched if searched is not None else []
-        if f"{self.name}/{self.version}" not in seen:
-            seen.append(f"{self.name}/{self.version}")
+        if self not in seen:
+            seen.append(self)
         for requirement, spec in self.requirements.items():
             package = self.loader.find_package(requirement, spec, required_by=self)
             if name in package.class_files:
@@ -335,8 +381,8 @@ class Package:
                 return package.load_class(name)
         if name.startswith("io.murano.extensions."):
             return self.find_class(name[len("io.murano.extensions."):], seen)
-        seen.extend(f"{r}" for r in self.requirements)
-        raise errors.NoClassFound(f"class {name} is not found in {', '.join(seen)}")
+        shown = [f"{p.name}/{p.version}" for p in seen] + [str(r) for r in self.requirements]
+        raise errors.NoClassFound(f"class {name} is not found in {', '.join(shown)}")
 
     def load_class(self, name: str) -> MuranoClass:
         cls = self._classes.get(name)
@@ -525,13 +571,13 @@ def read_manifest(source: PackageSource) -> dict:
     if manifest.get("Tags") is not None and not isinstance(manifest["Tags"], list):
         problems.append("Tags must be a list")
     try:
-        parse_version(manifest.get("Version"))
+        version_key(manifest.get("Version"))
     except ValueError as exc:
         problems.append(f"invalid Version {manifest.get('Version')!r}: {exc}")
     if isinstance(manifest.get("Require"), dict):
         for name, spec in manifest["Require"].items():
             try:
-                version_matches(_zero_version(), spec)
+                key_matches((0, 0, 0), spec)
             except LoadError as exc:
                 problems.append(f"Require {name}: {exc.message}")
     if str(manifest.get("Format")) == hot.FORMAT and not source.exists(hot.TEMPLATE):
@@ -634,16 +680,20 @@ class PackageLoader:
         if not package.trusted:
             check_not_reserved(package.manifest, source.display("manifest.yaml"))
         versions = self.packages.setdefault(package.name, [])
-        if any(p.version == package.version for p in versions):
-            return next(p for p in versions if p.version == package.version)
+        for known in versions:
+            if known.same_version(package):
+                return known
         versions.append(package)
-        versions.sort(key=lambda p: p.version, reverse=True)
+        if all(p._plain_version for p in versions):  # (the order of their full versions)
+            versions.sort(key=lambda p: p.version_key, reverse=True)
+        else:
+            versions.sort(key=lambda p: p.version, reverse=True)
         return package
 
     def find_package(self, name: str, spec: Any = "*",
                      required_by: Package | None = None) -> Package:
         for package in self.packages.get(name, []):
-            if version_matches(package.version, spec):
+            if key_matches(package.version_key, spec):
                 return package
         known = ", ".join(f"{p.version}" for p in self.packages.get(name, [])) or "none"
         who = f" (required by {required_by.name})" if required_by else ""

@@ -130,8 +130,9 @@ def test_yaqls_specs_import_inspect_when_a_yaql_function_is_first_defined() -> N
 def test_loading_every_class_from_the_cache_imports_no_yaql_then_a_run_works(
         tmp_path: Path) -> None:
     """Loading a package set's classes (declarations, contracts kept as read back) needs
-    neither yaql nor the compiler nor Murano's function tables, nor even ``typing``; the
-    first method run after it imports them and computes as usual."""
+    neither yaql nor the compiler nor Murano's function tables, nor ``typing``, nor
+    semantic_version (plain versions); the first method run after it imports what it
+    needs and computes as usual."""
     probe = (
         "import sys\n"
         "from murano_engine.dsl.packages import META_DIR, PackageLoader\n"
@@ -141,7 +142,7 @@ def test_loading_every_class_from_the_cache_imports_no_yaql_then_a_run_works(
         "         for p in vs for n in p.class_files]\n"
         "print(len(built) > 90, sorted(m for m in sys.modules if m.startswith('yaql.')),\n"
         "      'murano_engine.dsl.compiler' in sys.modules, 'murano_engine.dsl.runtime' in\n"
-        "      sys.modules, 'typing' in sys.modules)\n"
+        "      sys.modules, 'typing' in sys.modules, 'semantic_version' in sys.modules)\n"
         "from murano_engine.dsl.executor import Executor\n"
         "calc = loader.find_class('test.lazy.Calc')\n"
         "print(Executor(loader).invoke(calc.find_method('area'), calc.ref, [], {'w': 3, 'h': 4},"
@@ -164,7 +165,7 @@ def test_loading_every_class_from_the_cache_imports_no_yaql_then_a_run_works(
     runs = [subprocess.run([sys.executable, "-c", probe, str(tmp_path / "packages")],
                            capture_output=True, text=True, check=True, cwd=REPO, env=env)
             for _ in ("parsed and written to the cache", "read back")]
-    assert runs[1].stdout.splitlines() == ["True [] False False False", "12"]
+    assert runs[1].stdout.splitlines() == ["True [] False False False False", "12"]
     assert runs[0].stdout.splitlines()[1] == "12"
 
 

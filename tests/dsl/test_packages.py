@@ -422,3 +422,54 @@ def test_a_resource_read_again_is_the_file_as_written_whatever_was_done_to_the_f
     (path / "Resources" / "plan.yaml").write_text("Body:\n  name: new\n  items: []\n")
     _, second = run_method([tmp_path / "pkgs"], "t.res.R.twice", name="plan.yaml")
     assert dict(second) == {"name": "new", "items": ()}
+
+
+@pytest.mark.parametrize("text", [None, "0", "1", "1.2", "1.2.3", "01.002.3", "10.0.0",
+                                  "1.2.3-rc1", "1.2-beta", "2.0.0+build.7", "3.1.4.1", "1.x"])
+def test_a_versions_key_is_what_semantic_version_reads(text: str | None) -> None:
+    from murano_engine.dsl.packages import version_key
+    version = parse_version(text)
+    assert version_key(text) == (version.major, version.minor, version.patch)
+
+
+@pytest.mark.parametrize("text", ["", "x", "-1", "1..2", "²"])
+def test_a_version_semantic_version_refuses_is_refused(text: str) -> None:
+    from murano_engine.dsl.packages import version_key
+    with pytest.raises(ValueError):
+        parse_version(text)
+    with pytest.raises(ValueError):
+        version_key(text)
+
+
+def test_versions_of_a_package_order_and_match_as_their_full_versions(tmp_path: Path) -> None:
+    """Plain versions and pre-releases side by side: the newest release first, a
+    pre-release below its release, ``1.0`` the same package as ``1.0.0``."""
+    for folder, version in [("a", "1.0"), ("b", "1.0.0"), ("c", "2.0.0-rc1"), ("d", "2.0.0"),
+                            ("e", "1.5")]:
+        write_package(tmp_path, "t.multi", {"C": class_text("t.multi", "C", "")},
+                      version=version, folder=folder)
+    loader = PackageLoader([tmp_path], INTERPRETER)
+    assert [str(p.version) for p in loader.packages["t.multi"]] == \
+        ["2.0.0", "2.0.0-rc1", "1.5.0", "1.0.0"]
+    assert str(loader.find_package("t.multi", "<2").version) == "1.5.0"
+    assert str(loader.find_package("t.multi", ">=2.0.0").version) == "2.0.0"
+
+
+def test_plain_versions_are_sorted_newest_first_without_semantic_version(
+        tmp_path: Path) -> None:
+    for folder, version in [("a", "1.10"), ("b", "1.9"), ("c", "2"), ("d", None)]:
+        write_package(tmp_path, "t.plain", {"C": class_text("t.plain", "C", "")},
+                      version=version, folder=folder)
+    probe = ("import sys\n"
+             "from murano_engine.dsl.packages import PackageLoader\n"
+             "from murano_engine.engine.interpreter import build_interpreter\n"
+             "loader = PackageLoader([sys.argv[1]], build_interpreter())\n"
+             "keys = [p.version_key for p in loader.packages['t.plain']]\n"
+             "loader.find_class('t.plain.C')\n"
+             "print(keys, 'semantic_version' in sys.modules)\n")
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.split("]")[1].split() == ["False"]
+    assert done.stdout.startswith("[(2, 0, 0), (1, 10, 0), (1, 9, 0), (0, 0, 0)]")
