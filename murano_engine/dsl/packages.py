@@ -347,13 +347,20 @@ class Package:
     def version(self) -> semantic_version.Version:
         return parse_version(self._version_text)
 
+    @functools.cached_property
+    def version_string(self) -> str:
+        """``str(version)``: for a plain version, written from its key."""
+        if self._plain_version:
+            return ".".join(map(str, self.version_key))
+        return str(self.version)
+
     def same_version(self, other: Package) -> bool:
         if self.version_key != other.version_key:
             return False
         return (self._plain_version and other._plain_version) or self.version == other.version
 
     def __repr__(self) -> str:
-        return f"<package {self.name}/{self.version}>"
+        return f"<package {self.name}/{self.version_string}>"
 
     @property
     def legacy(self) -> bool:
@@ -381,7 +388,7 @@ class Package:
                 return package.load_class(name)
         if name.startswith("io.murano.extensions."):
             return self.find_class(name[len("io.murano.extensions."):], seen)
-        shown = [f"{p.name}/{p.version}" for p in seen] + [str(r) for r in self.requirements]
+        shown = [f"{p.name}/{p.version_string}" for p in seen] + [str(r) for r in self.requirements]
         raise errors.NoClassFound(f"class {name} is not found in {', '.join(shown)}")
 
     def load_class(self, name: str) -> MuranoClass:

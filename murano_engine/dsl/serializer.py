@@ -36,7 +36,7 @@ _SCALAR_TYPES = frozenset(_SCALARS)
 
 
 def type_string(cls: MuranoClass) -> str:
-    return f"{cls.name}/{cls.package.version}@{cls.package.name}"
+    return f"{cls.name}/{cls.package.version_string}@{cls.package.name}"
 
 
 class _Ref:

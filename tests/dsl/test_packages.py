@@ -473,3 +473,11 @@ def test_plain_versions_are_sorted_newest_first_without_semantic_version(
                           text=True, check=True)
     assert done.stdout.split("]")[1].split() == ["False"]
     assert done.stdout.startswith("[(2, 0, 0), (1, 10, 0), (1, 9, 0), (0, 0, 0)]")
+
+
+@pytest.mark.parametrize("text", [None, "0", "1", "1.2", "01.002.3", "1.2.3-rc1", "2.0.0+b.7"])
+def test_a_packages_version_string_is_its_full_versions(tmp_path: Path, text: str | None
+                                                        ) -> None:
+    write_package(tmp_path, "t.vs", {"C": class_text("t.vs", "C", "")}, version=text)
+    package = PackageLoader([tmp_path], INTERPRETER).packages["t.vs"][0]
+    assert package.version_string == str(parse_version(text))
