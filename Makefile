@@ -21,6 +21,7 @@ $(VENV)/.installed: setup.py Makefile
 	@echo "make: installing murano-engine and its test tools into $(VENV) (about a minute the first time)"
 	$(PYTHON) -m pip install --disable-pip-version-check --progress-bar off -e '.[test]' \
 		--config-settings editable_mode=compat
+	$(PYTHON) -m murano_engine.cli.regex_table
 	@touch $@
 
 # Deploys the replicated key-value store (2 nodes) on the embedded local cloud,

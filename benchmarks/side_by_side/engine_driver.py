@@ -13,9 +13,12 @@ original Murano; the other workloads go through ``murano-engine run`` and
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
+
+# The engine's package first, as its own commands import it (``murano_engine.cli.main``)
+# before the standard library's modules they use: it primes ``re`` with the patterns
+# those modules compile (murano_engine.regex_table).
+import murano_engine  # noqa: F401
 
 
 def package_folders(folders: list[str]) -> list[str]:
@@ -54,11 +57,14 @@ def load(folders: list[str]) -> None:
                         loaded += 1
                     except Exception:  # noqa: BLE001 - a broken class is counted, as validation does
                         failed.append(name)
+    import json
     print(json.dumps({"loaded": loaded, "failed": sorted(failed),
                       "problems": len(loader.problems)}))
 
 
 def model(folders: list[str], path: str) -> None:
+    import json
+
     from murano_engine.cli.main import long_lived
     with long_lived():  # as ``murano-engine run`` starts
         from murano_engine.dsl import model as model_loader
@@ -76,6 +82,8 @@ def model(folders: list[str], path: str) -> None:
 def main() -> None:
     # Parsed as the engine's own commands parse theirs (argparse with their formatter,
     # which does not import shutil), and ended as they end (exit_now).
+    import argparse
+
     from murano_engine.cli.main import HelpFormatter, exit_now
     parser = argparse.ArgumentParser(formatter_class=HelpFormatter)
     parser.add_argument("mode", choices=["load", "model"])
