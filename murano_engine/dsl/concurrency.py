@@ -8,6 +8,7 @@ that never run anything concurrently start faster.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import contextvars
 import itertools
@@ -96,6 +97,37 @@ class Event:
         with _eventlet().Timeout(timeout, False):
             return self._event.wait()
         raise TimeoutError(f"no result within {timeout} s")
+
+
+class OneAtATime:
+    """Blocking calls (a disk sync) made one at a time, with the lock held across each.
+
+    Made after :func:`setup`, each call runs in a real thread while the other green
+    threads go on (a green lock, so waiting for it switches too); made before, calls
+    run in the caller under a plain lock. ``with one_at_a_time:`` holds the lock,
+    :meth:`call` makes a call inside it.
+    """
+
+    def __init__(self) -> None:
+        self._green = _patched
+        if self._green:
+            import eventlet.tpool
+            eventlet.tpool.set_num_threads(1)  # one call at a time needs one thread
+            self._lock: Any = _eventlet().semaphore.Semaphore(1)
+        else:
+            self._lock = _thread.allocate_lock()
+
+    def __enter__(self) -> OneAtATime:
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+    def call(self, func: Callable[..., Any], *args: Any) -> Any:
+        if self._green:
+            return sys.modules["eventlet.tpool"].execute(func, *args)
+        return func(*args)
 
 
 class _Branch:

@@ -389,9 +389,11 @@ class FileJournal:
     """A journal file: a header line (what the run is) and one JSON line per entry,
     each line starting with its digest (``{"d":"<digest>",...}``, see :class:`Chain`).
 
-    Each append is written and fdatasync'ed before it returns. A line torn by a
-    crash can only be the last one; it is dropped (the call it recorded is done
-    again, as after any crash before its end was recorded). Any other line that
+    Each append is written and fdatasync'ed before it returns: one sync at a time, in
+    a real thread while the other green threads go on, covering every line written
+    before it began (appends that waited for one sync are all covered by the next). A
+    line torn by a crash can only be the last one; it is dropped (the call it recorded
+    is done again, as after any crash before its end was recorded). Any other line that
     does not follow from the ones before it makes :meth:`open` fail.
     """
 
@@ -403,6 +405,8 @@ class FileJournal:
         self._fd = fd
         self._chain = chain
         self._lock = threading.Lock()  # lines go to the file in the chain's order
+        self._syncs = concurrency.OneAtATime()
+        self._written = self._synced = 0  # lines appended, lines known to be on disk
 
     @classmethod
     def create(cls, path: str | Path, header: dict[str, Any],
@@ -472,7 +476,13 @@ class FileJournal:
     def append(self, entry: dict[str, Any]) -> None:
         with self._lock:
             os.write(self._fd, _sealed(entry, self._chain))
-        _datasync(self._fd)
+            self._written += 1
+            mine = self._written
+        with self._syncs:
+            if self._synced < mine:  # else a sync that began after this line covered it
+                written = self._written
+                self._syncs.call(_datasync, self._fd)
+                self._synced = written
 
     def close(self) -> None:
         if self._fd >= 0:
