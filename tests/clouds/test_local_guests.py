@@ -350,3 +350,54 @@ def test_a_release_a_dead_process_began_is_finished_by_the_next_one(tmp_path):
     assert launcher.removed == ["vm0"]
     assert not (root / "s0").exists()
     assert list((tmp_path / "servers-records").iterdir()) == []
+
+
+class _RecordingLauncher(_StartingLauncher):
+    """Servers start and stop at once; the ones started and stopped are recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stopped: list[str] = []
+
+    def stop(self, spec) -> None:  # noqa: ANN001
+        self.stopped.append(spec.hostname)
+
+    def exited(self, spec) -> bool:  # noqa: ANN001
+        return False
+
+
+def test_a_server_booted_on_a_queue_another_serves_stops_that_one_only(tmp_path):
+    """A killed run's server left consuming a queue would take the plans of the server
+    the next run boots on it: that one is stopped; servers of other queues are not,
+    however many there are (each server's queue is read once, not at every boot)."""
+    from murano_engine.clouds.local.guest import Guests
+    guests = Guests(tmp_path / "servers", launcher := _RecordingLauncher())
+    other = INI.replace("input_queue = q", "input_queue = other-{n}")
+    for n in range(5):
+        assert guests.boot(f"other-{n}", "debian-12", False,
+                           cloud_config(other.format(n=n)), hostname=f"vm-other-{n}")
+    assert guests.boot("left", "debian-12", False, cloud_config(INI), hostname="vm-left")
+    assert guests.boot("new", "debian-12", False, cloud_config(INI), hostname="vm-new")
+    assert launcher.stopped == ["vm-left"]
+    assert sorted(launcher.started) == sorted(
+        [f"vm-other-{n}" for n in range(5)] + ["vm-left", "vm-new"])
+    assert guests.input_queue("new") == guests.input_queue("left") == "q"
+    assert guests.input_queue("other-3") == "other-3"
+
+
+def test_an_agent_config_is_read_as_configparser_reads_it():
+    import configparser
+
+    from murano_engine.clouds.local.sandbox import broker_from_ini, ini_sections
+    ini = ("[DEFAULT]\nhost = broker.example\nport = 5673\n"
+           "[rabbitmq]\nlogin = ag ent\npassword = p@ss\nvirtual_host = /v\n"
+           "input_queue = q\n")
+    sections = ini_sections(ini)
+    assert sections["rabbitmq"]["host"] == "broker.example"  # DEFAULT's, as configparser
+    assert sections["DEFAULT"] == {"host": "broker.example", "port": "5673"}
+    assert broker_from_ini(ini) == "amqp://ag%20ent:p%40ss@broker.example:5673/v"
+    assert broker_from_ini("[DEFAULT]\nurl = amqp://a:b@h:1/\n") == "amqp://a:b@h:1/"
+    assert broker_from_ini("[rabbitmq]\nssl = True\n") == \
+        "amqps://guest:guest@localhost:5672/"
+    with pytest.raises(configparser.Error):
+        ini_sections("no section header\n")

@@ -35,7 +35,7 @@ from urllib.parse import unquote, urlsplit
 from murano_engine.clouds.base import CloudError
 from murano_engine.clouds.local.flavors import Flavor
 from murano_engine.clouds.local.netns import Interface
-from murano_engine.clouds.local.sandbox import Launcher, ServerSpec, broker_from_ini
+from murano_engine.clouds.local.sandbox import Launcher, ServerSpec, broker_from_ini, ini_sections
 from murano_engine.clouds.local.userdata import find_agent_config
 from murano_engine.messaging.identities import (
     USER_PREFIX,
@@ -108,6 +108,8 @@ class Guests:
         self._closing = threading.Event()
         #: servers being released in the background, and the errors releases met
         self._releases: dict[str, threading.Thread] = {}
+        #: the queues of servers looked at (a server's is written once, at its boot)
+        self._queues: dict[str, str] = {}
         self._release_errors: list[str] = []
         # Releases an earlier process began and did not finish (it died: a live one holds
         # its markers locked): their servers' stack records are gone, so nothing else
@@ -138,7 +140,9 @@ class Guests:
         if ini is None:
             return False
         (folder / "agent.conf").write_text(ini, encoding="utf-8")
-        self._queue_file(server_id).write_text(_input_queue(ini) or "", encoding="utf-8")
+        queue = _input_queue(ini)
+        self._queue_file(server_id).write_text(queue or "", encoding="utf-8")
+        self._queues.pop(server_id, None)
         (folder / "server.json").write_text(json.dumps({
             "hostname": hostname, "powershell": powershell,
             "interfaces": [vars(i) for i in interfaces],
@@ -156,9 +160,8 @@ class Guests:
         if self._identities is None or not queue:
             return
         ini = (self.sandbox(server_id) / "agent.conf").read_text(encoding="utf-8")
-        parser = configparser.ConfigParser(interpolation=None)
         try:
-            parser.read_string(ini)
+            sections = ini_sections(ini)
             own = urlsplit(broker_from_ini(ini))
         except (configparser.Error, ValueError):
             return  # starting the agent says what is wrong with its config
@@ -169,7 +172,7 @@ class Guests:
                          if self.input_queue(other) in (queue, None)]
         for thread in releasing:
             thread.join()
-        results, password = parser.get("rabbitmq", "result_routing_key"), \
+        results, password = sections["rabbitmq"]["result_routing_key"], \
             unquote(own.password or "")
         if not self._identities.granted(queue, results, password):  # minted just now
             self._identities.grant(queue, results, password)
@@ -182,8 +185,8 @@ class Guests:
             releasing = set(self._releases)
         for other in self.root.iterdir():
             if other.name != server_id and other.name not in releasing \
-                    and (other / "server.json").is_file() \
-                    and self.input_queue(other.name) == queue:
+                    and self.input_queue(other.name) == queue \
+                    and (other / "server.json").is_file():
                 LOG.warning("Server %s also serves queue %s; stopping it for server %s",
                             other.name, queue, server_id)
                 self.stop(other.name)
@@ -274,6 +277,7 @@ class Guests:
             os.close(marker)
             with self._lock:
                 self._releases.pop(server_id, None)
+                self._queues.pop(server_id, None)
 
     def _revoke_identity(self, server_id: str) -> bool:
         """Stop for good a released server that has a broker user of its own (its disk
@@ -332,10 +336,17 @@ class Guests:
         its user data said at boot, kept out of the guest's reach (the agent.conf in its
         folder is the guest's to change); read from that file for a server booted
         before the queue was kept."""
+        known = self._queues.get(server_id)
+        if known is not None:
+            return known
         try:
-            return self._queue_file(server_id).read_text(encoding="utf-8") or None
+            queue = self._queue_file(server_id).read_text(encoding="utf-8") or None
         except FileNotFoundError:
             pass
+        else:
+            if queue is not None:
+                self._queues[server_id] = queue  # one dict write: callers may hold the lock
+            return queue
         try:
             ini = (self.sandbox(server_id) / "agent.conf").read_text(encoding="utf-8")
         except OSError:
@@ -438,21 +449,18 @@ def _tail(path: Path, chars: int) -> str:
 
 def _input_queue(ini: str) -> str | None:
     """The ``[rabbitmq] input_queue`` of an agent config (None when it names none)."""
-    parser = configparser.ConfigParser(interpolation=None)
     try:
-        parser.read_string(ini)
+        return ini_sections(ini).get("rabbitmq", {}).get("input_queue")
     except configparser.Error:
         return None
-    return parser.get("rabbitmq", "input_queue", fallback=None)
 
 def _ini_login(path: Path) -> str | None:
     """The broker login an agent config names (None when it names none or is unreadable)."""
-    parser = configparser.ConfigParser(interpolation=None)
     try:
-        parser.read_string(path.read_text(encoding="utf-8"))
+        rabbitmq = ini_sections(path.read_text(encoding="utf-8")).get("rabbitmq", {})
     except (OSError, configparser.Error):
         return None
-    url = parser.get("rabbitmq", "url", fallback="")
+    url = rabbitmq.get("url", "")
     if url:
         return unquote(urlsplit(url).username or "") or None
-    return parser.get("rabbitmq", "login", fallback=None)
+    return rabbitmq.get("login")

@@ -30,6 +30,7 @@ development on a machine without namespaces, never for the API.
 from __future__ import annotations
 
 import configparser
+import functools
 import hashlib
 import importlib.util
 import io
@@ -133,11 +134,22 @@ def agent_config(ini: str, root: str, broker_url: str, powershell: str | None = 
     return out.getvalue()
 
 
-def broker_from_ini(ini: str) -> str:
-    """The broker URL an agent configuration names (its ``url``, else its parts)."""
+@functools.lru_cache(maxsize=256)
+def ini_sections(ini: str) -> dict[str, dict[str, str]]:
+    """An agent configuration's values by section, each with ``DEFAULT``'s (under
+    ``"DEFAULT"`` too); ``configparser.Error`` when it does not parse. Parsed once per
+    text: a server's is read at its boot, start and release. Not to be changed."""
     parser = configparser.ConfigParser(interpolation=None)
     parser.read_string(ini)
-    section = parser["rabbitmq"] if parser.has_section("rabbitmq") else parser.defaults()
+    sections = {name: dict(parser[name]) for name in parser.sections()}
+    sections["DEFAULT"] = dict(parser.defaults())
+    return sections
+
+
+def broker_from_ini(ini: str) -> str:
+    """The broker URL an agent configuration names (its ``url``, else its parts)."""
+    sections = ini_sections(ini)
+    section = sections.get("rabbitmq", sections["DEFAULT"])
     if section.get("url"):
         return str(section["url"])
     scheme = "amqps" if section.get("ssl", "").lower() in ("true", "1", "yes") else "amqp"
@@ -150,9 +162,7 @@ def broker_from_ini(ini: str) -> str:
 
 def delete_input_queue(spec: ServerSpec) -> None:
     """Delete the queue a removed server's agent consumed (a queue outlives its agent)."""
-    parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string(spec.agent_ini)
-    queue = parser.get("rabbitmq", "input_queue", fallback="")
+    queue = ini_sections(spec.agent_ini).get("rabbitmq", {}).get("input_queue", "")
     if not queue:
         return
     try:

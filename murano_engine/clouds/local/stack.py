@@ -135,7 +135,16 @@ class StackFiles:
 
     @staticmethod
     def _write(target: Path, data: dict[str, Any]) -> None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(f".{target.name}.{threading.get_ident()}.tmp")
-        temporary.write_text(json.dumps(data, indent=1, default=str), encoding="utf-8")
+        """``data`` as ``target``'s JSON, whole (written beside it, then renamed); compact:
+        json's C encoder writes only that, and a deploy writes each record several times."""
+        text = json.dumps(data, default=str).encode("utf-8")
+        folder, name = os.path.split(target)
+        temporary = os.path.join(folder, f".{name}.{threading.get_ident()}.tmp")
+        try:
+            file = open(temporary, "wb")  # noqa: SIM115 - closed below
+        except FileNotFoundError:  # the stack's or the section's first file
+            os.makedirs(folder, exist_ok=True)
+            file = open(temporary, "wb")  # noqa: SIM115
+        with file:
+            file.write(text)
         os.replace(temporary, target)
