@@ -345,6 +345,15 @@ def dict_values(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
     return receiver.values()
 
 
+def _text_method(convert: Callable[[str], str]) -> Method:
+    """``text.toLower()`` / ``text.toUpper()``."""
+    def method(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+        if type(receiver) is not str or args or kwargs:
+            return NOT_HANDLED
+        return convert(receiver)
+    return method
+
+
 #: method name -> fast path ``(ctx, receiver, args, kwargs)``, the arguments as evaluators;
 #: it returns the result, NOT_HANDLED or EMPTY
 METHODS: dict[str, Method] = {
@@ -362,6 +371,8 @@ METHODS: dict[str, Method] = {
     "get": dict_get,
     "keys": dict_keys,
     "values": dict_values,
+    "toLower": _text_method(str.lower),
+    "toUpper": _text_method(str.upper),
 }
 
 
@@ -395,12 +406,55 @@ def concat_text(args: list) -> Any:
     return result
 
 
+def _step(ctx: Any) -> None:
+    """One budget step, as yaql's call of a compiled argument counts one."""
+    budget = frame_of(ctx).executor.budget
+    budget.left -= 1
+    if budget.left < 0:
+        budget.checkpoint()
+
+
+def coalesce(ctx: Any, args: list, kwargs: dict) -> Any:
+    """``coalesce(a, b, ...)``: the first argument that is not null, the arguments
+    evaluated in order up to it (yaql's takes them as lambdas)."""
+    if kwargs:
+        return NOT_HANDLED
+    for arg in args:
+        _step(ctx)
+        value = arg(ctx)
+        if value is not None:
+            return value
+    return None
+
+
+def dict_of_keywords(ctx: Any, args: list, kwargs: dict) -> Any:
+    """``dict(a => 1, b => 2)``: keys written as names, values in the order written
+    (yaql's other forms, ``dict('a' => 1)`` and ``dict(pairs)``, stay yaql's). yaql
+    measures the rules against the memory quota, a few dozen bytes each: nothing a
+    call can exceed."""
+    if args:
+        return NOT_HANDLED
+    made = {}
+    for key, value in kwargs.items():
+        _step(ctx)
+        made[key] = value(ctx)
+    return FrozenDict(made)
+
+
 if TYPE_CHECKING:
     Function = Callable[[list], Any]
+    LazyFunction = Callable[[Any, list, dict], Any]
 
 #: function name -> fast path taking the evaluated positional arguments; it returns
 #: the result or NOT_HANDLED (yaql then gets the same values)
 FUNCTIONS: dict[str, Function] = {
     "str": text_of,
     "concat": concat_text,
+}
+
+#: function name -> fast path ``(ctx, args, kwargs)`` taking the arguments as
+#: evaluators; it returns the result, or NOT_HANDLED before evaluating any of them
+LAZY_FUNCTIONS: dict[str, LazyFunction] = {
+    "coalesce": coalesce,
+    "dict": dict_of_keywords,
 }

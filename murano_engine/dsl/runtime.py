@@ -156,6 +156,11 @@ class Runtime:
                 return spec.func(ctx, args[0](ctx) if args else None, args[1:], kwargs)
             return spec.func(ctx, *[a(ctx) for a in args],
                              **{k: v(ctx) for k, v in kwargs.items()})
+        lazy = queries.LAZY_FUNCTIONS.get(name)
+        if lazy is not None:
+            result = lazy(ctx, args, kwargs)
+            if result is not queries.NOT_HANDLED:
+                return result
         fast = queries.FUNCTIONS.get(name)
         if fast is not None and not kwargs:
             # evaluated once: yaql then gets the values, not the expressions again

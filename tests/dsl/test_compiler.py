@@ -134,6 +134,17 @@ COLLECTION_EXPRESSIONS = [
     "($.big + $.big).orderBy($)", "$.l.orderBy($).last()", "$.l.orderBy($).count()",
     "$.l.orderBy($).len()", "$.l.orderBy($).sum()", "$.l.orderBy($ / 0)",
     "{a=>2, b=>1}.values().orderBy($)", "$.l.select($ * 2).orderByDescending($)",
+    # coalesce (lazy: arguments after the first non-null are not evaluated)
+    "coalesce(null, 1, 2)", "coalesce(null, null)", "coalesce()", "coalesce($.n, $.a)",
+    "coalesce(null, false, 1)", "coalesce(null, 1 / 0)", "coalesce(1, 1 / 0)",
+    "coalesce($.n, $.l, $.d)", "coalesce($.d.get(missing), 'x')",
+    # dict of keywords (the other forms stay yaql's)
+    "dict(a => 1, b => [1, 2])", "dict()", "dict(a => $.l, b => $.d, c => $.n)",
+    "dict('a' => 1)", "dict([['a', 1]])", "dict(a => 1 / 0)", "dict(a => 1, a => 2)",
+    "dict(a => 1).a", "dict(a => 1) + {b => 2}",
+    # toLower and toUpper
+    "'AbC'.toLower()", "'AbC'.toUpper()", "$.s.toUpper()", "''.toLower()",
+    "$.n.toLower()", "$.a.toUpper()", "'a'.toLower(1)", "$.l.toLower()",
 ]
 
 
@@ -193,6 +204,8 @@ def test_collection_fast_paths_count_a_budget_step_per_lambda_call(frame_context
 @pytest.mark.parametrize("text", [
     "$.select($ + 1).where($ > 2).sum()", "$.orderBy($).first()",
     "$.orderByDescending($).thenBy(-$).last()", "{a => 1, b => 2}.values().select($).sum()",
+    "coalesce(null, $.first(), 1 / 0)", "coalesce(null, null)",
+    "dict(a => $.first(), b => $.last()).a",
 ])
 def test_collection_fast_paths_count_the_budget_steps_yaql_does(
         text: str, frame_context: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -211,6 +224,7 @@ def test_collection_fast_paths_count_the_budget_steps_yaql_does(
 
     fast = steps()
     monkeypatch.setattr(queries, "METHODS", {})
+    monkeypatch.setattr(queries, "LAZY_FUNCTIONS", {})
     assert steps() == fast
 
 
@@ -222,3 +236,21 @@ def test_expressions_of_the_same_text_share_one_syntax_tree() -> None:
         ctx = DslContext(RUNTIME.root_context(False))
         ctx["$"] = values.freeze(data)
         assert compiler.compile_expression(expression.node, RUNTIME)(ctx) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("coalesce(null, $.first(), 1 / 0)", 3), ("dict(a => $.last()).a", 5),
+    ("'AbC'.toLower() + 'x'.toUpper()", "abcX"),
+])
+def test_coalesce_dict_and_case_changes_skip_yaqls_overload_resolution(
+        text: str, expected: Any, frame_context: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from yaql.language import runner
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("resolved by yaql")
+
+    monkeypatch.setattr(runner, "call", refused)
+    runtime = frame_context.frame.executor.runtime
+    ctx = DslContext(frame_context)
+    ctx["$"] = values.freeze([3, 1, 2, 5])
+    assert compiler.compile_expression(expressions.parse(text).node, runtime)(ctx) == expected
