@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from murano_engine.dsl import errors, values
 from murano_engine.dsl.classes import MuranoClass
 from murano_engine.dsl.objects import MuranoObject, TypeRef
-from murano_engine.dsl.values import is_mapping, items_of
+from murano_engine.dsl.values import is_mapping, items_of, plain_dict
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
@@ -61,8 +61,10 @@ def parse_object(value: Mapping, executor: Executor,
     if not is_mapping(value):
         raise errors.ContractViolationException(
             f"an object must be a dict, not {type(value).__name__} {str(value)[:60]!r}")
+    value = plain_dict(value)
     header = value.get("?")
     if is_mapping(header):
+        header = plain_dict(header)
         type_value = header.get("type")
         cls = executor.model_type(type_value, header.get("package"),
                                   header.get("classVersion")) if type_value else default_cls
@@ -176,9 +178,11 @@ def restore_subscriptions(executor: Executor, load: Any) -> None:
     """Destruction subscriptions written in headers (``dependencies.onDestruction``)."""
     for model_id, data in load.index.items():
         header = data.get("?")
-        dependencies = header.get("dependencies") if isinstance(header, Mapping) else None
+        dependencies = header.get("dependencies") if is_mapping(header) else None
+        if dependencies is None or not is_mapping(dependencies):
+            continue
         obj = executor.objects.get(load.loaded_id(model_id, executor))
-        if obj is None or not isinstance(dependencies, Mapping):
+        if obj is None:
             continue
         for entry in dependencies.get("onDestruction") or ():
             if not isinstance(entry, Mapping):
@@ -198,6 +202,7 @@ def index_objects(value: Any, index: dict[str, Mapping]) -> None:
     with id and type, or the inline form ``{ns:Type: {...}, id: ..}``."""
     if type(value) in _SCALARS:
         return
+    scalars = _SCALARS
     if is_mapping(value):
         header = value.get("?")
         if is_mapping(header) and header.get("id") and "type" in header:
@@ -205,10 +210,12 @@ def index_objects(value: Any, index: dict[str, Mapping]) -> None:
         elif value.get("id") and any(isinstance(k, TypeRef) for k in value):
             index.setdefault(str(value["id"]), value)
         for _, item in items_of(value):
-            index_objects(item, index)
+            if type(item) not in scalars:  # most values: not worth a call
+                index_objects(item, index)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            index_objects(item, index)
+            if type(item) not in scalars:
+                index_objects(item, index)
 
 
 def _load_removed(executor: Executor, value: Any, owner: MuranoObject | None,

@@ -265,11 +265,13 @@ def _copy_tree(value: Any) -> Any:
     """A deep copy of written model data (dicts, lists and scalars, which it is made of;
     anything else goes to ``copy.deepcopy``): several times faster than deepcopy alone."""
     kind = type(value)
+    atoms = _ATOMS
     if kind is dict:
-        return {key: _copy_tree(item) for key, item in value.items()}
+        return {key: item if type(item) in atoms else _copy_tree(item)
+                for key, item in value.items()}
     if kind is list:
-        return [_copy_tree(item) for item in value]
-    if kind in _ATOMS:
+        return [item if type(item) in atoms else _copy_tree(item) for item in value]
+    if kind in atoms:
         return value
     import copy  # here: most runs never need it (it imports weakref)
     return copy.deepcopy(value)

@@ -120,6 +120,12 @@ def items_of(mapping: Mapping) -> Any:
     return mapping.items()
 
 
+def plain_dict(mapping: Mapping) -> Mapping:
+    """The dict a FrozenDict keeps its items in (whose ``get`` is C code, the FrozenDict's
+    a Python method), else ``mapping``: for reading only."""
+    return mapping._d if type(mapping) is FrozenDict else mapping
+
+
 def freeze(value: Any, limit: int = ITERATOR_LIMIT, depth: int = 0) -> Any:
     """A deep immutable copy of ``value`` (objects are kept as references)."""
     kind = type(value)
