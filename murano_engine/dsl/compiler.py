@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from yaql.language import exceptions as yaql_exceptions
 from yaql.language import expressions as ast
 from yaql.language import utils as yaql_utils
+from yaql.language.utils import FrozenDict
 
 from murano_engine.dsl import errors, queries
 from murano_engine.dsl.budget import Regex, check_product, check_repetition, regex_search
@@ -502,6 +503,8 @@ def _compile_index(node: ast.IndexExpression, runtime: Runtime, mode: int) -> Ev
     def subscript(ctx: Any) -> Any:
         container = value(ctx)
         key = index(ctx)
+        if type(container) is FrozenDict:  # its dict's lookup: C code, FrozenDict's is Python
+            return container._d[key]
         if isinstance(container, Mapping):
             return container[key]
         if isinstance(container, (tuple, list)) and type(key) is int:

@@ -328,7 +328,7 @@ def dict_get(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
         return NOT_HANDLED
     key = args[0](ctx)
     default = args[1](ctx) if len(args) == 2 else None
-    result = receiver.get(key, default)
+    result = receiver._d.get(key, default)  # its dict's get: FrozenDict's is Python code
     _check_quota(result)
     return result
 

@@ -80,7 +80,7 @@ class Runtime:
             return receiver.executor.get_property(
                 receiver, name, getattr(ctx, "frame", None) or frame_of(ctx))
         if type(receiver) is FrozenDict:  # a record's field (``$.amount`` in a lambda)
-            return receiver.get(name)
+            return receiver._d.get(name)  # its dict's get: C code, FrozenDict's is Python
         if isinstance(receiver, (MuranoObject, ObjectView)):
             return receiver.real.executor.get_property(receiver, name, frame_of(ctx))
         if isinstance(receiver, Mapping):
