@@ -345,6 +345,32 @@ def dict_values(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
     return receiver.values()
 
 
+def replace_text(ctx: Any, receiver: Any, given: list) -> Any:
+    """``text.replace(old, new[, count])`` and ``text.replace({old => new, ...}[, count])``
+    of evaluated arguments, keys and values written as yaql's ``str()`` writes them;
+    other arguments go to yaql's overloads (``library/regexes.py`` takes patterns)."""
+    kinds = tuple(map(type, given))
+    if type(receiver) is str:
+        if kinds in ((str, str), (str, str, int)):
+            return receiver.replace(*given)
+        if kinds and kinds[0] is FrozenDict and kinds[1:] in ((), (int,)):
+            count = given[1] if len(given) == 2 else -1
+            for key, value in given[0]._d.items():
+                receiver = receiver.replace(_text(ctx, key), _text(ctx, value), count)
+            return receiver
+    return ctx("replace", _engine(ctx), receiver, ctx)(*given)
+
+
+def _text(ctx: Any, value: Any) -> str:
+    """yaql's ``str(value)``."""
+    text = text_of([value])
+    return ctx("str", _engine(ctx), NO_VALUE, ctx)(value) if text is NOT_HANDLED else text
+
+
+def _engine(ctx: Any) -> Any:
+    return frame_of(ctx).executor.runtime.engine
+
+
 def _text_method(convert: Callable[[str], str]) -> Method:
     """``text.toLower()`` / ``text.toUpper()``."""
     def method(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:

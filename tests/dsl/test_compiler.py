@@ -145,6 +145,13 @@ COLLECTION_EXPRESSIONS = [
     # toLower and toUpper
     "'AbC'.toLower()", "'AbC'.toUpper()", "$.s.toUpper()", "''.toLower()",
     "$.n.toLower()", "$.a.toUpper()", "'a'.toLower(1)", "$.l.toLower()",
+    # replace: two strings, or a dict of replacements, and a count
+    "'a-b-a'.replace('a', 'x')", "'a-b-a'.replace('a', 'x', 1)", "'a-b-a'.replace('a', '')",
+    "'%A% %B% %A%'.replace({'%A%' => 1, '%B%' => null})", "'t f'.replace({t => true, f => false})",
+    "'x y'.replace({x => [1, 2], y => {a => 1}})", "'abca'.replace({a => 1}, 1)",
+    "'abc'.replace({})", "'abc'.replace(1, 2)", "$.n.replace('a', 'b')", "'a'.replace('a')",
+    "'aaa'.replace('a', 'b', count => 2)", "'abc'.replace('a', 'b', 'c')",
+    "'a.5'.replace({'.5' => 2.5})", "$.s.replace($.d)", "'abc'.replace({a => b, b => c})",
 ]
 
 
@@ -241,6 +248,7 @@ def test_expressions_of_the_same_text_share_one_syntax_tree() -> None:
 @pytest.mark.parametrize("text, expected", [
     ("coalesce(null, $.first(), 1 / 0)", 3), ("dict(a => $.last()).a", 5),
     ("'AbC'.toLower() + 'x'.toUpper()", "abcX"),
+    ("'%A% %B%'.replace({'%A%' => $.first(), '%B%' => true}).replace('3', 'x')", "x true"),
 ])
 def test_coalesce_dict_and_case_changes_skip_yaqls_overload_resolution(
         text: str, expected: Any, frame_context: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from murano_engine.dsl.budget import Regex, compile_regex, run_regex
 from murano_engine.dsl.contexts import DslContext, frame_of
+from murano_engine.dsl.queries import replace_text
 from murano_engine.dsl.runtime import FunctionSpec
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
@@ -108,9 +109,14 @@ def split(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
 
 def _replace(ctx: Any, receiver: Any, args: list, kwargs: dict, name: str,
              by: bool) -> Any:
-    found = _pattern_and_text(receiver, args[0](ctx) if args else None)
-    if found is None:
-        return _yaql(ctx, name, receiver, args, kwargs)
+    first = args[0](ctx) if args else None
+    found = _pattern_and_text(receiver, first)
+    if found is None:  # text replaced in text: each argument evaluated once
+        rest, named = _values(ctx, args[1:], kwargs)
+        given = [first, *rest] if args else rest
+        if name == "replace" and not named:
+            return replace_text(ctx, receiver, given)
+        return ctx(name, frame_of(ctx).executor.runtime.engine, receiver, ctx)(*given, **named)
     pattern, text = found
     repl = args[1] if len(args) > 1 else kwargs["repl"]
     count_arg = args[2] if len(args) > 2 else kwargs.get("count")
