@@ -28,7 +28,11 @@ def _values(ctx: Any, args: list, kwargs: dict) -> tuple[list, dict]:
 
 def _yaql(ctx: Any, name: str, receiver: Any, args: list, kwargs: dict) -> Any:
     """The call as yaql's own function (no pattern involved)."""
-    values, named = _values(ctx, args, kwargs)
+    return _yaql_of_values(ctx, name, receiver, *_values(ctx, args, kwargs))
+
+
+def _yaql_of_values(ctx: Any, name: str, receiver: Any, values: list, named: dict) -> Any:
+    """:func:`_yaql` of arguments already evaluated."""
     return ctx(name, frame_of(ctx).executor.runtime.engine, receiver, ctx)(*values, **named)
 
 
@@ -116,7 +120,7 @@ def _replace(ctx: Any, receiver: Any, args: list, kwargs: dict, name: str,
         given = [first, *rest] if args else rest
         if name == "replace" and not named:
             return replace_text(ctx, receiver, given)
-        return ctx(name, frame_of(ctx).executor.runtime.engine, receiver, ctx)(*given, **named)
+        return _yaql_of_values(ctx, name, receiver, given, named)
     pattern, text = found
     repl = args[1] if len(args) > 1 else kwargs["repl"]
     count_arg = args[2] if len(args) > 2 else kwargs.get("count")
