@@ -2,8 +2,9 @@
 
 Everything concurrent in the engine (``Parallel``, ``pselect``, ``psuper``,
 waiting for agents) goes through these few names, so the green-thread library
-can be replaced in one place. eventlet is imported on first use, so commands
-that never run anything concurrently start faster.
+can be replaced in one place. eventlet (and greenlet, a C++ library the dynamic
+loader takes milliseconds to link) is imported on first use, so commands that
+never run anything concurrently start faster.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-
-import greenlet
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
@@ -40,6 +39,7 @@ def _eventlet() -> Any:
             import eventlet.greenpool  # noqa: F401
             import eventlet.patcher  # noqa: F401
             import eventlet.semaphore  # noqa: F401
+            _green_threads_may_run()
     return sys.modules["eventlet"]
 
 
@@ -76,9 +76,29 @@ def sleep(seconds: float = 0) -> None:
     _eventlet().sleep(seconds)
 
 
-#: An identity for the running green thread: greenlet's own function, which every
-#: method call (its lock) asks.
-current: Callable[[], Any] = greenlet.getcurrent
+#: An identity for the running green thread, which every method call (its lock) asks:
+#: the OS thread's until eventlet (the only maker of green threads) is imported, then
+#: :func:`_green_identity`.
+current: Callable[[], Any] = _thread.get_ident
+# Kept as imported: eventlet's monkey patching replaces ``_thread.get_ident``.
+_thread_identity = _thread.get_ident
+
+
+def _green_threads_may_run() -> None:
+    global current, _getcurrent
+    import greenlet
+    _getcurrent = greenlet.getcurrent
+    current = _green_identity
+
+
+def _green_identity() -> Any:
+    """The running greenlet, or for a thread's main greenlet its thread's identity, as
+    before eventlet was imported: a lock taken then is still its owner's."""
+    green = _getcurrent()
+    return green if green.parent is not None else _thread_identity()
+
+
+_getcurrent: Callable[[], Any]
 
 
 class Event:

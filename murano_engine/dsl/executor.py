@@ -14,7 +14,6 @@ from yaql.language.utils import FrozenDict
 from murano_engine.dsl import boundary, concurrency, errors, model, values
 from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.classes import WRITABLE_USAGES, MethodSpec, MuranoClass, PropertySpec
-from murano_engine.dsl.concurrency import current as current_thread
 from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.contracts import ContractScope
 from murano_engine.dsl.errors import MuranoPlException, StackFrame
@@ -167,7 +166,7 @@ class Executor:
             lock = self._locks.get(lock_key)
             if lock is None:  # the common case, inline: a free lock
                 lock = self._locks[lock_key] = _new_lock(_Lock)
-                lock.owner = current_thread()
+                lock.owner = concurrency.current()
                 lock.count = 1
                 lock.waiters = None
             else:
@@ -291,8 +290,8 @@ class Executor:
 
     def _acquire(self, lock: _Lock) -> None:
         """Take a lock that is held: again by its owner, else once it is handed over."""
-        me = current_thread()
-        if lock.owner is me:
+        me = concurrency.current()
+        if lock.owner == me:
             lock.count += 1
             return
         event = concurrency.Event()

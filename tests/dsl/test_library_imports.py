@@ -193,3 +193,53 @@ def test_a_run_imports_no_typing(tmp_path: Path) -> None:
                           env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path)), text=True,
                           capture_output=True, check=True)
     assert done.stdout.splitlines() == ["2", "False"]
+
+
+def test_greenlet_waits_for_the_first_green_threads_and_locks_keep_their_owner(
+        tmp_path: Path) -> None:
+    """A fresh process runs methods without greenlet (a C++ library) loaded; the first
+    ``Parallel`` imports it while the calling method holds its object's lock, and the
+    same method called again after it (a recursion) is still that lock's owner's call
+    (with an owner that changed identity it would wait for itself, for ever), while
+    the green threads of the ``Parallel`` are callers of their own."""
+    write_package(tmp_path, "test.green", {"Counter": class_text("test.green", "Counter", """
+        Properties:
+          seen: {Contract: [$.string()], Usage: Runtime, Default: []}
+        Methods:
+          count:
+            Arguments:
+              - n: {Contract: $.int().notNull()}
+            Body:
+              - If: $n = 2
+                Then:
+                  - Parallel:
+                      - $.note(a)
+                      - $.note(b)
+              - If: $n > 0
+                Then:
+                  - Return: $.count($n - 1) + 1
+              - Return: len($.seen)
+          note:
+            Arguments:
+              - word: {Contract: $.string()}
+            Body:
+              - $.seen: $.seen + [$word]
+        """)})
+    probe = ("import sys\n"
+             "from pathlib import Path\n"
+             "from tests.dsl.dsl_helpers import run_method\n"
+             "from murano_engine.dsl import concurrency\n"
+             f"root = [Path({str(tmp_path)!r})]\n"
+             "print(run_method(root, 'test.green.Counter.count', n=0), 'greenlet' in sys.modules)\n"
+             "print(run_method(root, 'test.green.Counter.count', n=3), 'greenlet' in sys.modules)\n"
+             "concurrency.setup()\n"
+             "print(run_method(root, 'test.green.Counter.count', n=3))\n"
+             "import threading\n"
+             "here, there = concurrency.current(), []\n"
+             "thread = threading.Thread(target=lambda: there.append(concurrency.current()))\n"
+             "thread.start(); thread.join()\n"
+             "print(here != there[0])\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, cwd=REPO, timeout=60,
+                          env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path)))
+    assert done.stdout.split() == ["0", "False", "5", "True", "5", "True"]
