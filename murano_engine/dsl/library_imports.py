@@ -178,27 +178,41 @@ def _import_yaqltypes(module: types.ModuleType, loader: Loader) -> None:
     ctypes) is about a tenth of a ``murano-engine run`` start-up, and only yaql's
     date functions use it. yaqltypes asks for ``tz.tzutc()`` as it is imported; a
     stand-in answers then, and the class attribute it set answers dateutil's own UTC
-    once read."""
+    once read. ``datetime``, which it names only in its ``DateTime`` type's methods,
+    is imported when one of them first runs (a C extension, some 5M instructions)."""
     if "dateutil.tz" in sys.modules:
-        loader.exec_module(module)
+        _import_with_datetime_on_first_use(module, loader)
         return
     import dateutil
     stand_in = types.ModuleType("dateutil.tz")
     stand_in.tzutc = lambda: None  # type: ignore[attr-defined]
     with _standing_in("dateutil.tz", dateutil, stand_in):
-        loader.exec_module(module)
+        _import_with_datetime_on_first_use(module, loader)
     module.DateTime.utctz = _UtcOnFirstUse()  # type: ignore[attr-defined]
     del module.tz  # type: ignore[attr-defined]
     module.__getattr__ = _dateutil_tz  # type: ignore[attr-defined]
 
 
-class _InspectOnFirstUse(types.ModuleType):
-    """``yaql.language.specs.inspect`` until first used: then the real module, there too."""
+class _OnFirstUse(types.ModuleType):
+    """A module as a library module that imports it (``holder``) has it, until first
+    used: then the real module, imported, in ``holder`` too."""
+
+    def __init__(self, name: str, holder: str) -> None:
+        super().__init__(name)
+        self._holder = holder
 
     def __getattr__(self, name: str) -> Any:
-        real = importlib.import_module("inspect")
-        sys.modules["yaql.language.specs"].inspect = real
+        real = importlib.import_module(self.__name__)
+        setattr(sys.modules[self._holder], self.__name__, real)
         return getattr(real, name)
+
+
+def _import_with_datetime_on_first_use(module: types.ModuleType, loader: Loader) -> None:
+    if "datetime" in sys.modules:
+        loader.exec_module(module)
+        return
+    with _standing_in("datetime", None, _OnFirstUse("datetime", module.__name__)):
+        loader.exec_module(module)
 
 
 def _import_specs(module: types.ModuleType, loader: Loader) -> None:
@@ -209,7 +223,7 @@ def _import_specs(module: types.ModuleType, loader: Loader) -> None:
     if "inspect" in sys.modules:
         loader.exec_module(module)
         return
-    with _standing_in("inspect", None, _InspectOnFirstUse("inspect")):
+    with _standing_in("inspect", None, _OnFirstUse("inspect", module.__name__)):
         loader.exec_module(module)
 
 

@@ -71,6 +71,19 @@ def test_dateutils_tz_is_imported_on_first_use_and_is_what_yaql_gets() -> None:
     assert _printed_by(probe) == ["False", "True", "True", "True", "2"]
 
 
+def test_datetime_is_imported_when_yaqls_datetime_type_first_runs() -> None:
+    probe = ("import sys\n"
+             "import murano_engine.dsl.executor\n"
+             "from yaql.language import yaqltypes\n"
+             "print('datetime' in sys.modules)\n"
+             "kind = yaqltypes.DateTime()\n"
+             "import datetime\n"
+             "print(kind.convert(datetime.datetime(2020, 1, 1)).tzinfo is not None,"
+             " yaqltypes.datetime is datetime, kind.check(datetime.datetime(2020, 1, 1),"
+             " None, None), kind.check(3, None, None))\n")
+    assert _printed_by(probe) == ["False", "True", "True", "True", "False"]
+
+
 def test_ordering_imports_no_query_library_of_yaqls(tmp_path: Path) -> None:
     """Code that calls no function of yaql's (arithmetic, method calls, the queries this
     engine runs itself: ``orderBy()``, ``thenBy()``, ``select()``, ``where()``) never
