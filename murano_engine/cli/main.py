@@ -444,6 +444,17 @@ def _with_parents(*parents: argparse.ArgumentParser) -> type[argparse.ArgumentPa
     return Command
 
 
+def _as_written(message: str) -> str:
+    return message
+
+
+# argparse puts its own words ("usage: ", "options", its error messages) through
+# gettext, and every gettext lookup imports ``locale`` and works out the user's
+# languages again: about 0.8 ms of each command's start-up. The commands speak English
+# and CPython ships no translation of argparse, so its words are used as written.
+argparse._ = _as_written  # type: ignore[attr-defined]
+
+
 class HelpFormatter(argparse.HelpFormatter):
     """argparse's help formatter, measuring the terminal as argparse does (through
     ``shutil.get_terminal_size``) without importing shutil: argparse makes a formatter
