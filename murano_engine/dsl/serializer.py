@@ -65,6 +65,8 @@ class _Writer:
         self.actions = actions
         self.dependencies = dependencies
         self.written: dict[int, MuranoObject] = {}
+        #: whether a pass left a :class:`_Ref` in the tree (else it needs no settling)
+        self._referred = False
         self._types: dict[MuranoClass, str] = {}
         #: public methods by the class of the objects written (``obj.murano_class``)
         self._public: dict[MuranoClass, dict[str, Any]] = {}
@@ -75,7 +77,7 @@ class _Writer:
         tree, pending = self._value(value, parent)
         while pending:
             tree, pending = self._value(tree, parent)
-        return self._settle(tree)
+        return self._settle(tree) if self._referred else tree
 
     def _value(self, value: Any, parent: MuranoObject | None) -> tuple[Any, bool]:
         kind = type(value)
@@ -103,6 +105,7 @@ class _Writer:
         obj = real_object(value)
         if obj is not None:
             if obj.owner is not parent or id(obj) in self.written:
+                self._referred = True
                 return _Ref(obj), True
             return self._object(obj, value.murano_class)
         if isinstance(value, TypeRef):

@@ -104,6 +104,7 @@ def concat(left: tuple, right: tuple) -> tuple:
 
 
 _MAPPINGS = frozenset({dict, FrozenDict})
+_new = object.__new__
 
 
 def is_mapping(value: Any) -> bool:
@@ -161,11 +162,14 @@ def freeze(value: Any, limit: int = ITERATOR_LIMIT, depth: int = 0) -> Any:
         keep = _KEEP
         if kind is FrozenDict and _is_record(value):
             return value  # frozen already, nothing in it to freeze (a list's records)
-        made = FrozenDict({k if type(k) in keep else freeze(k, limit, depth):
-                           v if type(v) in keep else freeze(v, limit, depth)
-                           for k, v in items_of(value)})
+        made = _new(FrozenDict)  # its __init__ would copy the dict made here again
+        fields = made.__dict__
+        fields["_d"] = {k if type(k) in keep else freeze(k, limit, depth):
+                        v if type(v) in keep else freeze(v, limit, depth)
+                        for k, v in items_of(value)}
+        fields["_hash"] = None
         if limit >= ITERATOR_LIMIT:
-            made.__dict__[_MADE_AT] = depth - 1
+            fields[_MADE_AT] = depth - 1
         return made
     if kind is list or isinstance(value, (list, tuple)):
         if len(value) > limit:
