@@ -10,6 +10,7 @@ import base64
 import contextlib
 import http.client
 import json
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
@@ -18,6 +19,14 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 REQUEST_TIMEOUT = 10.0
 #: The management API's port when ``management_url`` is not configured.
 MANAGEMENT_PORT = 15672
+#: Requests that change nothing more when sent twice: one the API answers with a server
+#: error (5xx) is sent again, up to RETRIES times, RETRY_PAUSE seconds apart (doubling).
+#: RabbitMQ answers 500 to a DELETE of a user another request is deleting at the same
+#: moment (the engine and the local cloud both revoke a released server's user); sent
+#: again, it finds the user gone (404).
+IDEMPOTENT = frozenset({"GET", "PUT", "DELETE"})
+RETRIES = 3
+RETRY_PAUSE = 0.05
 
 
 class ManagementError(Exception):
@@ -92,22 +101,35 @@ class ManagementApi:
         ``path`` starts with ``/api/``; its names must be quoted (:func:`name`)."""
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Authorization": self._auth, "Content-Type": "application/json"}
+        pause = RETRY_PAUSE
+        for attempt in range(1 + (RETRIES if method in IDEMPOTENT else 0)):
+            if attempt:
+                conn.close()  # sent again on a new connection (the next request opens it)
+                time.sleep(pause)
+                pause *= 2
+            status, answer = self._exchange(conn, method, path, data, headers)
+            if status < 500:
+                break
+        if status == 404 and missing_ok:
+            return None
+        if status >= 300:
+            raise ManagementError(f"RabbitMQ's management API at {self.where} answered "
+                                  f"{method} {path} with {status}: "
+                                  f"{answer[:300].decode('utf-8', 'replace')}")
+        return json.loads(answer) if answer else True
+
+    def _exchange(self, conn: http.client.HTTPConnection, method: str, path: str,
+                  data: bytes | None, headers: dict[str, str]) -> tuple[int, bytes]:
+        """One request and its answer's status and body."""
         try:
             conn.request(method, self._base + path, data, headers)
             response = conn.getresponse()
-            answer = response.read()
+            return response.status, response.read()
         except OSError as exc:
             raise ManagementError(
                 f"RabbitMQ's management API at {self.where} cannot be reached ({exc}); "
                 "enable the rabbitmq_management plugin or set [rabbitmq] management_url"
             ) from None
-        if response.status == 404 and missing_ok:
-            return None
-        if response.status >= 300:
-            raise ManagementError(f"RabbitMQ's management API at {self.where} answered "
-                                  f"{method} {path} with {response.status}: "
-                                  f"{answer[:300].decode('utf-8', 'replace')}")
-        return json.loads(answer) if answer else True
 
 
 def name(text: str) -> str:

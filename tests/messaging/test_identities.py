@@ -4,6 +4,7 @@ inside a real sandbox: tests/clouds/test_broker_rights.py."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 import amqp
@@ -73,6 +74,40 @@ def test_a_second_mint_replaces_the_password_and_a_revoke_removes_user_and_queue
         _connect(second.login, second.password)
     assert identities.api.request("GET", f"/api/queues/%2F/{queue}", missing_ok=True) is None
     assert not identities.revoke(queue)
+
+
+def test_two_revokes_of_one_user_at_once_both_end_well():
+    """The engine and the local cloud both revoke a released server's user, maybe at the
+    same moment; RabbitMQ then answers one of the two DELETEs with a 500 (about one race
+    in three here). That request is sent again and finds the user gone."""
+    identities = BrokerIdentities.from_config(CONFIG)
+    assert identities is not None
+    for _ in range(40):
+        environment = uuid.uuid4().hex
+        queue, results = f"e{environment}-hrace", f"-execution-results-{environment}"
+        identities.mint(queue, results)
+        start = threading.Barrier(2)
+        outcomes: list[object] = []
+        threads = [threading.Thread(target=_revoke_at, args=(identities, queue, start,
+                                                             outcomes)) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        identities.remove_exchange(results)
+        identities.api.request("DELETE", f"/api/queues/%2F/{results}", missing_ok=True)
+        assert sorted(outcomes, key=str) == [False, True]
+        assert identity_name(queue) not in identities.users()
+
+
+def _revoke_at(identities: BrokerIdentities, queue: str, start: threading.Barrier,
+               outcomes: list[object]) -> None:
+    """Revoke ``queue``'s user when the other thread is ready too; note what came of it."""
+    start.wait()
+    try:
+        outcomes.append(identities.revoke(queue))
+    except ManagementError as exc:
+        outcomes.append(exc)
 
 
 def test_no_identities_where_servers_share_the_engines_login():
