@@ -18,6 +18,7 @@ from murano_engine.dsl import errors
 from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.errors import Position
 from murano_engine.dsl.expressions import Expression
+from murano_engine.dsl.limits import ITERATOR_LIMIT
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
@@ -86,16 +87,20 @@ class Contract:
 
     ``kept`` holds the types whose values the contract returns as they are
     without looking further (``int`` for ``$.int().notNull()``): callers skip
-    applying it, and making its scope, for those.
+    applying it, and making its scope, for those. ``makes_objects`` says the
+    contract returns objects (or null) only, made of what it is given
+    (``$.class(T)``, a list of those): callers hand it model data as it is, unfrozen,
+    since none of it is kept.
     """
 
-    __slots__ = ("spec", "position", "_apply", "kept")
+    __slots__ = ("spec", "position", "_apply", "kept", "makes_objects")
 
     def __init__(self, spec: Any, position: Position | None) -> None:
         self.spec = spec
         self.position = position
         self._apply = _compile(spec, position)
         self.kept = _kept_types(spec)
+        self.makes_objects = _makes_objects(spec)
 
     def apply(self, value: Any, scope: ContractScope) -> Any:
         return self._apply(value, scope)
@@ -225,6 +230,17 @@ def _kept_types(spec: Any) -> frozenset[type]:
     return _chain_kept(chain) if chain else frozenset()
 
 
+def _makes_objects(spec: Any) -> bool:
+    """Whether ``spec`` is ``$.class(Name)`` (``.notNull()``) or a list contract whose
+    item contracts all are."""
+    if isinstance(spec, Expression):
+        return _class_check(spec.node) is not None
+    if not isinstance(spec, list):
+        return False
+    items, _ = _list_bounds(spec)
+    return bool(items) and all(isinstance(i, Expression) and _makes_objects(i) for i in items)
+
+
 def _simple_chain(node: Any) -> list[str] | None:
     """``$.int().notNull()`` -> ["int", "notNull"]; None for anything richer."""
     from yaql.language import expressions as ast
@@ -335,11 +351,17 @@ def _constant_contract(expected: Any) -> Any:
     return apply
 
 
-def _list_contract(spec: list, position: Position | None) -> Any:
+def _list_bounds(spec: list) -> tuple[list[Any], list[int]]:
+    """A list contract's item contracts and its bounds (the trailing ints, at most two)."""
     items = list(spec)
     bounds: list[int] = []
     while items and type(items[-1]) is int and len(bounds) < 2:
         bounds.insert(0, items.pop())
+    return items, bounds
+
+
+def _list_contract(spec: list, position: Position | None) -> Any:
+    items, bounds = _list_bounds(spec)
     if not items and bounds:
         raise errors.DslContractSyntaxError(
             "a list contract needs an item contract before its bounds", position)
@@ -359,6 +381,8 @@ def _list_contract(spec: list, position: Position | None) -> Any:
                 not hasattr(value, "__iter__"):
             value = (value,)
         value = tuple(value)
+        if len(value) > ITERATOR_LIMIT:  # (model data reaches a list of objects unfrozen)
+            raise yaql_exceptions.CollectionTooLargeException(ITERATOR_LIMIT)
         if len(value) < minimum:
             raise scope.violation(f"list must have at least {minimum} items, got {len(value)}")
         if maximum is not None and len(value) > maximum:

@@ -382,7 +382,8 @@ class Executor:
                 return value
             scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj, spec.path,
                                   dry_run)
-            result = contract.apply(values.freeze(value), scope)
+            result = contract.apply(value if contract.makes_objects else values.freeze(value),
+                                    scope)
             for spec in specs[1:]:
                 scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj,
                                       spec.path, True, True)
@@ -625,6 +626,10 @@ class Executor:
                 load.adoptable.discard(object_id)
                 existing.owner = owner
             return existing
+        if owner is not None and _nesting(owner) >= values.MAX_DEPTH:
+            # (a contract takes object dicts unfrozen: freezing counted no levels of them)
+            raise errors.ValueLimitExceededError(
+                f"objects are nested more than {values.MAX_DEPTH} levels deep")
         obj = self.shell(spec.cls, owner, object_id, spec.name, register=not dry_run)
         model.apply_header(obj, spec)
         self.initialize(obj, spec.props, None, dry_run=dry_run)
@@ -710,6 +715,15 @@ def _positional_binding(method: MethodSpec) -> tuple[tuple[str, Any, Any, str], 
     return tuple(("$" + spec.name, spec.compiled_contract().kept,
                   spec.compiled_contract().apply, f"{where}({spec.name})")
                  for spec in method.arguments)
+
+
+def _nesting(obj: MuranoObject) -> int:
+    """How many objects own ``obj``, it included (its owner, that one's, ...)."""
+    depth = 0
+    while obj is not None:
+        depth += 1
+        obj = obj.owner
+    return depth
 
 
 def _default_of(spec: Any) -> Any:

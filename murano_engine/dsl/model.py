@@ -74,7 +74,7 @@ def parse_object(value: Mapping, executor: Executor,
         if not isinstance(header.get("id"), _ID_TYPES):
             raise errors.ContractViolationException(
                 f"object id {str(header.get('id'))[:60]!r} is not a string")
-        return ObjectSpec(cls, header.get("id"), header.get("name"), props,
+        return ObjectSpec(cls, header.get("id"), values.freeze(header.get("name")), props,
                           header.get("metadata"),
                           {k: v for k, v in items_of(header) if isinstance(k, str)
                            and k.startswith("_")},
@@ -109,8 +109,10 @@ def resolve_type(executor: Executor, type_value: Any, package: Any = None,
 
 
 def apply_header(obj: MuranoObject, spec: ObjectSpec) -> None:
-    obj.metadata = spec.metadata
-    obj.designer = dict(spec.designer)
+    """The header's metadata, designer keys and destroyed flag, frozen (an object dict
+    may come as the model's JSON has it)."""
+    obj.metadata = values.freeze(spec.metadata)
+    obj.designer = {k: values.freeze(v) for k, v in spec.designer.items()}
     obj.destroyed = spec.destroyed
 
 
