@@ -596,9 +596,9 @@ class Executor:
         """The class a model's ``type`` names (see :func:`model.resolve_type`); while a
         model loads, each name is looked up once."""
         load = self._load
-        if load is None or not all(type(v) in _NAMES for v in (type_value, package, version)):
-            return model.resolve_type(self, type_value, package, version)
         key = (type_value, package, version)
+        if load is None or not _NAMES.issuperset(map(type, key)):
+            return model.resolve_type(self, type_value, package, version)
         cls = load.types.get(key)
         if cls is None:
             cls = load.types[key] = model.resolve_type(self, type_value, package, version)

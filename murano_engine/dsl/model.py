@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from yaql.language.utils import FrozenDict
+
 from murano_engine.dsl import errors, values
 from murano_engine.dsl.classes import MuranoClass
 from murano_engine.dsl.objects import MuranoObject, TypeRef
-from murano_engine.dsl.values import is_mapping, items_of, plain_dict
+from murano_engine.dsl.values import is_mapping
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
@@ -58,25 +60,31 @@ def is_object_dict(value: Any) -> bool:
 
 def parse_object(value: Mapping, executor: Executor,
                  default_cls: MuranoClass | None = None) -> ObjectSpec:
-    if not is_mapping(value):
+    kind = type(value)
+    if kind is FrozenDict:
+        value = value._d  # its dict (values.plain_dict(), inline)
+    elif kind is not dict and not isinstance(value, Mapping):
         raise errors.ContractViolationException(
             f"an object must be a dict, not {type(value).__name__} {str(value)[:60]!r}")
-    value = plain_dict(value)
     header = value.get("?")
-    if is_mapping(header):
-        header = plain_dict(header)
+    kind = type(header)
+    if kind is dict or kind is FrozenDict or isinstance(header, Mapping):
+        if kind is FrozenDict:
+            header = header._d
         type_value = header.get("type")
         cls = executor.model_type(type_value, header.get("package"),
                                   header.get("classVersion")) if type_value else default_cls
         if cls is None:
             raise errors.NoClassFound(f"object {header.get('id')!r} has no type")
-        props = {k: v for k, v in items_of(value) if isinstance(k, str) and k != "?"}
+        props = {k: v for k, v in value.items() if isinstance(k, str) and k != "?"}
         if not isinstance(header.get("id"), _ID_TYPES):
             raise errors.ContractViolationException(
                 f"object id {str(header.get('id'))[:60]!r} is not a string")
-        return ObjectSpec(cls, header.get("id"), values.freeze(header.get("name")), props,
+        name = header.get("name")
+        return ObjectSpec(cls, header.get("id"),
+                          name if type(name) in values.KEPT_TYPES else values.freeze(name), props,
                           header.get("metadata"),
-                          {k: v for k, v in items_of(header) if isinstance(k, str)
+                          {k: v for k, v in header.items() if isinstance(k, str)
                            and k.startswith("_")},
                           bool(header.get("destroyed")), header.get("dependencies"))
     for key, props in value.items():
@@ -197,24 +205,32 @@ def restore_subscriptions(executor: Executor, load: Any) -> None:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_PLAIN_MAPPINGS = frozenset({dict, FrozenDict})
+#: keys of text only: a dict without a TypeRef key
+_TEXT = frozenset({str})
 
 
 def index_objects(value: Any, index: dict[str, Mapping]) -> None:
     """Add every object dict with an id under ``value`` to ``index``: a ``?`` header
     with id and type, or the inline form ``{ns:Type: {...}, id: ..}``."""
-    if type(value) in _SCALARS:
+    kind = type(value)
+    if kind in _SCALARS:
         return
     scalars = _SCALARS
-    if is_mapping(value):
-        header = value.get("?")
-        if is_mapping(header) and header.get("id") and "type" in header:
+    if kind is dict or kind is FrozenDict or isinstance(value, Mapping):
+        fields = value._d if kind is FrozenDict else value  # its dict (values.plain_dict(), inline)
+        header = fields.get("?")
+        if header is not None and (type(header) in _PLAIN_MAPPINGS
+                                   or isinstance(header, Mapping)) \
+                and header.get("id") and "type" in header:
             index.setdefault(str(header["id"]), value)
-        elif value.get("id") and any(isinstance(k, TypeRef) for k in value):
-            index.setdefault(str(value["id"]), value)
-        for _, item in items_of(value):
+        elif fields.get("id") and not _TEXT.issuperset(map(type, fields)) \
+                and any(isinstance(k, TypeRef) for k in fields):
+            index.setdefault(str(fields["id"]), value)
+        for item in fields.values():
             if type(item) not in scalars:  # most values: not worth a call
                 index_objects(item, index)
-    elif isinstance(value, (list, tuple)):
+    elif kind is list or kind is tuple or isinstance(value, (list, tuple)):
         for item in value:
             if type(item) not in scalars:
                 index_objects(item, index)
