@@ -90,10 +90,12 @@ class Contract:
     applying it, and making its scope, for those. ``makes_objects`` says the
     contract returns objects (or null) only, made of what it is given
     (``$.class(T)``, a list of those): callers hand it model data as it is, unfrozen,
-    since none of it is kept.
+    since none of it is kept. ``quick``, when there is one, tells without a scope
+    whether the contract returns a (frozen) value as it is (``$.int().check($ >= 0)``
+    for 8080, ``[$.string()]`` for a tuple of text): True spares applying it.
     """
 
-    __slots__ = ("spec", "position", "_apply", "kept", "makes_objects")
+    __slots__ = ("spec", "position", "_apply", "kept", "makes_objects", "quick")
 
     def __init__(self, spec: Any, position: Position | None) -> None:
         self.spec = spec
@@ -101,6 +103,7 @@ class Contract:
         self._apply = _compile(spec, position)
         self.kept = _kept_types(spec)
         self.makes_objects = _makes_objects(spec)
+        self.quick = _quick_check(spec)
 
     def apply(self, value: Any, scope: ContractScope) -> Any:
         return self._apply(value, scope)
@@ -228,6 +231,45 @@ def _kept_types(spec: Any) -> frozenset[type]:
     """The types a simple chain contract passes unchanged (see :class:`Contract`)."""
     chain = _simple_chain(spec.node) if isinstance(spec, Expression) else None
     return _chain_kept(chain) if chain else frozenset()
+
+
+def _quick_check(spec: Any) -> Any:
+    """The check :attr:`Contract.quick` holds for ``spec``, or None."""
+    if isinstance(spec, Expression):
+        checked = _checked_chain(spec.node)
+        comparison = _numeric_comparison(checked[1]) if checked is not None else None
+        if checked is None or comparison is None:
+            return None
+        numbers = _chain_kept(checked[0]) & _NUMBER_TYPES  # (None: yaql compares it)
+        if not numbers:
+            return None
+        compare, number = comparison
+        return lambda value: type(value) in numbers and compare(value, number)
+    if isinstance(spec, list):
+        items, bounds = _list_bounds(spec)
+        kept = _kept_types(items[0]) if len(items) == 1 and not bounds else frozenset()
+        if not kept:
+            return None
+        return lambda value: type(value) is tuple and kept.issuperset(map(type, value))
+    return None
+
+
+_NUMBER_TYPES = frozenset({int, float})
+#: the comparisons :func:`_numeric_comparison` knows, as yaql compares two numbers
+_COMPARISONS = {">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operator.le,
+                "=": operator.eq, "!=": operator.ne}
+
+
+def _numeric_comparison(node: Any) -> tuple[Any, Any] | None:
+    """``$ >= 0`` (``$`` compared with a number) -> (operator.ge, 0); None otherwise."""
+    from yaql.language import expressions as ast
+    if not (isinstance(node, ast.BinaryOperator) and node.operator in _COMPARISONS):
+        return None
+    left, right = node.args
+    if isinstance(left, ast.GetContextValue) and left.path.value == "$" \
+            and type(right) is ast.Constant and type(right.value) in _NUMBER_TYPES:
+        return _COMPARISONS[node.operator], right.value
+    return None
 
 
 def _makes_objects(spec: Any) -> bool:

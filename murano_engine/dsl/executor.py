@@ -380,10 +380,13 @@ class Executor:
             contract = spec.compiled_contract()
             if type(value) in contract.kept and len(specs) == 1:
                 return value
+            if not contract.makes_objects:  # (which takes model data unfrozen)
+                value = values.freeze(value)
+                if contract.quick is not None and len(specs) == 1 and contract.quick(value):
+                    return value
             scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj, spec.path,
                                   dry_run)
-            result = contract.apply(value if contract.makes_objects else values.freeze(value),
-                                    scope)
+            result = contract.apply(value, scope)
             for spec in specs[1:]:
                 scope = ContractScope(self.class_frame(spec.declaring_class), obj, obj,
                                       spec.path, True, True)

@@ -92,3 +92,34 @@ def test_a_dict_contract_gives_its_keys_in_their_declared_order(frame: Frame) ->
             assert list(result) == ["name", "n"] and dict(result) == {"name": "a", "n": 1}
     numbered = Contract({1: parse("$.int()")}, None)
     assert list(numbered.apply(FrozenDict({True: 5}), scope)) == [1]
+
+
+QUICK = ["$.int().check($ >= 0)", "$.int().notNull().check($ > 1024)", "$.check($ != 3)",
+         "$.string().check($ = 0)", "$.int().check($ <= 2.5)", "$.int().check($ < 0)"]
+
+
+@pytest.mark.parametrize("source", QUICK)
+def test_a_quick_check_passes_only_what_the_contract_returns_as_it_is(source: str,
+                                                                      frame: Frame) -> None:
+    contract = Contract(parse(source), None)
+    passed = []
+    for value in [*VALUES, -1, 3, 1024, 1025, 2.5, 2.0]:
+        if contract.quick is not None and contract.quick(value):
+            passed.append(value)
+            scope = ContractScope(frame, frame.this, None, "p")
+            result = contract.apply(value, scope)
+            assert result is value or (type(result), result) == (type(value), value), value
+    expected = {"$.int().check($ >= 0)": [5, 0, 10**30, 3, 1024, 1025],
+                "$.int().notNull().check($ > 1024)": [10**30, 1025],
+                "$.int().check($ <= 2.5)": [0, -1],
+                "$.int().check($ < 0)": [-1]}.get(source, [])
+    assert passed == expected
+
+
+def test_a_list_of_kept_items_is_passed_quickly_and_only_then(frame: Frame) -> None:
+    contract = Contract([parse("$.string()")], None)
+    assert contract.quick(("a", "b", None)) and contract.quick(())
+    assert not contract.quick(("a", 1)) and not contract.quick(["a"])
+    assert Contract([parse("$.string()"), 1], None).quick is None
+    scope = ContractScope(frame, frame.this, None, "p")
+    assert contract.apply(("a", 1), scope) == ("a", "1")
