@@ -68,6 +68,9 @@ class _Writer:
         #: whether a pass left a :class:`_Ref` in the tree (else it needs no settling)
         self._referred = False
         self._types: dict[MuranoClass, str] = {}
+        #: per class, its properties a model holds: (name, whether its Meta may make it a
+        #: reference)
+        self._model_properties: dict[MuranoClass, tuple[tuple[str, Any], ...]] = {}
         #: public methods by the class of the objects written (``obj.murano_class``)
         self._public: dict[MuranoClass, dict[str, Any]] = {}
 
@@ -83,6 +86,11 @@ class _Writer:
         kind = type(value)
         if kind in _SCALAR_TYPES:
             return value, False
+        if kind is MuranoObject:  # (as real_object() below, without the call)
+            if value.owner is not parent or id(value) in self.written:
+                self._referred = True
+                return _Ref(value), True
+            return self._object(value, value.murano_class)
         if kind is tuple or kind is list:
             items = []
             pending = False
@@ -147,18 +155,25 @@ class _Writer:
 
     def _object(self, obj: MuranoObject, cls: MuranoClass) -> tuple[Any, bool]:
         self.written[id(obj)] = obj
-        return self._value(self._fields(obj, cls), obj)
+        return self._mapping(self._fields(obj, cls), obj)
 
     def _fields(self, obj: MuranoObject, cls: MuranoClass) -> dict[Any, Any]:
         """The object as a dict whose values are still engine values."""
         props: dict[Any, Any] = {}
-        for name, specs in cls.all_properties().items():
-            if specs[0].usage not in MODEL_USAGES or name not in obj.props:
+        declared = self._model_properties.get(cls)
+        if declared is None:
+            declared = self._model_properties[cls] = tuple(
+                (name, specs[0] if specs[0].meta is not None else None)
+                for name, specs in cls.all_properties().items()
+                if specs[0].usage in MODEL_USAGES)
+        values = obj.props
+        for name, meta_spec in declared:
+            if name not in values:
                 continue
-            value = obj.props[name]
-            if self.refs and type(value) not in _SCALAR_TYPES:
+            value = values[name]
+            if meta_spec is not None and self.refs and type(value) not in _SCALAR_TYPES:
                 target = real_object(value)
-                if target is not None and _by_reference(obj, specs[0]):
+                if target is not None and _by_reference(obj, meta_spec):
                     value = target.id
             props[name] = value
         if self.form == INLINE:
