@@ -246,8 +246,7 @@ def _quick_check(spec: Any) -> Any:
         compare, number = comparison
         return lambda value: type(value) in numbers and compare(value, number)
     if isinstance(spec, list):
-        items, bounds = _list_bounds(spec)
-        kept = _kept_types(items[0]) if len(items) == 1 and not bounds else frozenset()
+        kept = _kept_whole(*_list_bounds(spec))
         if not kept:
             return None
         return lambda value: type(value) is tuple and kept.issuperset(map(type, value))
@@ -402,6 +401,12 @@ def _list_bounds(spec: list) -> tuple[list[Any], list[int]]:
     return items, bounds
 
 
+def _kept_whole(items: list[Any], bounds: list[int]) -> frozenset[type]:
+    """The item types of a tuple a list contract keeps whole (its one item contract
+    keeps them, and it has no bounds); empty for other list contracts."""
+    return _kept_types(items[0]) if len(items) == 1 and not bounds else frozenset()
+
+
 def _list_contract(spec: list, position: Position | None) -> Any:
     items, bounds = _list_bounds(spec)
     if not items and bounds:
@@ -410,8 +415,7 @@ def _list_contract(spec: list, position: Position | None) -> Any:
     minimum = bounds[0] if bounds else 0
     maximum = bounds[1] if len(bounds) > 1 else None
     item_contracts = [_compile(i, position) for i in items]
-    # one item contract and no bounds: a tuple whose items it keeps is kept whole
-    kept = _kept_types(items[0]) if len(items) == 1 and not bounds else frozenset()
+    kept = _kept_whole(items, bounds)
 
     def apply(value: Any, scope: ContractScope) -> Any:
         if kept and type(value) is tuple and kept.issuperset(map(type, value)):

@@ -16,7 +16,7 @@ from yaql.language.utils import FrozenDict
 from murano_engine.dsl import errors, values
 from murano_engine.dsl.classes import MuranoClass
 from murano_engine.dsl.objects import MuranoObject, TypeRef
-from murano_engine.dsl.values import is_mapping
+from murano_engine.dsl.values import is_mapping, plain_dict
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 class ObjectSpec:
-    """What an object dict says about the object to build."""
+    """What an object dict says about the object to build (its header's values frozen)."""
 
     __slots__ = ("cls", "object_id", "name", "props", "metadata", "designer", "destroyed",
                  "dependencies")
@@ -60,17 +60,13 @@ def is_object_dict(value: Any) -> bool:
 
 def parse_object(value: Mapping, executor: Executor,
                  default_cls: MuranoClass | None = None) -> ObjectSpec:
-    kind = type(value)
-    if kind is FrozenDict:
-        value = value._d  # its dict (values.plain_dict(), inline)
-    elif kind is not dict and not isinstance(value, Mapping):
+    if not is_mapping(value):
         raise errors.ContractViolationException(
             f"an object must be a dict, not {type(value).__name__} {str(value)[:60]!r}")
+    value = plain_dict(value)
     header = value.get("?")
-    kind = type(header)
-    if kind is dict or kind is FrozenDict or isinstance(header, Mapping):
-        if kind is FrozenDict:
-            header = header._d
+    if is_mapping(header):
+        header = plain_dict(header)
         type_value = header.get("type")
         cls = executor.model_type(type_value, header.get("package"),
                                   header.get("classVersion")) if type_value else default_cls
@@ -80,12 +76,13 @@ def parse_object(value: Mapping, executor: Executor,
         if not isinstance(header.get("id"), _ID_TYPES):
             raise errors.ContractViolationException(
                 f"object id {str(header.get('id'))[:60]!r} is not a string")
-        name = header.get("name")
-        return ObjectSpec(cls, header.get("id"),
-                          name if type(name) in values.KEPT_TYPES else values.freeze(name), props,
-                          header.get("metadata"),
-                          {k: v for k, v in header.items() if isinstance(k, str)
-                           and k.startswith("_")},
+        # The header's values as objects keep them: frozen (the dict may be the JSON's).
+        freeze, kept = values.freeze, values.KEPT_TYPES
+        name, metadata = header.get("name"), header.get("metadata")
+        return ObjectSpec(cls, header.get("id"), name if type(name) in kept else freeze(name),
+                          props, metadata if type(metadata) in kept else freeze(metadata),
+                          {k: v if type(v) in kept else freeze(v) for k, v in header.items()
+                           if isinstance(k, str) and k.startswith("_")},
                           bool(header.get("destroyed")), header.get("dependencies"))
     for key, props in value.items():
         if isinstance(key, TypeRef):
@@ -117,10 +114,8 @@ def resolve_type(executor: Executor, type_value: Any, package: Any = None,
 
 
 def apply_header(obj: MuranoObject, spec: ObjectSpec) -> None:
-    """The header's metadata, designer keys and destroyed flag, frozen (an object dict
-    may come as the model's JSON has it)."""
-    obj.metadata = values.freeze(spec.metadata)
-    obj.designer = {k: values.freeze(v) for k, v in spec.designer.items()}
+    obj.metadata = spec.metadata
+    obj.designer = dict(spec.designer)
     obj.destroyed = spec.destroyed
 
 
@@ -205,7 +200,6 @@ def restore_subscriptions(executor: Executor, load: Any) -> None:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
-_PLAIN_MAPPINGS = frozenset({dict, FrozenDict})
 #: keys of text only: a dict without a TypeRef key
 _TEXT = frozenset({str})
 
@@ -218,11 +212,10 @@ def index_objects(value: Any, index: dict[str, Mapping]) -> None:
         return
     scalars = _SCALARS
     if kind is dict or kind is FrozenDict or isinstance(value, Mapping):
-        fields = value._d if kind is FrozenDict else value  # its dict (values.plain_dict(), inline)
+        fields = value._d if kind is FrozenDict else value  # plain_dict(), inline
         header = fields.get("?")
-        if header is not None and (type(header) in _PLAIN_MAPPINGS
-                                   or isinstance(header, Mapping)) \
-                and header.get("id") and "type" in header:
+        if header is not None and is_mapping(header) and header.get("id") \
+                and "type" in header:
             index.setdefault(str(header["id"]), value)
         elif fields.get("id") and not _TEXT.issuperset(map(type, fields)) \
                 and any(isinstance(k, TypeRef) for k in fields):

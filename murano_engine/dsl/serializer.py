@@ -87,10 +87,7 @@ class _Writer:
         if kind in _SCALAR_TYPES:
             return value, False
         if kind is MuranoObject:  # (as real_object() below, without the call)
-            if value.owner is not parent or id(value) in self.written:
-                self._referred = True
-                return _Ref(value), True
-            return self._object(value, value.murano_class)
+            return self._placed(value, value.murano_class, parent)
         if kind is tuple or kind is list:
             items = []
             pending = False
@@ -112,10 +109,7 @@ class _Writer:
             return self._object(value.obj, value.obj.murano_class)
         obj = real_object(value)
         if obj is not None:
-            if obj.owner is not parent or id(obj) in self.written:
-                self._referred = True
-                return _Ref(obj), True
-            return self._object(obj, value.murano_class)
+            return self._placed(obj, value.murano_class, parent)
         if isinstance(value, TypeRef):
             return type_string(value.murano_class), False
         if isinstance(value, Mapping):
@@ -153,6 +147,15 @@ class _Writer:
             return _within(parent, obj.owner) and id(obj.owner) in self.written
         return True
 
+    def _placed(self, obj: MuranoObject, cls: MuranoClass, parent: MuranoObject | None
+                ) -> tuple[Any, bool]:
+        """``obj`` (seen as ``cls``) met under ``parent``: written in full here if
+        ``parent`` owns it and it is not written yet, else a reference for now."""
+        if obj.owner is not parent or id(obj) in self.written:
+            self._referred = True
+            return _Ref(obj), True
+        return self._object(obj, cls)
+
     def _object(self, obj: MuranoObject, cls: MuranoClass) -> tuple[Any, bool]:
         self.written[id(obj)] = obj
         return self._mapping(self._fields(obj, cls), obj)
@@ -166,11 +169,11 @@ class _Writer:
                 (name, specs[0] if specs[0].meta is not None else None)
                 for name, specs in cls.all_properties().items()
                 if specs[0].usage in MODEL_USAGES)
-        values = obj.props
+        held = obj.props
         for name, meta_spec in declared:
-            if name not in values:
+            if name not in held:
                 continue
-            value = values[name]
+            value = held[name]
             if meta_spec is not None and self.refs and type(value) not in _SCALAR_TYPES:
                 target = real_object(value)
                 if target is not None and _by_reference(obj, meta_spec):
