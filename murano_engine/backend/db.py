@@ -264,8 +264,13 @@ def _pinging(engine: Engine) -> Engine:
     return engine
 
 
+#: execution options that make a read transaction read-only, where the dialect has one
+_READ_ONLY = {"postgresql": {"postgresql_readonly": True}}
+
+
 class Store:
-    """Database access: ``read()`` sessions and ``write()`` transactions.
+    """Database access: ``read()`` sessions, each on one snapshot of the database, and
+    ``write()`` transactions.
 
     On SQLite a write transaction takes the write lock when it starts, so a
     read-then-write never fails on a snapshot another writer moved on.
@@ -273,11 +278,14 @@ class Store:
 
     def __init__(self, url: str) -> None:
         self.engine = make_engine(url)
-        # Reads outside SQLite run in autocommit: without BEGIN and ROLLBACK each read
-        # costs two round trips less, and sees what a READ COMMITTED transaction (the
-        # default) would: PostgreSQL takes a snapshot per statement there too.
+        # A read sees one moment: all its statements run on one snapshot. Under READ
+        # COMMITTED (or autocommit) each statement takes its own, and a read of an
+        # environment's row, then of its sessions, could meet a deployment's end half
+        # way (a failed deployment still holding its environment). SQLite's deferred
+        # BEGIN in WAL mode keeps one snapshot from the first read already.
         reader = self.engine if url.startswith("sqlite") else \
-            self.engine.execution_options(isolation_level="AUTOCOMMIT")
+            self.engine.execution_options(isolation_level="REPEATABLE READ",
+                                          **_READ_ONLY.get(self.engine.dialect.name, {}))
         self.read = sessionmaker(reader, expire_on_commit=False)
         writer = self.engine.execution_options(immediate=True) \
             if url.startswith("sqlite") else self.engine
