@@ -99,8 +99,12 @@ class ResultReader:
         return False
 
     def close(self) -> None:
+        """Delete the queue and the exchange of its name (kombu's SimpleQueue declares
+        both; an exchange, unlike the queue, never expires)."""
         self._queue.close()
-        self._conn.default_channel.queue_delete(self.queue)
+        channel = self._conn.default_channel
+        channel.queue_delete(self.queue)
+        channel.exchange_delete(self.queue)
         self._conn.release()
 
 
