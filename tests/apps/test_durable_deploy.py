@@ -112,15 +112,38 @@ class Site:
 
     def wait_for_script(self, name: str, timeout: float = 60) -> None:
         """Wait until script ``name`` runs on every server (their agents start it once
-        they are up, which a busy host makes slower)."""
+        they are up, which a busy host makes slower): until it has logged its start
+        (``LOG_LINE``) on each. A process whose command line names the script is not
+        enough: the agent's wrapper names it while it waits for the agent's go-ahead,
+        and a wrapper whose agent dies then never runs it."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if all(any(name.encode() in processes.cmdline(pid)
-                       for pid in netns.pids(netns.server_namespace(server.name)))
-                   for server in self.servers()):
+            steps, hosts = self.steps(), self.hosts()
+            if hosts and all(steps[(host, name)] for host in hosts):
                 return
             time.sleep(0.05)
         raise AssertionError(f"{name} did not run on every server within {timeout} s")
+
+    def wait_for_sandboxes(self, timeout: float = 30) -> list[int]:
+        """The processes in the servers' namespaces, once every server has one (a
+        sandbox enters its namespace just after it is forked)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = {server.name: netns.pids(netns.server_namespace(server.name))
+                     for server in self.servers()}
+            if found and all(found.values()):
+                return [pid for pids in found.values() for pid in pids]
+            if time.monotonic() >= deadline:
+                outputs = {name: _tail(self.cloud / "servers" / name / "agent.out")
+                           for name, pids in found.items() if not pids}
+                raise AssertionError(f"servers without a process after {timeout} s: "
+                                     f"{outputs}")
+            time.sleep(0.05)
+
+    def hosts(self) -> list[str]:
+        """The servers' host names."""
+        return [json.loads((server / "server.json").read_text())["hostname"]
+                for server in self.servers()]
 
     def outputs(self) -> dict:
         app = json.loads(self.state.read_text())["Objects"]["applications"][0]
@@ -193,6 +216,14 @@ def _queue_exists(name: str) -> bool:
     return True
 
 
+def _tail(path: Path, lines: int = 20) -> str:
+    """The last ``lines`` lines of a file ("" when there is none)."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
 def _force_cleanup(site: Site) -> None:
     """After a failed assertion only: stop whatever the test's runs left."""
     if site.state.exists() or (site.root / "state.json.journal").exists():
@@ -256,6 +287,7 @@ def test_destroy_after_a_kill_removes_what_the_killed_run_made(tmp_path, referen
         killed = site.deploy_until(3, signal.SIGKILL)  # the servers run; no state file yet
         killed.wait(30)
         assert not site.state.exists() and site.servers()
+        assert site.wait_for_sandboxes()  # the killed engine's servers live on
 
         site.destroy_and_check()
     finally:
