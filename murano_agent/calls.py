@@ -4,7 +4,8 @@ A restarted agent runs an interrupted plan's Body again. Before it does,
 :meth:`ScriptCalls.settle` gives every call the earlier attempt started an
 outcome (:func:`murano_agent.detached.recover`: its exit code, or its end after
 waiting for it, or "interrupted"); then each call of the Body, in order, returns
-its journaled outcome without running, and only calls never started run.
+its journaled outcome without running, and only calls never started run (a call
+journaled whose wrapper never got the go-ahead is withdrawn: it never began).
 """
 
 from __future__ import annotations
@@ -51,9 +52,13 @@ class ScriptCalls:
                 index,
                 call.name,
             )
-            done = detached.recover(
-                self._store.run_prefix(self._seq, index), call.pgid, call.ticks, call.boot, limit
-            )
+            prefix = self._store.run_prefix(self._seq, index)
+            done = detached.recover(prefix, call.pgid, call.ticks, call.boot, limit)
+            if detached.never_started(prefix):
+                LOG.info("script call %d (%s) never began (the agent stopped before its "
+                         "go-ahead); it runs when the plan calls it", index, call.name)
+                self._store.call_withdrawn(self._seq, index)
+                continue
             LOG.info("script call %d (%s): %s", index, call.name, _describe(done))
             self._store.call_finished(
                 self._seq, index, dataclasses.asdict(done), done.exit_code is not None

@@ -10,8 +10,9 @@ file system. On POSIX a small shell wrapper runs the command: the wrapper leads 
 new session (its pid is the process group id), waits for the agent's go-ahead on
 its stdin, runs the command and writes ``exit``. The agent journals the wrapper's
 pid and start time before giving the go-ahead, so no command runs that the journal
-does not know of; if the agent dies first, the wrapper reads end-of-file and exits
-without running it.
+does not know of; if the agent dies first, the wrapper reads end-of-file, writes
+``NOT_STARTED`` to ``exit`` and exits without running it, so a restarted agent
+knows that command never began (:func:`never_started`) and may run it.
 
 Windows has no POSIX shell: there the agent journals the call before starting the
 command and writes ``exit`` itself; a call its dead agent left is never waited for
@@ -38,9 +39,11 @@ from murano_agent.process import Completed, exited_within, kill_tree, read_outpu
 #: Journals a call before its command may begin: (process group id, leader's start time).
 Journal = Callable[[int | None, int | None], None]
 
+#: What the wrapper writes to ``exit`` when its agent died before the go-ahead.
+NOT_STARTED = b"no go-ahead\n"
 #: $1 exit code file, $2 input file, then the command. Exit 125: the agent died before
-#: the go-ahead.
-WRAPPER = """IFS= read -r go || exit 125
+#: the go-ahead (the command never began).
+WRAPPER = """IFS= read -r go || { printf 'no go-ahead\\n' >"$1"; exit 125; }
 exit_file=$1 input=$2
 shift 2
 "$@" <"$input"
@@ -105,6 +108,15 @@ def read_exit(prefix: Path) -> int | None:
     return int(match[1]) if match else None
 
 
+def never_started(prefix: Path) -> bool:
+    """Whether the wrapper ended without running its command: its agent died before
+    giving the go-ahead."""
+    try:
+        return run_file(prefix, "exit").read_bytes() == NOT_STARTED
+    except OSError:
+        return False
+
+
 def _output(prefix: Path, kind: str) -> str:
     try:
         return run_file(prefix, kind).read_bytes().decode("utf-8", errors="replace")
@@ -160,6 +172,8 @@ def start(
         out = stack.enter_context(open(run_file(prefix, "out"), "w+b"))  # noqa: SIM115 - kept
         err = stack.enter_context(open(run_file(prefix, "err"), "w+b"))  # noqa: SIM115
         exit_path = str(run_file(prefix, "exit"))
+        with contextlib.suppress(FileNotFoundError):  # an earlier attempt's, never begun
+            os.unlink(exit_path)
         if _POSIX:
             proc = _start_posix(command, cwd, exit_path, input_path, out, err, journal)
         else:

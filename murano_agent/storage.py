@@ -12,6 +12,8 @@ array per line:
                                       before the command may begin)
     ["F", seq, index, outcome]        that call ended: {exit_code, stdout, stderr,
                                       timed_out, interrupted}
+    ["W", seq, index]                 that call never began (its agent died before
+                                      the go-ahead): forgotten, the plan runs it
     ["R", seq, id, replyTo, result]   the result of plan ``seq`` (null for a resend),
                                       to be sent; the plan is done
     ["S", id]                         the oldest unsent result of ``id`` reached the broker
@@ -190,6 +192,9 @@ class PlanStore:
         elif kind == "F":
             _, seq, index, outcome = record
             self._calls[seq][int(index)].outcome = dict(outcome)
+        elif kind == "W":
+            _, seq, index = record
+            self._calls.get(seq, {}).pop(int(index), None)
         elif kind == "R":
             _, seq, plan_id, reply_to, result = record
             if seq is not None:
@@ -312,6 +317,12 @@ class PlanStore:
         command may begin: after a power cut it is known to have started)."""
         self._append(_call_record(seq, index, call), sync=True)
         self.calls(seq)[index] = call
+
+    def call_withdrawn(self, seq: str, index: int) -> None:
+        """Journal, durably, that call ``index`` of plan ``seq`` never began: it is
+        forgotten, and the plan's Body runs it when it calls it again."""
+        self._append(["W", seq, index], sync=True)
+        self.calls(seq).pop(index, None)
 
     def call_finished(
         self, seq: str, index: int, outcome: dict[str, Any], in_run_files: bool

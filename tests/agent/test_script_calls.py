@@ -1,5 +1,6 @@
-"""Script calls on their own: the journal's C and F records, run files, settling a
-call whose agent died, and replaying journaled calls."""
+"""Script calls on their own: the journal's C, F and W records, run files, settling a
+call whose agent died (one that never got its go-ahead is withdrawn and runs once), and
+replaying journaled calls."""
 
 from __future__ import annotations
 
@@ -213,3 +214,68 @@ def test_calls_replay_in_order_and_a_changed_order_is_refused(tmp_path):
     with pytest.raises(PlanError, match="called script 'a' as call 2, where it had called 'b'"):
         again.run("a", never, None, lambda: 10)
     assert not (work / "ran").exists()
+
+
+class _AgentDied(Exception):
+    """Stands for the agent's death between journaling a call and its go-ahead."""
+
+
+def test_a_wrapper_without_its_go_ahead_marks_its_command_never_begun(tmp_path):
+    prefix = tmp_path / "call"
+    journaled = []
+
+    def journal_then_die(pgid, ticks):
+        journaled.append(pgid)
+        raise _AgentDied
+
+    with pytest.raises(_AgentDied):
+        detached.start(["/bin/sh", "-c", "echo ran >> ran"], tmp_path, prefix, None,
+                       journal_then_die)
+    assert journaled and not (tmp_path / "ran").exists()
+    assert detached.never_started(prefix) and detached.read_exit(prefix) is None
+    detached.run_file(prefix, "exit").write_bytes(b"0\n")
+    assert not detached.never_started(prefix)
+
+
+def test_a_journaled_call_that_never_began_runs_once_after_a_restart(tmp_path):
+    store = PlanStore(tmp_path / "storage")
+    store.receive("p1", b"{}", None)
+    [message] = store.pending()
+    work = tmp_path / "work"
+    work.mkdir()
+    prefix = store.run_prefix(message.seq, 0)
+
+    def journal_then_die(pgid, ticks):
+        store.call_started(message.seq, 0, ScriptCall("a", pgid, ticks, detached.boot_id(),
+                                                      time.time()))
+        raise _AgentDied
+
+    with pytest.raises(_AgentDied):
+        detached.start(["/bin/sh", "-c", "echo ran >> ran"], work, prefix, None,
+                       journal_then_die)
+    assert kinds(tmp_path / "storage")[-1] == "C"
+
+    again = ScriptCalls(PlanStore(tmp_path / "storage"), message.seq, 60)  # restarted
+    again.settle(lambda: 10)
+    assert kinds(tmp_path / "storage")[-1] == "W"
+    assert PlanStore(tmp_path / "storage").calls(message.seq) == {}
+    done = again.run("a", lambda: (["/bin/sh", "-c", "echo ran >> ran; echo ok"], work),
+                     None, lambda: 10)
+    assert (done.exit_code, done.stdout, done.interrupted) == (0, "ok\n", False)
+    assert (work / "ran").read_text() == "ran\n"  # once, by the restarted agent
+    assert detached.read_exit(prefix) == 0 and not detached.never_started(prefix)
+
+
+def test_a_call_that_began_is_not_withdrawn(tmp_path):
+    store = PlanStore(tmp_path / "storage")
+    store.receive("p1", b"{}", None)
+    [message] = store.pending()
+    work = tmp_path / "work"
+    work.mkdir()
+    calls = ScriptCalls(store, message.seq, 60)
+    calls.run("a", lambda: (["/bin/sh", "-c", "exit 4"], work), None, lambda: 10)
+    again = ScriptCalls(PlanStore(tmp_path / "storage"), message.seq, 60)
+    again.settle(lambda: 10)
+    assert "W" not in kinds(tmp_path / "storage")
+    assert again.run("a", lambda: (["/bin/sh", "-c", "exit 9"], work), None,
+                     lambda: 10).exit_code == 4
