@@ -77,11 +77,10 @@ def parse_object(value: Mapping, executor: Executor,
             raise errors.ContractViolationException(
                 f"object id {str(header.get('id'))[:60]!r} is not a string")
         # The header's values as objects keep them: frozen (the dict may be the JSON's).
-        freeze, kept = values.freeze, values.KEPT_TYPES
-        name, metadata = header.get("name"), header.get("metadata")
-        return ObjectSpec(cls, header.get("id"), name if type(name) in kept else freeze(name),
-                          props, metadata if type(metadata) in kept else freeze(metadata),
-                          {k: v if type(v) in kept else freeze(v) for k, v in header.items()
+        freeze = values.freeze
+        return ObjectSpec(cls, header.get("id"), freeze(header.get("name")), props,
+                          freeze(header.get("metadata")),
+                          {k: freeze(v) for k, v in header.items()
                            if isinstance(k, str) and k.startswith("_")},
                           bool(header.get("destroyed")), header.get("dependencies"))
     for key, props in value.items():
