@@ -11,6 +11,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,6 +40,16 @@ def outcome(code: int | None, stdout: str = "") -> dict:
         "timed_out": False,
         "interrupted": False,
     }
+
+
+def pending_plan(tmp_path: Path) -> tuple[PlanStore, Any, Path]:
+    """A store under ``tmp_path/storage`` with one pending plan, and a work folder."""
+    store = PlanStore(tmp_path / "storage")
+    store.receive("p1", b"{}", None)
+    [message] = store.pending()
+    work = tmp_path / "work"
+    work.mkdir()
+    return store, message, work
 
 
 def test_call_records_replay_and_a_torn_last_line_is_skipped(tmp_path):
@@ -187,11 +198,7 @@ def test_an_exit_file_torn_by_a_crash_is_no_exit_code(tmp_path):
 
 
 def test_calls_replay_in_order_and_a_changed_order_is_refused(tmp_path):
-    store = PlanStore(tmp_path / "storage")
-    store.receive("p1", b"{}", None)
-    [message] = store.pending()
-    work = tmp_path / "work"
-    work.mkdir()
+    store, message, work = pending_plan(tmp_path)
     calls = ScriptCalls(store, message.seq, 60)
     assert not calls.resumed
 
@@ -238,11 +245,7 @@ def test_a_wrapper_without_its_go_ahead_marks_its_command_never_begun(tmp_path):
 
 
 def test_a_journaled_call_that_never_began_runs_once_after_a_restart(tmp_path):
-    store = PlanStore(tmp_path / "storage")
-    store.receive("p1", b"{}", None)
-    [message] = store.pending()
-    work = tmp_path / "work"
-    work.mkdir()
+    store, message, work = pending_plan(tmp_path)
     prefix = store.run_prefix(message.seq, 0)
 
     def journal_then_die(pgid, ticks):
@@ -267,11 +270,7 @@ def test_a_journaled_call_that_never_began_runs_once_after_a_restart(tmp_path):
 
 
 def test_a_call_that_began_is_not_withdrawn(tmp_path):
-    store = PlanStore(tmp_path / "storage")
-    store.receive("p1", b"{}", None)
-    [message] = store.pending()
-    work = tmp_path / "work"
-    work.mkdir()
+    store, message, work = pending_plan(tmp_path)
     calls = ScriptCalls(store, message.seq, 60)
     calls.run("a", lambda: (["/bin/sh", "-c", "exit 4"], work), None, lambda: 10)
     again = ScriptCalls(PlanStore(tmp_path / "storage"), message.seq, 60)

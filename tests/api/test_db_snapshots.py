@@ -12,6 +12,7 @@ from sqlalchemy.exc import InternalError
 
 from murano_engine.api import environments
 from murano_engine.backend import db
+from tests.api.test_journal_store import new_task
 from tests.databases import throwaway_pg_database
 
 
@@ -30,18 +31,14 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[db.Store]:
         store.engine.dispose()
 
 
-def _deploying(store: db.Store) -> tuple[str, str]:
-    """An environment held by a deploying session: their ids."""
-    with store.write() as session:
-        env = db.Environment(name="e", tenant_id="p", description={})
-        session.add(env)
-        session.flush()
-        row = db.Session(environment_id=env.id, user_id="u", state="deploying", version=0,
-                         description={})
-        session.add(row)
-        session.flush()
-        env.acquired_by = row.id
-        return env.id, row.id
+def _deploying(store: db.Store) -> tuple[str, str, str]:
+    """An environment held by a deploying session (as :func:`new_task` leaves it): the
+    environment's and the session's ids, and who holds it."""
+    task_id = new_task(store)
+    with store.read() as session:
+        task = session.get(db.Task, task_id)
+        env = session.get(db.Environment, task.environment_id)
+        return env.id, task.session_id, env.acquired_by
 
 
 def _finish(store: db.Store, env_id: str, session_id: str) -> None:
@@ -55,24 +52,24 @@ def _finish(store: db.Store, env_id: str, session_id: str) -> None:
 
 def test_a_write_committed_during_a_read_shows_in_none_of_its_statements(
         store: db.Store) -> None:
-    env_id, session_id = _deploying(store)
+    env_id, session_id, holder = _deploying(store)
     with store.read() as session:
         held = session.scalar(select(db.Environment.acquired_by)
                               .where(db.Environment.id == env_id))
         _finish(store, env_id, session_id)
         state = session.scalar(select(db.Session.state).where(db.Session.id == session_id))
-    assert (held, state) == (session_id, "deploying")
+    assert (held, state) == (holder, "deploying")
     with store.read() as session:  # the next read sees the write
         assert session.scalar(select(db.Session.state)) == "deploy failure"
 
 
 def test_an_environment_status_and_its_holder_come_from_one_moment(store: db.Store) -> None:
-    env_id, session_id = _deploying(store)
+    env_id, session_id, holder = _deploying(store)
     with store.read() as session:
         env = session.get(db.Environment, env_id)
         _finish(store, env_id, session_id)
         status = environments._statuses(session, [env])[env_id]
-    assert (status, env.acquired_by) == ("deploying", session_id)
+    assert (status, env.acquired_by) == ("deploying", holder)
 
 
 def test_a_read_on_postgresql_cannot_write(store: db.Store) -> None:
