@@ -129,26 +129,33 @@ class ServerGroup:
         return sorted(found)
 
     def remove(self) -> None:
-        """Kill whatever is still in the group, then remove it."""
+        """Kill whatever is in the group, then remove it; a process that joins meanwhile
+        (a sandbox still starting) is killed too."""
         deadline = time.monotonic() + KILL_WAIT
-        while (pids := self.pids()) and time.monotonic() < deadline:
-            for pid in pids:
+        left = list(self.paths)
+        while True:
+            for pid in self.pids():
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            time.sleep(0.02)
-        for path in self.paths:
-            for _ in range(50):  # the last killed processes may still be leaving
-                try:
-                    path.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.02)
-            if path.exists():
-                LOG.warning("the control group %s could not be removed", path)
+            left = [path for path in left if not _removed(path)]
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)  # the killed processes may still be leaving
+        for path in left:
+            LOG.warning("the control group %s could not be removed", path)
+
+
+def _removed(path: Path) -> bool:
+    """Remove an empty group folder: False while processes are still in it."""
+    try:
+        path.rmdir()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    return True
 
 
 def _write(path: Path, value: object, optional: bool = False) -> None:

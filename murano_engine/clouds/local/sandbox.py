@@ -36,6 +36,7 @@ import importlib.util
 import io
 import logging
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -71,6 +72,8 @@ DEFAULT_LOGIN = "guest"  # whom AMQP clients log in as when the URL names no use
 FIRST_UID = 200_000
 UID_SPAN = 100_000
 STOP_GRACE = 3.0
+#: the name (``comm``) sandbox-enter.py gives a sandbox's first process
+FIRST_PROCESS_NAME = "murano-sandbox"
 #: A sandbox's environment (its PID 1 adds HOME and PATH): nothing of the engine's, as a
 #: VM's agent has nothing of the cloud's.
 GUEST_ENVIRONMENT = {"LANG": "C.UTF-8"}
@@ -429,9 +432,7 @@ class NamespaceLauncher:
         self._teardown(spec)
 
     def _teardown(self, spec: ServerSpec) -> None:
-        # Its first process ended with the others (stop, discard, the group's removal),
-        # and the fork server collects it: its pid is no longer the sandbox's to signal.
-        self._children.pop(spec.server_id, None)
+        self._end_first_process(spec)
         relay = self._relays.pop(spec.server_id, None)
         if relay is not None:
             relay.close()
@@ -440,6 +441,29 @@ class NamespaceLauncher:
         netns.delete_server(spec.server_id, spec.interfaces)
         shutil.rmtree(spec.folder.parent / f".{spec.folder.name}.root", ignore_errors=True)
         _sandbox_pid_file(spec).unlink(missing_ok=True)
+
+    def _end_first_process(self, spec: ServerSpec) -> None:
+        """Kill the sandbox's first process if it still runs, and wait for its end. The
+        whole sandbox ends with it (its PID 1 dies with its parent, the agents with PID
+        1), also one still starting: not yet in the server's control groups or network,
+        where a removal looks for processes, it would otherwise outlive its server."""
+        pid = self._children.pop(spec.server_id, None) or _read_pid(_sandbox_pid_file(spec))
+        if pid is None:
+            return
+        try:
+            handle = os.pidfd_open(pid)  # this process, whatever later takes its pid
+        except OSError:
+            return  # ended and collected
+        try:
+            # The pid may be another process's by now: the sandbox's first process is
+            # the fork server's child, or has the name it gives itself.
+            if _parent(pid) == self._forks.pid or _process_name(pid) == FIRST_PROCESS_NAME:
+                signal.pidfd_send_signal(handle, signal.SIGKILL)
+                select.select([handle], [], [], STOP_GRACE)  # readable once it ended
+        except ProcessLookupError:
+            pass
+        finally:
+            os.close(handle)
 
     def close(self) -> None:
         for relay in self._relays.values():
@@ -506,6 +530,21 @@ def _read_pid(path: Path) -> int | None:
     try:
         return int(path.read_text().strip())
     except (OSError, ValueError):
+        return None
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[-1].split()[1])
+
+
+def _process_name(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
         return None
 
 
