@@ -39,7 +39,7 @@ def _spec(root: Path) -> ServerSpec:
 
 
 def _first_process(spec: ServerSpec) -> int:
-    return int((spec.folder.parent / f".{spec.server_id}.pid").read_text())
+    return int((spec.folder.parent / f".{spec.server_id}.pid").read_text().split()[0])
 
 
 @NO_NAMESPACES
@@ -92,12 +92,18 @@ def test_a_started_sandbox_first_process_has_the_name_a_removal_knows_it_by(
 
 
 @NO_NAMESPACES
-def test_a_pid_file_naming_another_process_gets_that_process_spared(tmp_path):
+@pytest.mark.parametrize("kept", ["{pid} {other_start}", "{pid}"])
+def test_a_sandbox_pid_given_to_another_process_gets_that_process_spared(tmp_path, kept):
     spec = _spec(tmp_path)
-    bystander = subprocess.Popen(["sleep", "60"])
+    bystander = subprocess.Popen(["sleep", "60"])  # took the pid of a sandbox that ended
     try:
-        (spec.folder.parent / f".{spec.server_id}.pid").write_text(str(bystander.pid))
-        NamespaceLauncher().discard(spec)
+        start = int(Path(f"/proc/{bystander.pid}/stat").read_text().rsplit(")")[-1].split()[19])
+        (spec.folder.parent / f".{spec.server_id}.pid").write_text(
+            kept.format(pid=bystander.pid, other_start=start - 1))
+        launcher = NamespaceLauncher()
+        if "other_start" in kept:  # the file tells that process from the sandbox's
+            assert launcher.exited(spec)
+        launcher.discard(spec)
         assert bystander.poll() is None
     finally:
         bystander.kill()

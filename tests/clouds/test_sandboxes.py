@@ -124,7 +124,7 @@ def test_a_plan_runs_in_the_sandbox_as_the_server(region, environment, tmp_path,
     # sandbox's first process (it holds the namespaces, waiting for their PID 1) is root.
     (server_id,) = _server_ids(outputs, ("vm1",))
     pids = netns.pids(netns.server_namespace(server_id))
-    first = int((region.cloud.state_dir / "servers" / f".{server_id}.pid").read_text())
+    first = int((region.cloud.state_dir / "servers" / f".{server_id}.pid").read_text().split()[0])
     uids = {pid: found[0] for pid in pids if (found := _status(pid, "Uid"))}
     assert uids.pop(first) == "0"
     assert len(uids) >= 2 and len(set(uids.values())) == 1 and "0" not in uids.values(), uids

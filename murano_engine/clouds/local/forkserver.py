@@ -54,12 +54,6 @@ class ForkServer:
             raise ForkServerError(f"the agent's fork server refused: {found.get('error')}")
         return int(found["pid"])
 
-    @property
-    def pid(self) -> int | None:
-        """The server's process id (None when it is not running): the parent of what it
-        made until it ends."""
-        return self._process.pid if self._process is not None else None
-
     def _running(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._process.poll() is not None:
             self._process = subprocess.Popen(

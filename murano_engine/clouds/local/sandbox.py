@@ -281,7 +281,7 @@ class NamespaceLauncher:
                   "(single-user development only)")
         self._relays: dict[str, Relay] = {}
         #: the sandboxes this engine started: their first process
-        self._children: dict[str, int] = {}
+        self._children: dict[str, FirstProcess] = {}
         self._hierarchies: Hierarchies | None = host_hierarchies()[0]
         self.max_processes = max_processes
         self._forks = ForkServer(lambda: dict(os.environ, PYTHONPATH=_agent_path()))
@@ -301,10 +301,10 @@ class NamespaceLauncher:
         name = netns.server_namespace(spec.server_id)
         if self.running(spec):  # left by a previous engine: give it its broker relay again
             self._relay(spec, name)
-            if _read_pid(_sandbox_pid_file(spec)) is None:  # made before pids were kept
+            if _read_first_process(spec) is None:  # made before pids were kept
                 inside = netns.pids(name)
                 if inside:
-                    _sandbox_pid_file(spec).write_text(str(min(inside)))  # its oldest
+                    _write_first_process(spec, min(inside))  # its oldest
             return
         uid = _uid_for(spec.server_id)
         try:
@@ -341,8 +341,7 @@ class NamespaceLauncher:
         except ForkServerError as exc:
             self._teardown(spec)
             raise SandboxError(f"cannot start server {spec.hostname}: {exc}") from None
-        self._children[spec.server_id] = pid
-        _sandbox_pid_file(spec).write_text(str(pid))
+        self._children[spec.server_id] = _write_first_process(spec, pid)
 
     def running(self, spec: ServerSpec) -> bool:
         # the control group's list first: one file, where the namespace's processes
@@ -385,8 +384,8 @@ class NamespaceLauncher:
     def exited(self, spec: ServerSpec) -> bool:
         """Whether the sandbox ended: its init gave up restarting the agent, or the agent
         could not start at all (cheap: for polling)."""
-        pid = self._children.get(spec.server_id) or _read_pid(_sandbox_pid_file(spec))
-        return pid is None or not _alive(pid)
+        first = self._children.get(spec.server_id) or _read_first_process(spec)
+        return first is None or not _runs(first)
 
     def _relay(self, spec: ServerSpec, name: str) -> None:
         """A relay from the namespace's loopback to the broker (replacing any old one)
@@ -447,17 +446,17 @@ class NamespaceLauncher:
         whole sandbox ends with it (its PID 1 dies with its parent, the agents with PID
         1), also one still starting: not yet in the server's control groups or network,
         where a removal looks for processes, it would otherwise outlive its server."""
-        pid = self._children.pop(spec.server_id, None) or _read_pid(_sandbox_pid_file(spec))
-        if pid is None:
+        first = self._children.pop(spec.server_id, None) or _read_first_process(spec)
+        if first is None:
             return
         try:
-            handle = os.pidfd_open(pid)  # this process, whatever later takes its pid
+            handle = os.pidfd_open(first[0])  # this process, whatever later takes its pid
         except OSError:
             return  # ended and collected
         try:
-            # The pid may be another process's by now: the sandbox's first process is
-            # the fork server's child, or has the name it gives itself.
-            if _parent(pid) == self._forks.pid or _process_name(pid) == FIRST_PROCESS_NAME:
+            # Checked after the handle is open: the pid may be another process's by now.
+            if _runs(first) if first[1] is not None else \
+                    _process_name(first[0]) == FIRST_PROCESS_NAME:
                 signal.pidfd_send_signal(handle, signal.SIGKILL)
                 select.select([handle], [], [], STOP_GRACE)  # readable once it ended
         except ProcessLookupError:
@@ -533,12 +532,41 @@ def _read_pid(path: Path) -> int | None:
         return None
 
 
-def _parent(pid: int) -> int | None:
+#: a sandbox's first process: its pid and its start (clock ticks after boot), which tells
+#: it from a later process given the same pid (None in files from before starts were kept)
+FirstProcess = tuple[int, int | None]
+
+
+def _write_first_process(spec: ServerSpec, pid: int) -> FirstProcess:
+    """Keep the sandbox's first process in its file (see :data:`FirstProcess`)."""
+    fields = _stat(pid)
+    first = (pid, int(fields[19]) if fields else None)
+    _sandbox_pid_file(spec).write_text(" ".join(str(f) for f in first if f is not None))
+    return first
+
+
+def _read_first_process(spec: ServerSpec) -> FirstProcess | None:
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        pid, *start = (int(f) for f in _sandbox_pid_file(spec).read_text().split()[:2])
+    except (OSError, ValueError):
+        return None
+    return pid, start[0] if start else None
+
+
+def _runs(first: FirstProcess) -> bool:
+    """Whether the first process has not ended (a zombie has), nor given its pid away."""
+    fields = _stat(first[0])
+    return fields is not None and fields[0] != "Z" \
+        and (first[1] is None or int(fields[19]) == first[1])
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command's name (state first; None when
+    there is no such process)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
     except OSError:
         return None
-    return int(stat.rsplit(")", 1)[-1].split()[1])
 
 
 def _process_name(pid: int) -> str | None:
@@ -550,11 +578,8 @@ def _process_name(pid: int) -> str | None:
 
 def _alive(pid: int) -> bool:
     """Whether a process exists and has not ended (a zombie has)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+    fields = _stat(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 def _terminate(pids: list[int], group: bool = False,
