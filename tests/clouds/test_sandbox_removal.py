@@ -13,7 +13,7 @@ import pytest
 from murano_engine.clouds.local import netns, sandbox
 from murano_engine.clouds.local.cgroups import ServerGroup, host_hierarchies
 from murano_engine.clouds.local.flavors import FLAVORS
-from murano_engine.clouds.local.sandbox import NamespaceLauncher, ServerSpec
+from murano_engine.clouds.local.sandbox import NamespaceLauncher, ProcessLauncher, ServerSpec
 from tests.clouds.conftest import AGENT_CONF
 from tests.clouds.test_sandboxes import NO_NAMESPACES
 
@@ -97,9 +97,8 @@ def test_a_sandbox_pid_given_to_another_process_gets_that_process_spared(tmp_pat
     spec = _spec(tmp_path)
     bystander = subprocess.Popen(["sleep", "60"])  # took the pid of a sandbox that ended
     try:
-        start = int(Path(f"/proc/{bystander.pid}/stat").read_text().rsplit(")")[-1].split()[19])
         (spec.folder.parent / f".{spec.server_id}.pid").write_text(
-            kept.format(pid=bystander.pid, other_start=start - 1))
+            kept.format(pid=bystander.pid, other_start=_start(bystander.pid) - 1))
         launcher = NamespaceLauncher()
         if "other_start" in kept:  # the file tells that process from the sandbox's
             assert launcher.exited(spec)
@@ -108,6 +107,26 @@ def test_a_sandbox_pid_given_to_another_process_gets_that_process_spared(tmp_pat
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_an_unisolated_agent_pid_given_to_another_process_gets_that_process_spared(
+        tmp_path):
+    spec = _spec(tmp_path)
+    bystander = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        (spec.folder / "agent.pid").write_text(f"{bystander.pid} {_start(bystander.pid) - 1}")
+        launcher = ProcessLauncher()
+        assert not launcher.running(spec)
+        launcher.stop(spec)
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def _start(pid: int) -> int:
+    """When process ``pid`` started (clock ticks after boot)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")")[-1].split()[19])
 
 
 def test_a_group_removal_kills_a_process_that_joins_it_after_its_look(monkeypatch):

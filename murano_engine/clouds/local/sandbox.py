@@ -223,15 +223,15 @@ class ProcessLauncher:
                 _agent_command(str(config)), stdout=out, stderr=out, stdin=subprocess.DEVNULL,
                 cwd=spec.folder, start_new_session=True,
                 env=dict(os.environ, PYTHONPATH=_agent_path()))
-        (spec.folder / "agent.pid").write_text(str(child.pid))
+        _write_process(spec.folder / "agent.pid", child.pid)
         self._children[spec.server_id] = child
 
     def running(self, spec: ServerSpec) -> bool:
         child = self._children.get(spec.server_id)
         if child is not None:
             return child.poll() is None
-        pid = _read_pid(spec.folder / "agent.pid")
-        return pid is not None and _alive(pid)
+        kept = _read_process(spec.folder / "agent.pid")
+        return kept is not None and _runs(kept)
 
     def exited(self, spec: ServerSpec) -> bool:
         """Whether the agent ended (cheap: for polling); nothing restarts it here."""
@@ -256,9 +256,9 @@ class ProcessLauncher:
 
     def stop(self, spec: ServerSpec) -> None:
         child = self._children.pop(spec.server_id, None)
-        pid = child.pid if child is not None else _read_pid(spec.folder / "agent.pid")
-        if pid is not None:
-            _terminate([pid], group=True)  # a zombie child counts as ended
+        kept = (child.pid, None) if child is not None else _read_process(spec.folder / "agent.pid")
+        if kept is not None and (child is not None or _runs(kept)):
+            _terminate([kept[0]], group=True)  # a zombie child counts as ended
         if child is not None:
             child.wait()
 
@@ -281,7 +281,7 @@ class NamespaceLauncher:
                   "(single-user development only)")
         self._relays: dict[str, Relay] = {}
         #: the sandboxes this engine started: their first process
-        self._children: dict[str, FirstProcess] = {}
+        self._children: dict[str, KeptProcess] = {}
         self._hierarchies: Hierarchies | None = host_hierarchies()[0]
         self.max_processes = max_processes
         self._forks = ForkServer(lambda: dict(os.environ, PYTHONPATH=_agent_path()))
@@ -301,10 +301,10 @@ class NamespaceLauncher:
         name = netns.server_namespace(spec.server_id)
         if self.running(spec):  # left by a previous engine: give it its broker relay again
             self._relay(spec, name)
-            if _read_first_process(spec) is None:  # made before pids were kept
+            if _read_process(_sandbox_pid_file(spec)) is None:  # made before pids were kept
                 inside = netns.pids(name)
                 if inside:
-                    _write_first_process(spec, min(inside))  # its oldest
+                    _write_process(_sandbox_pid_file(spec), min(inside))  # its oldest
             return
         uid = _uid_for(spec.server_id)
         try:
@@ -341,7 +341,7 @@ class NamespaceLauncher:
         except ForkServerError as exc:
             self._teardown(spec)
             raise SandboxError(f"cannot start server {spec.hostname}: {exc}") from None
-        self._children[spec.server_id] = _write_first_process(spec, pid)
+        self._children[spec.server_id] = _write_process(_sandbox_pid_file(spec), pid)
 
     def running(self, spec: ServerSpec) -> bool:
         # the control group's list first: one file, where the namespace's processes
@@ -384,7 +384,7 @@ class NamespaceLauncher:
     def exited(self, spec: ServerSpec) -> bool:
         """Whether the sandbox ended: its init gave up restarting the agent, or the agent
         could not start at all (cheap: for polling)."""
-        first = self._children.get(spec.server_id) or _read_first_process(spec)
+        first = self._children.get(spec.server_id) or _read_process(_sandbox_pid_file(spec))
         return first is None or not _runs(first)
 
     def _relay(self, spec: ServerSpec, name: str) -> None:
@@ -446,7 +446,8 @@ class NamespaceLauncher:
         whole sandbox ends with it (its PID 1 dies with its parent, the agents with PID
         1), also one still starting: not yet in the server's control groups or network,
         where a removal looks for processes, it would otherwise outlive its server."""
-        first = self._children.pop(spec.server_id, None) or _read_first_process(spec)
+        first = self._children.pop(spec.server_id, None) \
+            or _read_process(_sandbox_pid_file(spec))
         if first is None:
             return
         try:
@@ -525,39 +526,33 @@ def _own(folder: Path, uid: int) -> None:
         os.lchown(path, uid, uid)
 
 
-def _read_pid(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
+#: a process kept in a file (a sandbox's first process, an unisolated agent): its pid and
+#: its start (clock ticks after boot), which tells it from a later process given the same
+#: pid (None in files from before starts were kept)
+KeptProcess = tuple[int, int | None]
 
 
-#: a sandbox's first process: its pid and its start (clock ticks after boot), which tells
-#: it from a later process given the same pid (None in files from before starts were kept)
-FirstProcess = tuple[int, int | None]
-
-
-def _write_first_process(spec: ServerSpec, pid: int) -> FirstProcess:
-    """Keep the sandbox's first process in its file (see :data:`FirstProcess`)."""
+def _write_process(path: Path, pid: int) -> KeptProcess:
+    """Keep process ``pid`` in the file at ``path`` (see :data:`KeptProcess`)."""
     fields = _stat(pid)
-    first = (pid, int(fields[19]) if fields else None)
-    _sandbox_pid_file(spec).write_text(" ".join(str(f) for f in first if f is not None))
-    return first
+    kept = (pid, int(fields[19]) if fields else None)
+    path.write_text(" ".join(str(f) for f in kept if f is not None))
+    return kept
 
 
-def _read_first_process(spec: ServerSpec) -> FirstProcess | None:
+def _read_process(path: Path) -> KeptProcess | None:
     try:
-        pid, *start = (int(f) for f in _sandbox_pid_file(spec).read_text().split()[:2])
+        pid, *start = (int(f) for f in path.read_text().split()[:2])
     except (OSError, ValueError):
         return None
     return pid, start[0] if start else None
 
 
-def _runs(first: FirstProcess) -> bool:
-    """Whether the first process has not ended (a zombie has), nor given its pid away."""
-    fields = _stat(first[0])
+def _runs(kept: KeptProcess) -> bool:
+    """Whether the process has not ended (a zombie has), nor given its pid away."""
+    fields = _stat(kept[0])
     return fields is not None and fields[0] != "Z" \
-        and (first[1] is None or int(fields[19]) == first[1])
+        and (kept[1] is None or int(fields[19]) == kept[1])
 
 
 def _stat(pid: int) -> list[str] | None:
