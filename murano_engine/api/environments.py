@@ -669,6 +669,11 @@ def process_result(store: db.Store, task_id: str, result: Mapping[str, Any],
         if deleting and model.get("Objects") is None and not failed:
             session.delete(env)
             return
+        if result.get("loaded") is False and not deleting:
+            # Nothing ran: what is deployed is as it was, and the model the session
+            # deployed stays the environment's, to be mended in a new session (a first
+            # deployment has no earlier model to fall back on).
+            model["Objects"] = copy.deepcopy((task.description or {}).get("Objects"))
         env.description = {**(env.description or {}), **model}
         env.version += 1
 

@@ -10,7 +10,8 @@ A task is what Murano's API hands to its engine::
 Murano's tasks also carried the caller's token; these do not (a task may cross
 the broker): the engine uses credentials of its own. ``action: None`` deletes
 the environment. The result is
-``{"action": {"result": ..., "isException": bool}, "model": {...}}``.
+``{"action": {"result": ..., "isException": bool}, "model": {...}, "loaded": bool}``
+(``loaded`` false: the model could not be loaded, so nothing ran).
 Status reports go to ``reporter`` as they happen.
 """
 
@@ -103,7 +104,7 @@ def _run(task: Mapping[str, Any], loader: PackageLoader, reporter: Reporter | No
             new_model[key] = incoming[key]
     return {"action": {"result": result if failed else serializer.serialize_value(result),
                        "isException": failed},
-            "model": new_model}
+            "model": new_model, "loaded": loaded}
 
 
 def describe_failure(exc: BaseException) -> dict[str, Any]:

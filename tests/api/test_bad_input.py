@@ -140,6 +140,26 @@ def test_failed_deployment_reports_errors(api):
     assert any("bad was asked to fail" in r["text"] and r["level"] == "error" for r in reports)
 
 
+def test_a_first_deployment_whose_model_does_not_load_leaves_the_environment_mendable(api):
+    env = api.ok("POST", "/v1/environments", json={"name": "unloadable"})
+    base = f"/v1/environments/{env['id']}"
+    sid = api.ok("POST", f"{base}/configure")["id"]
+    api.ok("POST", f"{base}/services", headers={"X-Configuration-Session": sid},
+           json={"?": {"id": "u1", "type": "no.such.Class"}, "name": "u"})
+    api.ok("POST", f"{base}/sessions/{sid}/deploy")
+    assert api.wait_env(env["id"])["status"] == "deploy failure"
+    assert [s["?"]["id"] for s in api.ok("GET", f"{base}/services")] == ["u1"]  # kept
+
+    sid = api.ok("POST", f"{base}/configure")["id"]
+    header = {"X-Configuration-Session": sid}
+    api.ok("DELETE", f"{base}/services/u1", headers=header)
+    api.ok("POST", f"{base}/services", headers=header,
+           json={"?": {"type": "com.example.apitest.Echo"}, "name": "mended"})
+    api.ok("POST", f"{base}/sessions/{sid}/deploy")
+    deployed = api.wait_env(env["id"], ("ready",), version=2)
+    assert [s["name"] for s in deployed["services"]] == ["mended"]
+
+
 def test_archive_checks():
     settings = Settings(package_size_limit=1000, package_unpacked_limit=10_000)
     for name in ("/abs.yaml", "a/../../b", "C:/x"):
