@@ -9,6 +9,7 @@ import io
 import stat
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,15 @@ def check_archive(data: bytes, settings: Settings) -> zipfile.ZipFile:
     if total > settings.package_unpacked_limit:
         raise TooLarge(f"the package unpacks to {total} bytes; the limit is "
                        f"{settings.package_unpacked_limit} bytes")
+    for member in members:  # each read whole (as declared, within the limits above)
+        try:
+            with archive.open(member) as stream:
+                while stream.read(1 << 20):
+                    pass
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError,
+                NotImplementedError) as exc:  # damaged, truncated, encrypted, unknown method
+            raise BadRequest(f"the package's file {member.filename!r} cannot be read: "
+                             f"{exc}") from None
     return archive
 
 

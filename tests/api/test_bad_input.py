@@ -140,6 +140,24 @@ def test_failed_deployment_reports_errors(api):
     assert any("bad was asked to fail" in r["text"] and r["level"] == "error" for r in reports)
 
 
+@pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_an_archive_with_a_damaged_file_is_refused_naming_it(method):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", method) as archive:
+        archive.writestr("manifest.yaml", "FullName: damaged\n")
+        archive.writestr("Resources/data.txt", "kept data " * 50)
+    data = bytearray(buffer.getvalue())
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
+        member = archive.getinfo("Resources/data.txt")
+    start = member.header_offset + 30 + len(member.filename.encode())  # no extra field
+    data[start:start + 8] = b"\xff" * 8  # the file's data, not the zip's directory
+
+    with pytest.raises(ApiError) as error:
+        check_archive(bytes(data), Settings())
+    assert error.value.status == 400
+    assert "'Resources/data.txt' cannot be read" in str(error.value)
+
+
 def test_a_first_deployment_whose_model_does_not_load_leaves_the_environment_mendable(api):
     env = api.ok("POST", "/v1/environments", json={"name": "unloadable"})
     base = f"/v1/environments/{env['id']}"
