@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
+from sqlalchemy.exc import IntegrityError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
@@ -21,7 +22,8 @@ import murano_engine
 from murano_common.jsontext import nesting_depth
 from murano_engine.api import catalog, environments, schemas, templates
 from murano_engine.api.auth import Context
-from murano_engine.api.errors import ApiError, BadRequest, NotFound, TooLarge, render
+from murano_engine.api.errors import ApiError, BadRequest, Conflict, NotFound, TooLarge, render
+from murano_engine.api.storable import NUL, nul_at, storable
 from murano_engine.backend.db import Store
 from murano_engine.backend.settings import Settings
 from murano_engine.dsl import errors as dsl_errors
@@ -183,9 +185,24 @@ def load_json(data: bytes, what: str) -> Any:
         raise BadRequest(f"{what} nests {depth} levels deep; JSON here has at most "
                          f"{JSON_DEPTH}")
     try:
-        return json.loads(data)
+        value = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(f"{what} is not valid JSON: {exc}") from None
+    where = nul_at(value)
+    if where is not None:
+        raise BadRequest(f"{what} has a NUL character (\\u0000) at {where}; no text here "
+                         f"can hold one")
+    return value
+
+
+def _check_nul(path: str, request: ApiRequest) -> None:
+    """No id, name or query holds a NUL character: refused before any lookup."""
+    if NUL in path:
+        raise NotFound("the path has a NUL character (%00); no resource has one")
+    for key, value in request.args.items(multi=True):
+        if NUL in key or NUL in value:
+            raise BadRequest(f"the query parameter {storable(key)!r} has a NUL character "
+                             f"(%00); no text here can hold one")
 
 
 def server_roots(settings: Settings) -> list[str]:
@@ -246,6 +263,7 @@ class Api:
         request_id = f"req-{uuid.uuid4()}"
         try:
             path = re.sub("/{2,}", "/", environ.get("PATH_INFO") or "/")
+            _check_nul(path, request)
             if self.web is not None and (path == "/ui" or path.startswith("/ui/")):
                 response = self.web.respond(request)
             else:
@@ -260,6 +278,12 @@ class Api:
         except HTTPException as exc:
             response = self.error(request, ApiError(exc.description or exc.name,
                                                     status=exc.code or 500), request_id)
+        except IntegrityError:  # a row a concurrent request made (or removed) first
+            LOG.info("%s %s %s conflicted", request_id, request.method, request.path,
+                     exc_info=True)
+            response = self.error(request, Conflict(
+                "the request conflicts with a change made at the same time; try again"),
+                request_id)
         except Exception:  # noqa: BLE001 - one bad request must not stop the API
             LOG.exception("%s %s %s failed", request_id, request.method, request.path)
             response = self.error(request, ApiError(

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session as DbSession
 
 from murano_engine.api.auth import Context
 from murano_engine.api.errors import BadRequest, Conflict, Forbidden, NotFound, TooLarge
+from murano_engine.api.storable import NUL, nul_at
 from murano_engine.backend import db
 from murano_engine.backend.package_loader import PackageMissing, cached_archive, visible_to
 from murano_engine.backend.settings import Settings
@@ -172,6 +173,10 @@ def inspect_upload(store: db.Store, settings: Settings, interpreter: Interpreter
                 _strip(str(p), tmp) for p in exc.problems]) from None
         except dsl_errors.LoadError as exc:
             raise BadRequest("the package is invalid", problems=[_strip(str(exc), tmp)]) from None
+        where = nul_at(manifest)
+        if where is not None:
+            raise BadRequest("the package is invalid", problems=[
+                f"manifest.yaml has a NUL character at {where}; no text here can hold one"])
         try:
             check_not_reserved(manifest, "manifest.yaml")
         except dsl_errors.LoadError as exc:
@@ -201,6 +206,9 @@ def inspect_upload(store: db.Store, settings: Settings, interpreter: Interpreter
         ui = _optional(source, "UI/" + str(manifest.get("UI") or "ui.yaml"))
         ui_text = ui.decode("utf-8", "replace") if ui is not None else generated_ui(
             source, manifest)
+        if ui_text is not None and NUL in ui_text:
+            raise BadRequest("the package is invalid", problems=[
+                "its UI definition has a NUL character; no text here can hold one"])
     del archive
     return Upload(manifest=dict(manifest), classes=sorted(declared_classes(manifest)),
                   logo=logo, supplier_logo=supplier_logo, ui_definition=ui_text)

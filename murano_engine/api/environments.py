@@ -20,6 +20,7 @@ from sqlalchemy import bindparam, func, select, update
 from murano_engine.api.auth import Context
 from murano_engine.api.errors import BadRequest, Conflict, Forbidden, NotFound
 from murano_engine.api.paths import insert_at, remove_at, replace_at, resolve
+from murano_engine.api.storable import storable
 from murano_engine.backend import db, journal_store
 from murano_engine.dsl.reports import is_step
 
@@ -482,8 +483,9 @@ def steps(store: db.Store, context: Context, env_id: str, task_id: str) -> list[
 def add_status(session: db.DbSession, task_id: str, text: str, level: str = "info",
                entity_id: str | None = None, details: str | None = None,
                timestamp: str | None = None, entity: str = "environment") -> None:
-    session.add(db.Status(task_id=task_id, entity_id=entity_id, entity=entity, text=text,
-                          level=level, details=details, timestamp=timestamp))
+    session.add(db.Status(task_id=task_id, entity_id=storable(entity_id), entity=entity,
+                          text=storable(text), level=level, details=storable(details),
+                          timestamp=storable(timestamp)))
 
 
 def _acquire(session: db.DbSession, env: db.Environment, session_id: str, version: int) -> None:

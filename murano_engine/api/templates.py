@@ -83,8 +83,8 @@ def update_template(store: db.Store, context: Context, template_id: str,
     with store.write() as session:
         row = _get(session, context, template_id, owned=True)
         if "name" in body:
+            _unique(session, row.tenant_id, body["name"], row.id)  # before the row changes
             row.name = body["name"]
-            _unique(session, row.tenant_id, row.name, row.id)
         if "is_public" in body:
             row.is_public = bool(body["is_public"])
         if "description_text" in body:
