@@ -31,6 +31,7 @@ from werkzeug.wrappers import Request, Response
 from murano_engine.api import catalog, environments
 from murano_engine.api.auth import Context
 from murano_engine.api.errors import ApiError, BadRequest
+from murano_engine.api.storable import NUL
 from murano_engine.web import actions, dynamic_ui, guard, outputs, picture, words
 from murano_engine.web.choices import for_cloud
 from murano_engine.web.form_budget import FormLimits
@@ -150,6 +151,8 @@ class WebUi:
     def _dispatch(self, request: Request) -> Response:
         ctx = None
         try:
+            if any(NUL in k or NUL in v for k, v in request.form.items(multi=True)):
+                raise BadRequest("a form field has a NUL character; no text here can hold one")
             endpoint, args = self.url_map.bind_to_environ(request.environ).match()
             if endpoint == "static":
                 response = self.on_static(request, **args)

@@ -19,6 +19,7 @@ from murano_engine.api.storable import nul_at
 from murano_engine.backend import db
 from tests.api.conftest import PACKAGES, ApiServer
 from tests.api.test_journal_store import new_task
+from tests.api.test_web_pages import login
 from tests.databases import throwaway_pg_database
 
 
@@ -49,6 +50,13 @@ def test_nul_in_a_body_is_refused_naming_its_field(api):
     _refused(api.request("POST", "/v1/catalog/categories", token="tok-admin",
                          json={"name": "c\x00"}), 400, "at name")
     assert api.ok("GET", f"/v1/environments/{env['id']}")["name"] == "plain"
+
+
+def test_nul_in_a_web_form_is_refused(api):
+    browser = login(api)
+    refused = browser.post(api.url + "/ui/environments", data={"name": "a\x00b"}, timeout=30)
+    assert refused.status_code == 400 and "a form field has a NUL character" in refused.text
+    assert "a\x00b" not in [e["name"] for e in api.ok("GET", "/v1/environments")["environments"]]
 
 
 def test_nul_in_a_path_or_a_query_finds_nothing(api):
