@@ -237,10 +237,17 @@ def patch_model(store: db.Store, context: Context, env_id: str, session_id: str 
         before = draft.description.get("Objects")
         if not isinstance(before, dict):
             raise Conflict(f"the model of session {draft.id} has no objects to patch")
-        try:
-            objects = jsonpatch.apply_patch(before, patch)
-        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
-            raise BadRequest(f"the patch does not apply: {exc}") from None
+        objects = copy.deepcopy(before)  # changed in place, one operation at a time
+        for index, change in enumerate(patch):
+            try:
+                objects = jsonpatch.apply_patch(objects, [change], in_place=True)
+            except jsonpatch.JsonPointerException:  # (its text holds the whole model)
+                raise BadRequest(f"patch operation {index} ({change.get('op')} "
+                                 f"{change.get('path')}) does not apply: a part of its path "
+                                 f"is not in the model") from None
+            except jsonpatch.JsonPatchException as exc:
+                raise BadRequest(f"patch operation {index} ({change.get('op')} "
+                                 f"{change.get('path')}) does not apply: {exc}") from None
         types = {object_id: object_type for object_id, (object_type, _) in
                  _objects(before).items()}
         for object_id, (object_type, path) in _objects(objects).items():

@@ -65,11 +65,16 @@ def test_model_patch_keeps_the_root_ids_and_types(api, draft):
         ({"op": "add", "path": "/services/-", "value": {}}, 403, "/services/-"),
         ({"op": "replace", "path": 7, "value": 1}, 400, "7"),
         ({"op": "add", "path": "no-slash", "value": 1}, 400, "no-slash"),
+        ({"op": "remove", "path": "/nope"}, 400,
+         "patch operation 0 (remove /nope) does not apply: can't remove a non-existent"),
+        ({"op": "replace", "path": "/defaultNetworks/nope/name", "value": "x"}, 400,
+         "(replace /defaultNetworks/nope/name) does not apply: a part of its path is not in"),
     ]
     for change, status, named in refused:
         error = clean_error(api.request("PATCH", f"{base}/model/", json=[change],
                                         headers=header), status)
         assert named in error["message"], (change, error)
+        assert "'environment'" not in error["message"]  # not the model itself
     assert api.ok("GET", f"{base}/model/", headers=header) == before
     # the inside still changes, objects included, and services can still be added
     patched = api.ok("PATCH", f"{base}/model/", headers=header, json=[
