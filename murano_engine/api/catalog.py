@@ -37,6 +37,7 @@ from murano_engine.dsl.packages import (
     version_matches,
 )
 from murano_engine.dsl.validation import validate_package
+from murano_engine.web.dynamic_ui import package_problems as ui_problems
 
 SEP = "\x1f"
 MAX_RATIO = 200
@@ -193,7 +194,8 @@ def inspect_upload(store: db.Store, settings: Settings, interpreter: Interpreter
                 raise NotFound(str(exc)) from None
             (deps / source.name).symlink_to(source)
         try:
-            problems = missing + validate_package(candidate, interpreter, [deps])
+            problems = missing + validate_package(candidate, interpreter, [deps]) \
+                + ui_problems(candidate)
         except Exception as exc:  # noqa: BLE001 - any failure of the checker is a problem
             problems = missing + [f"{type(exc).__name__}: {exc}"]
         if problems:

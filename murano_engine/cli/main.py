@@ -244,6 +244,7 @@ def _worker(options: argparse.Namespace) -> int:
 def _validate(options: argparse.Namespace) -> int:
     from murano_engine.dsl.validation import package_warnings, validate_package
     from murano_engine.engine.interpreter import build_interpreter
+    from murano_engine.web.dynamic_ui import package_problems
     options.path, = take_positionals(options, "validate", ["path"],
                                      [options.path] if options.path else [])
     from pathlib import Path
@@ -252,7 +253,7 @@ def _validate(options: argparse.Namespace) -> int:
     with long_lived():
         problems = validate_package(path, build_interpreter(),
                                     [Path(d) for d in options.load_packages_from]
-                                    + [path.resolve().parent])
+                                    + [path.resolve().parent]) + package_problems(path)
     for problem in problems:
         print(problem)
     for warning in package_warnings(path):

@@ -446,6 +446,26 @@ def parse(text: str | bytes, filename: str = "ui.yaml", app_name: str = "") -> U
     return ui
 
 
+def package_problems(path: Any) -> list[str]:
+    """The problems of the UI definition of the package at ``path`` (a folder or a zip);
+    none without one, or when its manifest cannot be read (a problem of its own)."""
+    from murano_engine.dsl.errors import LoadErrors
+    from murano_engine.dsl.packages import open_source, read_manifest
+    try:
+        source = open_source(path)
+        relpath = "UI/" + str(read_manifest(source).get("UI") or "ui.yaml")
+        if not source.exists(relpath):
+            return []
+        text = source.read(relpath)
+    except (LoadError, LoadErrors, OSError):
+        return []
+    try:
+        parse(text, source.display(relpath))
+    except UiError as exc:
+        return [str(exc)]
+    return []
+
+
 def _source(value: Any, header: Any, filename: str) -> tuple[str, str] | None:
     """``ParametersSource``'s class and method; without a class, the Application's."""
     if value is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import shutil
 import zipfile
 
 import pytest
@@ -156,6 +157,19 @@ def test_an_archive_with_a_damaged_file_is_refused_naming_it(method):
         check_archive(bytes(data), Settings())
     assert error.value.status == 400
     assert "'Resources/data.txt' cannot be read" in str(error.value)
+
+
+def test_a_package_with_a_broken_ui_definition_is_refused_naming_its_line(api, tmp_path):
+    folder = tmp_path / "apitest"
+    shutil.copytree(PACKAGES / "apitest", folder)
+    (folder / "UI").mkdir(exist_ok=True)
+    (folder / "UI" / "ui.yaml").write_text(
+        "Version: 2\nApplication:\n  ?: {type: com.example.apitest.Echo}\nForms:\n"
+        "  - one:\n      fields:\n        - name: a\n          type: nosuchtype\n")
+    refused = _error(api.request("POST", "/v1/catalog/packages", token="tok-b",
+                                 files={"p": ("p.zip", pack_folder(folder))}), 400)
+    assert refused["problems"] == ["UI/ui.yaml:7:11: field one.a has the unknown type "
+                                   "'nosuchtype'"]
 
 
 def test_a_first_deployment_whose_model_does_not_load_leaves_the_environment_mendable(api):

@@ -112,6 +112,22 @@ def test_validate_reports_manifest_problems_each_naming_the_manifest(tmp_path: P
     assert all(p.startswith(f"{path / 'manifest.yaml'}:1:1: ") for p in problems)
 
 
+def test_validate_names_the_line_of_a_broken_ui_definition(tmp_path: Path) -> None:
+    path = write_package(tmp_path, "t.ok", {"Good": BROKEN_CLASSES["Good"].replace("t.v", "t.ok")})
+    (path / "UI").mkdir()
+    (path / "UI" / "ui.yaml").write_text(
+        "Version: 2\nApplication:\n  ?: {type: t.ok.Good}\nForms:\n  - one:\n"
+        "      fields:\n        - name: a\n          type: nosuchtype\n")
+    done = cli("validate", str(path))
+    assert done.returncode == 1
+    assert done.stdout == (f"{path / 'UI' / 'ui.yaml'}:7:11: field one.a has the unknown "
+                           f"type 'nosuchtype'\n")
+    (path / "UI" / "ui.yaml").write_text(
+        "Version: 2\nApplication:\n  ?: {type: t.ok.Good}\nForms:\n  - one:\n"
+        "      fields:\n        - name: a\n          type: string\n")
+    assert cli("validate", str(path)).returncode == 0
+
+
 def test_validate_a_broken_zip(tmp_path: Path) -> None:
     broken = tmp_path / "p.zip"
     broken.write_bytes(b"not a zip")
