@@ -237,6 +237,9 @@ class Pages(Protocol):
         """The object model a package's ui.yaml makes of a form's answers (raises
         :class:`BadRequest` for answers or a form that do not hold)."""
 
+    def ui_problems(self, package: Path) -> list[str]:
+        """The problems of the UI definition of the package (a zip) at ``package``."""
+
 
 class Api:
     """The application; one instance serves every thread. The web pages are mounted
@@ -473,8 +476,9 @@ class Api:
         if request.form.get("__metadata__"):
             metadata = load_json(request.form["__metadata__"].encode(), "__metadata__")
             schemas.check("PackageMetadata", metadata, "__metadata__")
-        return json_response(catalog.create_package(self.store, self.settings, self.interpreter,
-                                                    ctx, data, metadata))
+        return json_response(catalog.create_package(
+            self.store, self.settings, self.interpreter, ctx, data, metadata,
+            self.web.ui_problems if self.web is not None else None))
 
     def on_show_package(self, request: ApiRequest, ctx: Context, package_id: str) -> Response:
         return json_response(catalog.show_package(self.store, ctx, package_id))

@@ -10,7 +10,7 @@ import stat
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,6 @@ from murano_engine.dsl.packages import (
     version_matches,
 )
 from murano_engine.dsl.validation import validate_package
-from murano_engine.web.dynamic_ui import package_problems as ui_problems
 
 SEP = "\x1f"
 MAX_RATIO = 200
@@ -159,8 +158,10 @@ def _required(session: DbSession, context: Context, manifest: Mapping) -> tuple[
 
 
 def inspect_upload(store: db.Store, settings: Settings, interpreter: Interpreter,
-                   context: Context, data: bytes) -> Upload:
-    """Check an upload like ``murano-engine validate``, with requirements from the catalog."""
+                   context: Context, data: bytes,
+                   ui_problems: Callable[[Path], list[str]] | None = None) -> Upload:
+    """Check an upload like ``murano-engine validate``, with requirements from the catalog
+    (and its UI definition with ``ui_problems``, the web pages' check, when given)."""
     archive = check_archive(data, settings)
     settings.packages_cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=settings.packages_cache) as tmp:
@@ -194,8 +195,9 @@ def inspect_upload(store: db.Store, settings: Settings, interpreter: Interpreter
                 raise NotFound(str(exc)) from None
             (deps / source.name).symlink_to(source)
         try:
-            problems = missing + validate_package(candidate, interpreter, [deps]) \
-                + ui_problems(candidate)
+            problems = missing + validate_package(candidate, interpreter, [deps])
+            if ui_problems is not None:
+                problems += ui_problems(candidate)
         except Exception as exc:  # noqa: BLE001 - any failure of the checker is a problem
             problems = missing + [f"{type(exc).__name__}: {exc}"]
         if problems:
@@ -227,8 +229,8 @@ def _optional(source: ZipSource, relpath: str) -> bytes | None:
 
 
 def create_package(store: db.Store, settings: Settings, interpreter: Interpreter,
-                   context: Context, data: bytes, metadata: Mapping[str, Any]
-                   ) -> dict[str, Any]:
+                   context: Context, data: bytes, metadata: Mapping[str, Any],
+                   ui_problems: Callable[[Path], list[str]] | None = None) -> dict[str, Any]:
     """Validate an upload (with ``interpreter``'s native classes) and add it to the catalog.
 
     Packages taking a name of the core library are refused; only admins publish.
@@ -236,7 +238,7 @@ def create_package(store: db.Store, settings: Settings, interpreter: Interpreter
     is_public = _flag(metadata.get("is_public", False))
     if is_public:
         _check_admin(context, "publishing a package (is_public)")
-    upload = inspect_upload(store, settings, interpreter, context, data)
+    upload = inspect_upload(store, settings, interpreter, context, data, ui_problems)
     manifest = upload.manifest
     fqn = str(manifest["FullName"])
     version = str(parse_version(manifest.get("Version")))

@@ -18,6 +18,7 @@ import time
 import zipfile
 from collections.abc import Callable, Iterable
 from importlib import resources
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote as url_quote
 
@@ -101,6 +102,12 @@ class WebUi:
                 "className": class_name, "methodName": method, "parameters": {},
                 "packageName": package["fully_qualified_name"]})
         return call
+
+    @staticmethod
+    def ui_problems(package: Path) -> list[str]:
+        """The problems of the UI definition of the package at ``package`` (see
+        :func:`~murano_engine.web.dynamic_ui.package_problems`)."""
+        return dynamic_ui.package_problems(package)
 
     def ui_model(self, ctx: Context, package: dict[str, Any], ui_definition: bytes,
                  answers: Any, name: str) -> Any:
@@ -249,7 +256,8 @@ class WebUi:
         data = upload.read(self.api.settings.package_size_limit + 1)
         try:
             created = catalog.create_package(self.api.store, self.api.settings,
-                                             self.api.interpreter, ctx, data, {})
+                                             self.api.interpreter, ctx, data, {},
+                                             self.ui_problems)
         except ApiError as exc:
             hide = self.api.hide_paths
             return self.on_catalog(request, ctx, f"The upload failed: {hide(exc.message)}",
