@@ -55,23 +55,20 @@ def _is_flat(value: tuple) -> bool:
 
 
 def _remember_flat(value: tuple) -> None:
-    _remember(_flat, value)
-
-
-def _remember(seen: OrderedDict[int, tuple], value: tuple) -> None:
-    seen[id(value)] = value
-    if len(seen) > _FLAT_KEPT:
+    _flat[id(value)] = value
+    if len(_flat) > _FLAT_KEPT:
         try:
-            seen.popitem(last=False)  # one call: safe with threads
+            _flat.popitem(last=False)  # one call: safe with threads
         except KeyError:
             pass
 
 
 # Lists of records (kept values and dicts holding kept values only) frozen lately, by
-# id, as ``_flat``: the list an assignment froze is not walked again when the property's
-# contract takes it, nor is ``$list + [record]`` made of it.
+# id, as ``_flat``, with the items each holds (see :func:`freeze`): the list an
+# assignment froze is not walked again when the property's contract takes it, nor is
+# ``$list + [record]`` made of it.
 _RECORDS_MIN = 8
-_records: OrderedDict[int, tuple] = OrderedDict()
+_records: OrderedDict[int, tuple[tuple, int]] = OrderedDict()
 _RECORD_TYPES = _KEEP | {FrozenDict}
 
 
@@ -81,12 +78,31 @@ def _is_record(value: Any) -> bool:
         and _KEEP.issuperset(map(type, value)) and _KEEP.issuperset(map(type, value.values()))
 
 
+def _record_items(value: Any) -> int:
+    return 1 if type(value) in _KEEP else 1 + len(value._d)
+
+
+def _remember_records(value: tuple, items: int) -> None:
+    _records[id(value)] = (value, items)
+    if len(_records) > _FLAT_KEPT:
+        try:
+            _records.popitem(last=False)  # one call: safe with threads
+        except KeyError:
+            pass
+
+
+def _known_records(value: tuple) -> int | None:
+    """The items of ``value`` when it is a list of records frozen lately (else None)."""
+    found = _records.get(id(value))
+    return found[1] if found is not None and found[0] is value else None
+
+
 # A FrozenDict :func:`freeze` made holds frozen values only: it carries, in this
-# attribute, the nesting level it was made at (every level below it was checked against
-# MAX_DEPTH from there). Freezing it again at that level or a shallower one returns it
-# as it is instead of copying it whole: a big template read with ``current()``, edited
-# and stored, is not walked at every step.
-_MADE_AT = "_murano_frozen_at"
+# attribute, its shape: its height (the levels of collections it is, itself included)
+# and the items it holds written out. Freezing it again where it still fits under
+# MAX_DEPTH returns it as it is instead of copying it whole: a big template read with
+# ``current()``, edited and stored, is not walked at every step.
+_SHAPE = "_murano_shape"
 
 
 def concat(left: tuple, right: tuple) -> tuple:
@@ -98,8 +114,10 @@ def concat(left: tuple, right: tuple) -> tuple:
     if len(result) >= _FLAT_MIN and _flat.get(id(left)) is left \
             and _KEEP.issuperset(map(type, right)):
         _remember_flat(result)
-    elif _records.get(id(left)) is left and all(map(_is_record, right)):
-        _remember(_records, result)
+        return result
+    items = _known_records(left)
+    if items is not None and all(map(_is_record, right)):
+        _remember_records(result, items + sum(map(_record_items, right)))
     return result
 
 
@@ -128,69 +146,134 @@ def plain_dict(mapping: Mapping) -> Mapping:
 
 
 def freeze(value: Any, limit: int = ITERATOR_LIMIT, depth: int = 0) -> Any:
-    """A deep immutable copy of ``value`` (objects are kept as references)."""
+    """A deep immutable copy of ``value`` (objects are kept as references), nested at
+    level ``depth``.
+
+    A value holding one collection in several places is walked once, and its copy
+    holds one copy of it in those places too. Its items are counted as written out
+    (a list holding the same list twice counts that list's items twice), at most
+    :data:`MAX_ITEMS`: so printing, serializing or comparing a value costs no more than
+    that, however its parts were shared.
+    """
     kind = type(value)
     if kind in _KEEP:
         return value
     if kind is FrozenDict and limit >= ITERATOR_LIMIT:
-        made_at = value.__dict__.get(_MADE_AT)
-        if made_at is not None and made_at >= depth:
+        shape = value.__dict__.get(_SHAPE)
+        if shape is not None and depth + shape[0] <= MAX_DEPTH:
             return value
+    elif kind is tuple and len(value) <= limit and depth < MAX_DEPTH and _is_flat(value):
+        return value
+    return _walk(value, limit, depth, {})[0]
+
+
+#: The most items a value may hold, counted as written out (see :func:`freeze`).
+MAX_ITEMS = 1_000_000
+
+
+def _walk(value: Any, limit: int, depth: int, seen: dict[int, tuple]
+          ) -> tuple[Any, int, int]:
+    """:func:`freeze`'s walk: the copy, its height and its items; ``seen`` holds, by id,
+    the collections this walk met (each with its copy, height and items)."""
+    kind = type(value)
+    if kind in _KEEP:
+        return value, 0, 1
+    if kind is FrozenDict and limit >= ITERATOR_LIMIT:
+        shape = value.__dict__.get(_SHAPE)
+        if shape is not None and depth + shape[0] <= MAX_DEPTH:
+            return value, shape[0], shape[1]
+    met = seen.get(id(value))
+    if met is not None and met[0] is value:
+        if depth + met[2] > MAX_DEPTH:
+            raise errors.ValueLimitExceededError(
+                f"a value is nested more than {MAX_DEPTH} levels deep")
+        return met[1], met[2], met[3]
     if depth >= MAX_DEPTH:
         raise errors.ValueLimitExceededError(
             f"a value is nested more than {MAX_DEPTH} levels deep")
     depth += 1
+    height, items = 1, 1
     if kind is tuple:
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)
         if _is_flat(value):
-            return value
-        if limit >= ITERATOR_LIMIT and depth < MAX_DEPTH and _records.get(id(value)) is value:
-            return value  # a list of records, frozen by an earlier call (records nest once)
+            return value, 1, 1 + len(value)
+        if limit >= ITERATOR_LIMIT and depth < MAX_DEPTH:
+            known = _known_records(value)
+            if known is not None:
+                return value, 2, known  # frozen by an earlier call (records nest once)
+        parts = []
         keep = _KEEP
-        frozen = tuple(v if type(v) in keep else freeze(v, limit, depth) for v in value)
+        for item in value:
+            if type(item) in keep:
+                parts.append(item)
+                items += 1
+                continue
+            made, below, count = _walk(item, limit, depth, seen)
+            parts.append(made)
+            if below >= height:
+                height = below + 1
+            items += count
+        _check_items(items)
+        frozen = tuple(parts)
         if len(value) >= _RECORDS_MIN and limit == ITERATOR_LIMIT \
                 and _RECORD_TYPES.issuperset(map(type, value)) \
                 and all(map(operator.is_, frozen, value)):
             # every dict in it came back as it was: it holds kept values only
-            _remember(_records, value)
-            return value
-        return frozen
-    if kind is FrozenDict or kind is dict or isinstance(value, Mapping):
+            _remember_records(value, items)
+            frozen = value
+    elif kind is FrozenDict or kind is dict or isinstance(value, Mapping):
         if len(value) > limit:
             raise yaql_exceptions.CollectionTooLargeException(limit)
-        keep = _KEEP
         if kind is FrozenDict and _is_record(value):
-            return value  # frozen already, nothing in it to freeze (a list's records)
-        made = _new(FrozenDict)  # its __init__ would copy the dict made here again
-        fields = made.__dict__
-        fields["_d"] = {k if type(k) in keep else freeze(k, limit, depth):
-                        v if type(v) in keep else freeze(v, limit, depth)
-                        for k, v in items_of(value)}
-        fields["_hash"] = None
+            # frozen already, nothing in it to freeze (a list's records)
+            return value, 1, 1 + len(value._d)
+        fields: dict[Any, Any] = {}
+        keep = _KEEP
+        for key, item in items_of(value):
+            if type(key) not in keep:
+                key = _walk(key, limit, depth, seen)[0]
+            if type(item) in keep:
+                fields[key] = item
+                items += 1
+                continue
+            made, below, count = _walk(item, limit, depth, seen)
+            fields[key] = made
+            if below >= height:
+                height = below + 1
+            items += count
+        _check_items(items)
+        frozen = _new(FrozenDict)  # its __init__ would copy the dict made here again
+        made_fields = frozen.__dict__
+        made_fields["_d"] = fields
+        made_fields["_hash"] = None
         if limit >= ITERATOR_LIMIT:
-            fields[_MADE_AT] = depth - 1
-        return made
-    if kind is list or isinstance(value, (list, tuple)):
-        if len(value) > limit:
-            raise yaql_exceptions.CollectionTooLargeException(limit)
-        keep = _KEEP
-        return tuple(v if type(v) in keep else freeze(v, limit, depth) for v in value)
-    if isinstance(value, (set, frozenset)):
-        if len(value) > limit:
-            raise yaql_exceptions.CollectionTooLargeException(limit)
-        return frozenset(freeze(v, limit, depth) for v in value)
-    if isinstance(value, MappingRule):
-        return value
-    if isinstance(value, Iterable) and not hasattr(value, "murano_class"):
-        items = []
-        keep = _KEEP
+            made_fields[_SHAPE] = (height, items)
+    elif kind is list or isinstance(value, (list, tuple, set, frozenset)) \
+            or isinstance(value, Iterable) and not isinstance(value, MappingRule) \
+            and not hasattr(value, "murano_class"):
+        parts = []
         for item in value:
-            if len(items) >= limit:
+            if len(parts) >= limit:
                 raise yaql_exceptions.CollectionTooLargeException(limit)
-            items.append(item if type(item) in keep else freeze(item, limit, depth))
-        return tuple(items)
-    return value
+            made, below, count = _walk(item, limit, depth, seen)
+            parts.append(made)
+            if below >= height:
+                height = below + 1
+            items += count
+        _check_items(items)
+        frozen = frozenset(parts) if isinstance(value, (set, frozenset)) else tuple(parts)
+    else:
+        return value, 0, 1  # a MappingRule, or something that is no collection
+    seen[id(value)] = (value, frozen, height, items)
+    return frozen, height, items
+
+
+def _check_items(items: int) -> None:
+    if items > MAX_ITEMS:
+        raise errors.ValueLimitExceededError(
+            f"a value holds more than {MAX_ITEMS} items written out (a collection held "
+            f"in several places counts in each)")
 
 
 def thaw(value: Any) -> Any:

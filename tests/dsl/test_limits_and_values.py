@@ -270,6 +270,54 @@ def test_a_frozen_dict_is_not_copied_again_yet_still_counts_its_depth_and_sizes(
         values.freeze((deep,))
 
 
+def test_a_value_holding_one_part_in_many_places_is_frozen_once_and_counted_whole() -> None:
+    shared: object = (1, 2, 3)
+    for _ in range(12):  # 2 ** 12 copies of the first tuple, written out
+        shared = FrozenDict({"a": shared, "b": (shared, 0)})
+    frozen = values.freeze(shared)
+    assert frozen._d["a"] is frozen._d["b"][0]  # still one part, in both places
+    assert values.thaw(frozen) == values.thaw(shared)
+    for _ in range(12):  # past MAX_ITEMS written out: refused, at once
+        shared = FrozenDict({"a": shared, "b": (shared, 0)})
+    with pytest.raises(errors.ValueLimitExceededError, match="items written out"):
+        values.freeze(shared)
+
+
+def test_a_part_met_again_deeper_still_counts_its_depth() -> None:
+    deep: object = (1, (2,))
+    for _ in range(values.MAX_DEPTH - 3):
+        deep = (deep,)
+    values.freeze((deep,))  # its deepest list at level MAX_DEPTH - 1: allowed
+    with pytest.raises(errors.ValueLimitExceededError, match="nested more than"):
+        values.freeze((deep, (deep,)))  # the second time one level deeper
+
+
+NEST = class_text("t.nest", "Nest", """
+    Methods:
+      double:
+        Arguments:
+          - n:
+              Contract: $.int()
+        Body:
+          - $l: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+          - For: i
+            In: range($n)
+            Do:
+              - $l: dict(a => $l, b => [$l])
+          - Return: len(str($l)) > 0
+""")
+
+
+def test_a_value_doubled_by_assignment_is_refused_with_the_muranopl_stack(
+        tmp_path: Path) -> None:
+    write_package(tmp_path, "t.nest", {"Nest": NEST})
+    assert run_method([tmp_path], "t.nest.Nest.double", n=8) is True
+    with pytest.raises(errors.ValueLimitExceededError, match="items written out") as error:
+        run_method([tmp_path], "t.nest.Nest.double", n=24)
+    (frame,) = errors.stack_of(error.value)
+    assert (frame.class_name, frame.method) == ("t.nest.Nest", "double")
+
+
 BOOK = class_text("t.rec", "Book", """
     Properties:
       rows:
