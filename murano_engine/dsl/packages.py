@@ -160,12 +160,18 @@ class ZipSource(PackageSource):
         self._prefix = _zip_root(self._names)
 
     def read(self, relpath: str) -> bytes:
-        from zipfile import BadZipFile
+        """The member's bytes: FileNotFoundError when it is missing, OSError naming it
+        when its data is damaged (a bad CRC or deflate data, truncated, encrypted)."""
+        import zipfile  # (imported already: the zip is open)
+        import zlib
         _safe_relpath(relpath, self.location)
         try:
             return self._zip.read(self._prefix + relpath)
-        except (KeyError, BadZipFile, OSError) as exc:
+        except KeyError as exc:
             raise FileNotFoundError(f"{self.display(relpath)}: {exc}") from None
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError,
+                NotImplementedError) as exc:
+            raise OSError(f"{self.display(relpath)}: damaged in the zip: {exc}") from None
 
     def exists(self, relpath: str) -> bool:
         return self._prefix + relpath in self._names
@@ -439,8 +445,9 @@ class Package:
         display = self.source.display(relpath)
         try:
             text = self.source.read(relpath)
-        except (OSError, FileNotFoundError) as exc:
-            raise LoadError(f"cannot read class file: {exc}", file=display) from None
+        except OSError as exc:  # (the reason without the file, which the error names)
+            raise LoadError(f"cannot read class file: "
+                            f"{str(exc).removeprefix(display + ': ')}", file=display) from None
         documents = []
         namespaces: Any = None
         parsed = document_cache.cached(

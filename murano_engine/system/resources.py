@@ -21,9 +21,12 @@ def _read(call: NativeCall, name: str, owner: Any) -> tuple[bytes, str]:
     try:
         return (package.read_resource(str(name)),
                 package.source.display(f"Resources/{name}"))
-    except (OSError, FileNotFoundError) as exc:
+    except FileNotFoundError as exc:
         raise FileNotFoundError(
             f"resource {name!r} not found in package {package.name}: {exc}") from None
+    except OSError as exc:
+        raise OSError(f"resource {name!r} of package {package.name} cannot be read: "
+                      f"{exc}") from None
 
 
 @native_class("io.murano.system.Resources")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import zipfile
 from pathlib import Path
 
 from dsl_helpers import class_text, cli, write_package
@@ -135,6 +136,25 @@ def test_validate_a_broken_zip(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stdout.startswith(f"{broken}: broken package zip")
     assert "Traceback" not in done.stderr
+
+
+def test_validate_names_a_damaged_file_of_a_zip(tmp_path: Path) -> None:
+    path = write_package(tmp_path, "t.ok", {"Good": BROKEN_CLASSES["Good"].replace("t.v", "t.ok")})
+    packed = tmp_path / "p.zip"
+    with zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as archive:
+        for member in sorted(p for p in path.rglob("*") if p.is_file()):
+            archive.write(member, member.relative_to(path).as_posix())
+    data = bytearray(packed.read_bytes())
+    with zipfile.ZipFile(packed) as archive:
+        member = archive.getinfo("Classes/Good.yaml")
+    start = member.header_offset + 30 + len(member.filename)
+    data[start:start + 8] = b"\xff" * 8  # its deflate data
+    packed.write_bytes(bytes(data))
+    done = cli("validate", str(packed))
+    assert done.returncode == 1
+    assert done.stdout.startswith(f"{packed}!Classes/Good.yaml: cannot read class file: "
+                                  f"damaged in the zip: Error -3 while decompressing data")
+    assert done.stderr == "1 problem(s) found\n"
 
 
 def test_required_packages_are_found_beside_the_package_or_with_l(tmp_path):
