@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
-import stat
 import tempfile
 import zipfile
 import zlib
@@ -34,6 +33,7 @@ from murano_engine.dsl.packages import (
     generated_ui,
     parse_version,
     read_manifest,
+    unsafe_member,
     version_matches,
 )
 from murano_engine.dsl.validation import validate_package
@@ -62,11 +62,9 @@ def check_archive(data: bytes, settings: Settings) -> zipfile.ZipFile:
     total = 0
     for member in members:
         name = member.filename
-        parts = name.replace("\\", "/").split("/")
-        if name.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
-            raise BadRequest(f"the package has a path outside the package: {name!r}")
-        if stat.S_ISLNK(member.external_attr >> 16):
-            raise BadRequest(f"the package has a symbolic link: {name!r}")
+        unsafe = unsafe_member(member)
+        if unsafe is not None:
+            raise BadRequest(unsafe)
         total += member.file_size
         if member.file_size > 1024 * 1024 and \
                 member.file_size > MAX_RATIO * max(member.compress_size, 1):

@@ -14,6 +14,7 @@ import errno
 import functools
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterable
 
@@ -146,6 +147,18 @@ class FolderSource(PackageSource):
         return sorted(found)
 
 
+def unsafe_member(member: Any) -> str | None:
+    """Why the zip member (a ``zipfile.ZipInfo``) may not be in a package: a path that
+    leaves it, or a symbolic link; None when it may."""
+    name = member.filename
+    parts = name.replace("\\", "/").split("/")
+    if name.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+        return f"the package has a path outside the package: {name!r}"
+    if stat.S_ISLNK(member.external_attr >> 16):
+        return f"the package has a symbolic link: {name!r}"
+    return None
+
+
 class ZipSource(PackageSource):
     def __init__(self, location: PathLike) -> None:
         import zipfile  # here: folders need none of it
@@ -154,9 +167,14 @@ class ZipSource(PackageSource):
             raise LoadError("no such package folder or zip", file=self.location)
         try:
             self._zip = zipfile.ZipFile(self.location)
-            self._names = set(self._zip.namelist())
+            members = self._zip.infolist()
         except (zipfile.BadZipFile, OSError) as exc:
             raise LoadError(f"broken package zip: {exc}", file=self.location) from None
+        for member in members:
+            unsafe = unsafe_member(member)
+            if unsafe is not None:
+                raise LoadError(f"broken package zip: {unsafe}", file=self.location)
+        self._names = {member.filename for member in members}
         self._prefix = _zip_root(self._names)
 
     def read(self, relpath: str) -> bytes:
