@@ -204,8 +204,14 @@ def main(argv: list[str] | None = None) -> int:
                                   "budgets apply to each test)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print timings")
     options = parser.parse_args(argv)
-    words = cli.split_load_dirs(options.load_packages_from,
-                                ([options.package] if options.package else []) + options.tests)
+    moved = cli.split_load_dirs(options.load_packages_from, [])
+    if options.package:  # given before -l: what -l took are folders, or Class.method tests
+        for word in moved:
+            if "." not in word:
+                parser.exit(2, f"error: {word}: package folder does not exist\n")
+        words = [options.package, *options.tests, *moved]
+    else:
+        words = moved + options.tests
     if not words:
         parser.error("the package FullName is required")
     options.package, options.tests = words[0], words[1:]

@@ -67,6 +67,13 @@ def test_test_runner_given_a_path_says_to_use_l(capsys):
         f"-l {os.path.relpath(HELLO_WEB.parent)}\n")
 
 
+def test_test_runner_names_a_mistyped_folder_after_the_package(capsys):
+    with pytest.raises(SystemExit) as refused:
+        test_runner.main(["io.murano.apps.linux.HelloWeb", "-l", "dsl_pakages"])
+    assert refused.value.code == 2
+    assert capsys.readouterr().err == "error: dsl_pakages: package folder does not exist\n"
+
+
 def test_every_config_error_is_reported_without_python_names(tmp_path):
     config = tmp_path / "engine.ini"
     config.write_text("[engine]\nfoo = 1\ntask_step_limit = many\n[nosuch]\nx = 1\n")
