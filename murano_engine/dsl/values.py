@@ -269,6 +269,17 @@ def _walk(value: Any, limit: int, depth: int, seen: dict[int, tuple]
     return frozen, height, items
 
 
+_WALKED = frozenset({tuple, list, dict, FrozenDict, set, frozenset})
+
+
+def check_written_size(value: Any) -> None:
+    """Refuse a collection holding more than :data:`MAX_ITEMS` items written out before
+    it is printed (a list holding one list many times prints it each time); iterators are
+    left alone (walking one would use it up)."""
+    if type(value) in _WALKED:
+        freeze(value)
+
+
 def _check_items(items: int) -> None:
     if items > MAX_ITEMS:
         raise errors.ValueLimitExceededError(

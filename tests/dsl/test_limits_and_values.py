@@ -305,7 +305,28 @@ NEST = class_text("t.nest", "Nest", """
             Do:
               - $l: dict(a => $l, b => [$l])
           - Return: len(str($l)) > 0
+      printed:
+        Arguments:
+          - n:
+              Contract: $.int()
+        Body:
+          - Return: str(range($n).aggregate([$1, $1], [1, 2, 3]))
+      formatted:
+        Arguments:
+          - n:
+              Contract: $.int()
+        Body:
+          - Return: format('{0}', range($n).aggregate([$1, $1], [1, 2, 3]))
 """)
+
+
+@pytest.mark.parametrize("method", ["printed", "formatted"])
+def test_a_value_doubled_inside_one_expression_is_refused_before_it_is_printed(
+        tmp_path: Path, method: str) -> None:
+    write_package(tmp_path, "t.nest", {"Nest": NEST})
+    assert run_method([tmp_path], f"t.nest.Nest.{method}", n=1) == "((1, 2, 3), (1, 2, 3))"
+    with pytest.raises(errors.ValueLimitExceededError, match="items written out"):
+        run_method([tmp_path], f"t.nest.Nest.{method}", n=30)
 
 
 def test_a_value_doubled_by_assignment_is_refused_with_the_muranopl_stack(
