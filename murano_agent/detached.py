@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import IO
 
 from murano_agent.process import Completed, exited_within, kill_tree, read_output
+from murano_common import procfs
 
 #: Journals a call before its command may begin: (process group id, leader's start time).
 Journal = Callable[[int | None, int | None], None]
@@ -66,32 +67,6 @@ def boot_id() -> str | None:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
     except OSError:
         return None
-
-
-def _stat(pid: int) -> tuple[str, int] | None:
-    """(state, start time in clock ticks after boot) of process ``pid``, from /proc."""
-    try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
-    except OSError:
-        return None
-    try:  # one read: /proc makes the whole text for each read call
-        text = os.read(fd, 4096)
-    finally:
-        os.close(fd)
-    fields = text.rpartition(b")")[2].split()
-    return fields[0].decode(), int(fields[19])
-
-
-def start_ticks(pid: int) -> int | None:
-    """When process ``pid`` started (clock ticks after boot), or None where unknown."""
-    stat = _stat(pid)
-    return stat[1] if stat else None
-
-
-def _running(pid: int, ticks: int) -> bool:
-    """Whether process ``pid`` is the one that started at ``ticks`` and has not ended."""
-    stat = _stat(pid)
-    return stat is not None and stat[1] == ticks and stat[0] != "Z"
 
 
 def run_file(prefix: Path, kind: str) -> Path:
@@ -209,7 +184,7 @@ def _start_posix(
         os.close(gate_read)
     go = False
     try:
-        journal(proc.pid, start_ticks(proc.pid))
+        journal(proc.pid, procfs.start_ticks(proc.pid))
         os.write(gate, b"go\n")
         go = True
     finally:
@@ -246,7 +221,7 @@ def _ended_within(pid: int, ticks: int, timeout: float) -> bool:
     pidfd_open = getattr(os, "pidfd_open", None)
     if pidfd_open is None:
         deadline = time.monotonic() + timeout
-        while _running(pid, ticks):
+        while procfs.running(pid, ticks):
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.05)
@@ -256,7 +231,7 @@ def _ended_within(pid: int, ticks: int, timeout: float) -> bool:
     except ProcessLookupError:
         return True
     try:  # checked after opening: the descriptor then names the process checked
-        return not _running(pid, ticks) or bool(select.select([fd], [], [], timeout)[0])
+        return not procfs.running(pid, ticks) or bool(select.select([fd], [], [], timeout)[0])
     finally:
         os.close(fd)
 
@@ -267,7 +242,7 @@ def _end_group_left(pgid: int, ticks: int) -> None:
     A process group id stays taken while any member lives, so when no other process
     has taken the leader's pid, whatever still has this group id is what it left.
     """
-    stat = _stat(pgid)
+    stat = procfs.stat(pgid)
     if stat is not None and stat[1] != ticks:
         return  # the pid names another process: the group is gone
     with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -19,6 +19,7 @@ from murano_agent import detached, storage
 from murano_agent.calls import ScriptCalls
 from murano_agent.plans import PlanError
 from murano_agent.storage import PlanStore, ScriptCall
+from murano_common import procfs
 
 
 def kinds(root: Path) -> list[str]:
@@ -127,7 +128,7 @@ def test_compaction_keeps_the_calls_of_pending_plans_only(tmp_path, monkeypatch)
 def start_group(tmp_path: Path, text: str) -> tuple[int, int]:
     """A shell in a session of its own, as a dead agent's wrapper: (pid, start ticks)."""
     proc = subprocess.Popen(["/bin/sh", "-c", text], cwd=tmp_path, start_new_session=True)
-    ticks = detached.start_ticks(proc.pid)
+    ticks = procfs.start_ticks(proc.pid)
     assert ticks is not None
     return proc.pid, ticks
 
@@ -182,9 +183,9 @@ def test_a_reused_pid_is_neither_waited_for_nor_killed(tmp_path):
     try:
         done = detached.recover(tmp_path / "call", pid, ticks + 1, detached.boot_id(), 10)
         assert done.interrupted and done.exit_code is None
-        assert detached.start_ticks(pid) == ticks  # still running: not ours to end
+        assert procfs.start_ticks(pid) == ticks  # still running: not ours to end
         done = detached.recover(tmp_path / "call", pid, ticks, "another boot", 10)
-        assert done.interrupted and detached.start_ticks(pid) == ticks
+        assert done.interrupted and procfs.start_ticks(pid) == ticks
     finally:
         stop(pid)
 

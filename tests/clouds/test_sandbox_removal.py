@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from murano_common import procfs
 from murano_engine.clouds.local import netns, sandbox
 from murano_engine.clouds.local.cgroups import ServerGroup, host_hierarchies
 from murano_engine.clouds.local.flavors import FLAVORS
@@ -54,10 +55,10 @@ def test_a_server_removed_while_its_sandbox_starts_leaves_nothing_running(
     try:
         launcher.start(spec)
         first = _first_process(spec)
-        assert sandbox._alive(first)  # waiting at the gate: in no group, no namespace yet
+        assert procfs.running(first)  # waiting at the gate: in no group, no namespace yet
 
         launcher.discard(spec)
-        assert not sandbox._alive(first)
+        assert not procfs.running(first)
 
         gate.touch()  # what a start still on its way would do now
         time.sleep(0.3)
@@ -85,7 +86,7 @@ def test_a_started_sandbox_first_process_has_the_name_a_removal_knows_it_by(
         launcher.detach(spec)  # as a dead engine leaves it: a later one knows only the file
 
         NamespaceLauncher().discard(spec)
-        assert not sandbox._alive(first)
+        assert not procfs.running(first)
     finally:
         launcher.discard(spec)
         launcher.close()
@@ -98,7 +99,7 @@ def test_a_sandbox_pid_given_to_another_process_gets_that_process_spared(tmp_pat
     bystander = subprocess.Popen(["sleep", "60"])  # took the pid of a sandbox that ended
     try:
         (spec.folder.parent / f".{spec.server_id}.pid").write_text(
-            kept.format(pid=bystander.pid, other_start=_start(bystander.pid) - 1))
+            kept.format(pid=bystander.pid, other_start=procfs.start_ticks(bystander.pid) - 1))
         launcher = NamespaceLauncher()
         if "other_start" in kept:  # the file tells that process from the sandbox's
             assert launcher.exited(spec)
@@ -114,7 +115,8 @@ def test_an_unisolated_agent_pid_given_to_another_process_gets_that_process_spar
     spec = _spec(tmp_path)
     bystander = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:
-        (spec.folder / "agent.pid").write_text(f"{bystander.pid} {_start(bystander.pid) - 1}")
+        other_start = procfs.start_ticks(bystander.pid) - 1
+        (spec.folder / "agent.pid").write_text(f"{bystander.pid} {other_start}")
         launcher = ProcessLauncher()
         assert not launcher.running(spec)
         launcher.stop(spec)
@@ -122,11 +124,6 @@ def test_an_unisolated_agent_pid_given_to_another_process_gets_that_process_spar
     finally:
         bystander.kill()
         bystander.wait()
-
-
-def _start(pid: int) -> int:
-    """When process ``pid`` started (clock ticks after boot)."""
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")")[-1].split()[19])
 
 
 def test_a_group_removal_kills_a_process_that_joins_it_after_its_look(monkeypatch):

@@ -48,6 +48,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import kombu
 
+from murano_common import procfs
 from murano_engine.clouds.base import CloudError
 from murano_engine.clouds.local import netns
 from murano_engine.clouds.local.cgroups import (
@@ -231,7 +232,7 @@ class ProcessLauncher:
         if child is not None:
             return child.poll() is None
         kept = _read_process(spec.folder / "agent.pid")
-        return kept is not None and _runs(kept)
+        return kept is not None and procfs.running(*kept)
 
     def exited(self, spec: ServerSpec) -> bool:
         """Whether the agent ended (cheap: for polling); nothing restarts it here."""
@@ -257,7 +258,7 @@ class ProcessLauncher:
     def stop(self, spec: ServerSpec) -> None:
         child = self._children.pop(spec.server_id, None)
         kept = (child.pid, None) if child is not None else _read_process(spec.folder / "agent.pid")
-        if kept is not None and (child is not None or _runs(kept)):
+        if kept is not None and (child is not None or procfs.running(*kept)):
             _terminate([kept[0]], group=True)  # a zombie child counts as ended
         if child is not None:
             child.wait()
@@ -385,7 +386,7 @@ class NamespaceLauncher:
         """Whether the sandbox ended: its init gave up restarting the agent, or the agent
         could not start at all (cheap: for polling)."""
         first = self._children.get(spec.server_id) or _read_process(_sandbox_pid_file(spec))
-        return first is None or not _runs(first)
+        return first is None or not procfs.running(*first)
 
     def _relay(self, spec: ServerSpec, name: str) -> None:
         """A relay from the namespace's loopback to the broker (replacing any old one)
@@ -456,7 +457,7 @@ class NamespaceLauncher:
             return  # ended and collected
         try:
             # Checked after the handle is open: the pid may be another process's by now.
-            if _runs(first) if first[1] is not None else \
+            if procfs.running(*first) if first[1] is not None else \
                     _process_name(first[0]) == FIRST_PROCESS_NAME:
                 signal.pidfd_send_signal(handle, signal.SIGKILL)
                 select.select([handle], [], [], STOP_GRACE)  # readable once it ended
@@ -534,8 +535,7 @@ KeptProcess = tuple[int, int | None]
 
 def _write_process(path: Path, pid: int) -> KeptProcess:
     """Keep process ``pid`` in the file at ``path`` (see :data:`KeptProcess`)."""
-    fields = _stat(pid)
-    kept = (pid, int(fields[19]) if fields else None)
+    kept = (pid, procfs.start_ticks(pid))
     path.write_text(" ".join(str(f) for f in kept if f is not None))
     return kept
 
@@ -548,33 +548,11 @@ def _read_process(path: Path) -> KeptProcess | None:
     return pid, start[0] if start else None
 
 
-def _runs(kept: KeptProcess) -> bool:
-    """Whether the process has not ended (a zombie has), nor given its pid away."""
-    fields = _stat(kept[0])
-    return fields is not None and fields[0] != "Z" \
-        and (kept[1] is None or int(fields[19]) == kept[1])
-
-
-def _stat(pid: int) -> list[str] | None:
-    """The fields of ``/proc/PID/stat`` after the command's name (state first; None when
-    there is no such process)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
-    except OSError:
-        return None
-
-
 def _process_name(pid: int) -> str | None:
     try:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         return None
-
-
-def _alive(pid: int) -> bool:
-    """Whether a process exists and has not ended (a zombie has)."""
-    fields = _stat(pid)
-    return fields is not None and fields[0] != "Z"
 
 
 def _terminate(pids: list[int], group: bool = False,
@@ -589,9 +567,9 @@ def _terminate(pids: list[int], group: bool = False,
             except (ProcessLookupError, PermissionError):
                 pass
         deadline = time.monotonic() + STOP_GRACE
-        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        while any(map(procfs.running, pids)) and time.monotonic() < deadline:
             time.sleep(0.05)
-        pids = [p for p in pids if _alive(p)]
+        pids = [p for p in pids if procfs.running(p)]
         if not pids:
             return
     LOG.warning("processes %s did not end", pids)
