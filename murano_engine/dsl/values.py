@@ -202,19 +202,7 @@ def _walk(value: Any, limit: int, depth: int, seen: dict[int, tuple]
             known = _known_records(value)
             if known is not None:
                 return value, 2, known  # frozen by an earlier call (records nest once)
-        parts = []
-        keep = _KEEP
-        for item in value:
-            if type(item) in keep:
-                parts.append(item)
-                items += 1
-                continue
-            made, below, count = _walk(item, limit, depth, seen)
-            parts.append(made)
-            if below >= height:
-                height = below + 1
-            items += count
-        _check_items(items)
+        parts, height, items = _walk_items(value, limit, depth, seen)
         frozen = tuple(parts)
         if len(value) >= _RECORDS_MIN and limit == ITERATOR_LIMIT \
                 and _RECORD_TYPES.issuperset(map(type, value)) \
@@ -252,21 +240,45 @@ def _walk(value: Any, limit: int, depth: int, seen: dict[int, tuple]
     elif kind is list or isinstance(value, (list, tuple, set, frozenset)) \
             or isinstance(value, Iterable) and not isinstance(value, MappingRule) \
             and not hasattr(value, "murano_class"):
-        parts = []
-        for item in value:
-            if len(parts) >= limit:
-                raise yaql_exceptions.CollectionTooLargeException(limit)
-            made, below, count = _walk(item, limit, depth, seen)
-            parts.append(made)
-            if below >= height:
-                height = below + 1
-            items += count
-        _check_items(items)
+        sized = isinstance(value, (list, tuple, set, frozenset))
+        if sized and len(value) > limit:
+            raise yaql_exceptions.CollectionTooLargeException(limit)
+        parts, height, items = _walk_items(value if sized else _capped(value, limit), limit,
+                                           depth, seen)
         frozen = frozenset(parts) if isinstance(value, (set, frozenset)) else tuple(parts)
     else:
         return value, 0, 1  # a MappingRule, or something that is no collection
     seen[id(value)] = (value, frozen, height, items)
     return frozen, height, items
+
+
+def _capped(items: Iterable, limit: int) -> Iterable:
+    """The items, refused as the one past ``limit`` comes (an endless generator stops)."""
+    for index, item in enumerate(items):
+        if index >= limit:
+            raise yaql_exceptions.CollectionTooLargeException(limit)
+        yield item
+
+
+def _walk_items(value: Iterable, limit: int, depth: int, seen: dict[int, tuple]
+                ) -> tuple[list, int, int]:
+    """:func:`_walk` of each item of a list (``depth`` its level below the list): the
+    copies, the list's height and its items, the list counted."""
+    parts = []
+    height, items = 1, 1
+    keep = _KEEP
+    for item in value:
+        if type(item) in keep:
+            parts.append(item)
+            items += 1
+            continue
+        made, below, count = _walk(item, limit, depth, seen)
+        parts.append(made)
+        if below >= height:
+            height = below + 1
+        items += count
+    _check_items(items)
+    return parts, height, items
 
 
 _WALKED = frozenset({tuple, list, dict, FrozenDict, set, frozenset})
