@@ -237,8 +237,8 @@ class Pages(Protocol):
         """The object model a package's ui.yaml makes of a form's answers (raises
         :class:`BadRequest` for answers or a form that do not hold)."""
 
-    def ui_problems(self, package: Path) -> list[str]:
-        """The problems of the UI definition of the package (a zip) at ``package``."""
+    def ui_problems(self, text: bytes, filename: str) -> list[str]:
+        """The problems of a package's UI definition (``text``, shown as ``filename``)."""
 
 
 class Api:

@@ -157,7 +157,7 @@ def _required(session: DbSession, context: Context, manifest: Mapping) -> tuple[
 
 def inspect_upload(store: db.Store, settings: Settings, interpreter: Interpreter,
                    context: Context, data: bytes,
-                   ui_problems: Callable[[Path], list[str]] | None = None) -> Upload:
+                   ui_problems: Callable[[bytes, str], list[str]] | None = None) -> Upload:
     """Check an upload like ``murano-engine validate``, with requirements from the catalog
     (and its UI definition with ``ui_problems``, the web pages' check, when given)."""
     archive = check_archive(data, settings)
@@ -192,20 +192,21 @@ def inspect_upload(store: db.Store, settings: Settings, interpreter: Interpreter
             except PackageMissing as exc:
                 raise NotFound(str(exc)) from None
             (deps / source.name).symlink_to(source)
+        source = ZipSource(candidate)
+        ui_name = "UI/" + str(manifest.get("UI") or "ui.yaml")
+        ui = _optional(source, ui_name)
         try:
             problems = missing + validate_package(candidate, interpreter, [deps])
-            if ui_problems is not None:
-                problems += ui_problems(candidate)
+            if ui is not None and ui_problems is not None:
+                problems += ui_problems(ui, ui_name)
         except Exception as exc:  # noqa: BLE001 - any failure of the checker is a problem
             problems = missing + [f"{type(exc).__name__}: {exc}"]
         if problems:
             raise BadRequest("the package is invalid",
                              problems=[_strip(p, tmp) for p in problems])
-        source = ZipSource(candidate)
         logo = _optional(source, str(manifest.get("Logo") or "logo.png"))
         supplier = manifest.get("Supplier") if isinstance(manifest.get("Supplier"), dict) else {}
         supplier_logo = _optional(source, str(supplier.get("Logo") or "")) if supplier else None
-        ui = _optional(source, "UI/" + str(manifest.get("UI") or "ui.yaml"))
         ui_text = ui.decode("utf-8", "replace") if ui is not None else generated_ui(
             source, manifest)
         if ui_text is not None and NUL in ui_text:
@@ -228,7 +229,8 @@ def _optional(source: ZipSource, relpath: str) -> bytes | None:
 
 def create_package(store: db.Store, settings: Settings, interpreter: Interpreter,
                    context: Context, data: bytes, metadata: Mapping[str, Any],
-                   ui_problems: Callable[[Path], list[str]] | None = None) -> dict[str, Any]:
+                   ui_problems: Callable[[bytes, str], list[str]] | None = None
+                   ) -> dict[str, Any]:
     """Validate an upload (with ``interpreter``'s native classes) and add it to the catalog.
 
     Packages taking a name of the core library are refused; only admins publish.

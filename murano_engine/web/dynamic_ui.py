@@ -459,8 +459,13 @@ def package_problems(path: Any) -> list[str]:
         text = source.read(relpath)
     except (LoadError, LoadErrors, OSError):
         return []
+    return problems(text, source.display(relpath))
+
+
+def problems(text: str | bytes, filename: str) -> list[str]:
+    """The problems of a UI definition (none when it can be used)."""
     try:
-        parse(text, source.display(relpath))
+        parse(text, filename)
     except UiError as exc:
         return [str(exc)]
     return []

@@ -18,7 +18,6 @@ import time
 import zipfile
 from collections.abc import Callable, Iterable
 from importlib import resources
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote as url_quote
 
@@ -104,10 +103,9 @@ class WebUi:
         return call
 
     @staticmethod
-    def ui_problems(package: Path) -> list[str]:
-        """The problems of the UI definition of the package at ``package`` (see
-        :func:`~murano_engine.web.dynamic_ui.package_problems`)."""
-        return dynamic_ui.package_problems(package)
+    def ui_problems(text: bytes, filename: str) -> list[str]:
+        """The problems of a package's UI definition (``text``, shown as ``filename``)."""
+        return dynamic_ui.problems(text, filename)
 
     def ui_model(self, ctx: Context, package: dict[str, Any], ui_definition: bytes,
                  answers: Any, name: str) -> Any:
