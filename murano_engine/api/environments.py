@@ -241,13 +241,12 @@ def patch_model(store: db.Store, context: Context, env_id: str, session_id: str 
         for index, change in enumerate(patch):
             try:
                 objects = jsonpatch.apply_patch(objects, [change], in_place=True)
-            except jsonpatch.JsonPointerException:  # (its text holds the whole model)
+            except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+                reason = "a part of its path is not in the model" \
+                    if isinstance(exc, jsonpatch.JsonPointerException) \
+                    else str(exc)  # (a pointer error's text holds the whole model)
                 raise BadRequest(f"patch operation {index} ({change.get('op')} "
-                                 f"{change.get('path')}) does not apply: a part of its path "
-                                 f"is not in the model") from None
-            except jsonpatch.JsonPatchException as exc:
-                raise BadRequest(f"patch operation {index} ({change.get('op')} "
-                                 f"{change.get('path')}) does not apply: {exc}") from None
+                                 f"{change.get('path')}) does not apply: {reason}") from None
         types = {object_id: object_type for object_id, (object_type, _) in
                  _objects(before).items()}
         for object_id, (object_type, path) in _objects(objects).items():
