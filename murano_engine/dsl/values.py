@@ -55,10 +55,16 @@ def _is_flat(value: tuple) -> bool:
 
 
 def _remember_flat(value: tuple) -> None:
-    _flat[id(value)] = value
-    if len(_flat) > _FLAT_KEPT:
+    _remember(_flat, value, value)
+
+
+def _remember(seen: OrderedDict[int, Any], value: tuple, entry: Any) -> None:
+    """Keep ``entry`` for ``value`` in ``seen`` (by id), the oldest of more than
+    _FLAT_KEPT dropped."""
+    seen[id(value)] = entry
+    if len(seen) > _FLAT_KEPT:
         try:
-            _flat.popitem(last=False)  # one call: safe with threads
+            seen.popitem(last=False)  # one call: safe with threads
         except KeyError:
             pass
 
@@ -83,12 +89,7 @@ def _record_items(value: Any) -> int:
 
 
 def _remember_records(value: tuple, items: int) -> None:
-    _records[id(value)] = (value, items)
-    if len(_records) > _FLAT_KEPT:
-        try:
-            _records.popitem(last=False)  # one call: safe with threads
-        except KeyError:
-            pass
+    _remember(_records, value, (value, items))
 
 
 def _known_records(value: tuple) -> int | None:
