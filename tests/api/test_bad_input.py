@@ -13,6 +13,7 @@ from murano_engine.api.environments import status_of
 from murano_engine.api.errors import ApiError
 from murano_engine.backend.settings import Settings
 from tests.api.conftest import PACKAGES
+from tests.zips import damaged
 
 
 def _zip(files: dict[str, bytes | str]) -> bytes:
@@ -147,14 +148,10 @@ def test_an_archive_with_a_damaged_file_is_refused_naming_it(method):
     with zipfile.ZipFile(buffer, "w", method) as archive:
         archive.writestr("manifest.yaml", "FullName: damaged\n")
         archive.writestr("Resources/data.txt", "kept data " * 50)
-    data = bytearray(buffer.getvalue())
-    with zipfile.ZipFile(io.BytesIO(bytes(data))) as archive:
-        member = archive.getinfo("Resources/data.txt")
-    start = member.header_offset + 30 + len(member.filename.encode())  # no extra field
-    data[start:start + 8] = b"\xff" * 8  # the file's data, not the zip's directory
+    data = damaged(buffer.getvalue(), "Resources/data.txt")
 
     with pytest.raises(ApiError) as error:
-        check_archive(bytes(data), Settings())
+        check_archive(data, Settings())
     assert error.value.status == 400
     assert "'Resources/data.txt' cannot be read" in str(error.value)
 

@@ -10,6 +10,7 @@ from dsl_helpers import class_text, cli, write_package
 
 from murano_engine.dsl.validation import validate_package
 from murano_engine.engine.interpreter import build_interpreter
+from tests.zips import damaged
 
 BROKEN_CLASSES = {
     "Yaml": class_text("t.v", "Yaml", """
@@ -144,12 +145,7 @@ def test_validate_names_a_damaged_file_of_a_zip(tmp_path: Path) -> None:
     with zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as archive:
         for member in sorted(p for p in path.rglob("*") if p.is_file()):
             archive.write(member, member.relative_to(path).as_posix())
-    data = bytearray(packed.read_bytes())
-    with zipfile.ZipFile(packed) as archive:
-        member = archive.getinfo("Classes/Good.yaml")
-    start = member.header_offset + 30 + len(member.filename)
-    data[start:start + 8] = b"\xff" * 8  # its deflate data
-    packed.write_bytes(bytes(data))
+    packed.write_bytes(damaged(packed.read_bytes(), "Classes/Good.yaml"))
     done = cli("validate", str(packed))
     assert done.returncode == 1
     assert done.stdout.startswith(f"{packed}!Classes/Good.yaml: cannot read class file: "
