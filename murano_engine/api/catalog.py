@@ -8,7 +8,6 @@ import hashlib
 import io
 import tempfile
 import zipfile
-import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from murano_engine.dsl.packages import (
     read_manifest,
     unsafe_member,
     version_matches,
+    zip_read_errors,
 )
 from murano_engine.dsl.validation import validate_package
 
@@ -78,8 +78,7 @@ def check_archive(data: bytes, settings: Settings) -> zipfile.ZipFile:
             with archive.open(member) as stream:
                 while stream.read(1 << 20):
                     pass
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError,
-                NotImplementedError) as exc:  # damaged, truncated, encrypted, unknown method
+        except zip_read_errors() as exc:
             raise BadRequest(f"the package's file {member.filename!r} cannot be read: "
                              f"{exc}") from None
     return archive

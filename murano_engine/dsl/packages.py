@@ -159,6 +159,16 @@ def unsafe_member(member: Any) -> str | None:
     return None
 
 
+def zip_read_errors() -> tuple[type[BaseException], ...]:
+    """What reading a zip member's damaged data raises: a bad CRC or deflate data, a
+    truncated or encrypted member, an unknown method (for ``except``: evaluated only
+    when one is raised)."""
+    import zipfile  # here: folders need none of it
+    import zlib
+    return (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError,
+            NotImplementedError)
+
+
 class ZipSource(PackageSource):
     def __init__(self, location: PathLike) -> None:
         import zipfile  # here: folders need none of it
@@ -180,15 +190,12 @@ class ZipSource(PackageSource):
     def read(self, relpath: str) -> bytes:
         """The member's bytes: FileNotFoundError when it is missing, OSError naming it
         when its data is damaged (a bad CRC or deflate data, truncated, encrypted)."""
-        import zipfile  # (imported already: the zip is open)
-        import zlib
         _safe_relpath(relpath, self.location)
         try:
             return self._zip.read(self._prefix + relpath)
         except KeyError as exc:
             raise FileNotFoundError(f"{self.display(relpath)}: {exc}") from None
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError,
-                NotImplementedError) as exc:
+        except zip_read_errors() as exc:
             raise OSError(f"{self.display(relpath)}: damaged in the zip: {exc}") from None
 
     def exists(self, relpath: str) -> bool:
