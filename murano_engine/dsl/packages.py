@@ -702,6 +702,14 @@ class PackageLoader:
         for directory in self.search_dirs:
             self._scan(directory)
 
+    def scan(self, directory: PathLike) -> None:
+        """Add the packages of one more search folder (or the package it is); a folder
+        that does not exist is an error, a package that does not load a problem."""
+        directory = os.path.normpath(os.fspath(directory))
+        if directory not in self.search_dirs:
+            self.search_dirs.append(directory)
+        self._scan(directory)
+
     def _scan(self, directory: str) -> None:
         if not os.path.isdir(directory):
             raise LoadError("package folder does not exist", file=directory)
@@ -714,6 +722,8 @@ class PackageLoader:
                 self.problems.append(exc)
 
     def add(self, path: PathLike) -> Package:
+        """The package at ``path``, added; an earlier one of the same name and version
+        is kept instead (a problem then says where this one is)."""
         source = open_source(path, self._resolve)
         package = make_package(source, read_manifest(source), self)
         if not package.trusted:
@@ -721,6 +731,11 @@ class PackageLoader:
         versions = self.packages.setdefault(package.name, [])
         for known in versions:
             if known.same_version(package):
+                if known.source.resolved_location() != source.resolved_location():
+                    self.problems.append(LoadError(
+                        f"package {package.name} {package.version_string} is also at "
+                        f"{known.source.location}, which is the one used",
+                        file=source.location))
                 return known
         versions.append(package)
         if all(p._plain_version for p in versions):  # (the order of their full versions)

@@ -30,10 +30,15 @@ if TYPE_CHECKING:
 
 def validate_package(path: Path, interpreter: Interpreter,
                      search_dirs: Iterable[Path] = ()) -> list[str]:
-    """Check the manifest, every class, every method body and every expression."""
-    loader = PackageLoader(search_dirs, interpreter)
+    """Check the manifest, every class, every method body and every expression.
+
+    The package at ``path`` is the one checked even where ``search_dirs`` hold
+    another copy of it (its source folder beside its zip, say): it is added first."""
+    loader = PackageLoader((), interpreter)
     try:
         package = loader.add(path)
+        for directory in search_dirs:
+            loader.scan(directory)
     except errors.LoadErrors as exc:
         return [str(p) for p in exc.problems]
     except LoadError as exc:

@@ -297,6 +297,26 @@ def test_a_class_extending_itself_is_a_cycle(tmp_path: Path) -> None:
         PackageLoader([tmp_path], INTERPRETER).find_class("t.cyc.A")
 
 
+def test_a_second_copy_of_a_package_is_a_problem_naming_the_one_used(tmp_path: Path) -> None:
+    first = write_package(tmp_path, "t.dup", {"A": class_text("t.dup", "A", """
+        Methods:
+          run:
+            Body:
+              - Return: first
+    """)}, folder="a")
+    second = write_package(tmp_path, "t.dup", {"A": class_text("t.dup", "A", """
+        Methods:
+          run:
+            Body:
+              - Return: second
+    """)}, folder="b")
+    loader = PackageLoader([tmp_path], INTERPRETER)
+    assert [str(p) for p in loader.problems] == [
+        f"{second}: package t.dup 0.0.0 is also at {first}, which is the one used"]
+    assert run_method([tmp_path], "t.dup.A.run") == "first"
+    assert not PackageLoader([first, first], INTERPRETER).problems  # the same folder twice
+
+
 def test_unknown_parent_and_unknown_prefix_name_the_extends_line(tmp_path: Path) -> None:
     path = write_package(tmp_path, "t.ext", {
         "A": class_text("t.ext", "A", "Extends: Missing\n"),

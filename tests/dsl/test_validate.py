@@ -153,6 +153,26 @@ def test_validate_names_a_damaged_file_of_a_zip(tmp_path: Path) -> None:
     assert done.stderr == "1 problem(s) found\n"
 
 
+def test_the_package_given_is_checked_not_a_copy_beside_it_or_in_l(tmp_path: Path) -> None:
+    """A package's source folder beside its zip (or in a -l folder): each is checked as
+    itself, though both are the same name and version."""
+    good = BROKEN_CLASSES["Good"].replace("t.v", "t.ok")
+    folder = write_package(tmp_path, "t.ok", {"Good": good})
+    broken = write_package(tmp_path / "elsewhere", "t.ok", {"Good": good + "  x: [\n"})
+    packed = tmp_path / "z.zip"  # listed after the folder beside it
+    with zipfile.ZipFile(packed, "w") as archive:
+        for member in sorted(p for p in broken.rglob("*") if p.is_file()):
+            archive.write(member, member.relative_to(broken).as_posix())
+    done = cli("validate", str(packed))
+    assert done.returncode == 1
+    assert done.stdout.startswith(f"{packed}!Classes/Good.yaml:")
+    assert "malformed YAML" in done.stdout
+    done = cli("validate", str(broken), "-l", str(tmp_path))
+    assert done.returncode == 1
+    assert done.stdout.startswith(f"{broken / 'Classes' / 'Good.yaml'}:")
+    assert cli("validate", str(folder), "-l", str(tmp_path / "elsewhere")).returncode == 0
+
+
 def test_required_packages_are_found_beside_the_package_or_with_l(tmp_path):
     repo = Path(__file__).resolve().parents[2]
     alone = tmp_path / "alone" / "io.murano.windows.FailoverCluster"
