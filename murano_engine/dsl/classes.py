@@ -430,10 +430,10 @@ def build_class(name: str, doc: dict, package: Package, namespaces: NamespaceRes
     position = position_of(doc)
     usage = doc.get("Usage", "Class")
     if not _one_of(usage, ("Class", "Meta")):
-        raise LoadError(f"class {name}: unknown Usage {usage!r}", position)
+        raise LoadError(f"class {name}: unknown Usage {usage!r}", position, field=("Usage",))
     for key in ("Properties", "Methods", "Workflow"):
         if doc.get(key) is not None and not isinstance(doc[key], dict):
-            raise LoadError(f"class {name}: {key} must be a mapping", position)
+            raise LoadError(f"class {name}: {key} must be a mapping", position, field=(key,))
     cls = MuranoClass(name, package, namespaces, position, usage)
     extends = doc.get("Extends")
     parent_names: list[Any]
@@ -443,12 +443,18 @@ def build_class(name: str, doc: dict, package: Package, namespaces: NamespaceRes
         parent_names = extends
     else:
         parent_names = [extends]
-    for parent_name in parent_names:
+    for index, parent_name in enumerate(parent_names):
+        where = position_of(parent_name) or position
+        field = ("Extends", index) if isinstance(extends, list) else ("Extends",)
         try:
             full_name = namespaces.resolve(str(parent_name))
+            parent = resolve_parent(full_name, where)
         except errors.NoClassFound as exc:
-            raise LoadError(exc.message, position_of(parent_name) or position) from None
-        parent = resolve_parent(full_name, position_of(parent_name) or position)
+            raise LoadError(exc.message, where, field=field) from None
+        except LoadError as exc:
+            if exc.position is not where or exc.field:
+                raise
+            raise LoadError(exc.message, where, field=field) from None
         if parent.usage == "Meta" and usage == "Class":
             raise errors.InvalidInheritanceError(
                 f"class {name} cannot extend meta class {parent.name}")
@@ -472,5 +478,6 @@ def build_class(name: str, doc: dict, package: Package, namespaces: NamespaceRes
             "Inherited": doc.get("Inherited", False),
         }
         if not isinstance(cls.meta_options["Inherited"], bool):
-            raise LoadError(f"meta class {name}: Inherited must be true or false", position)
+            raise LoadError(f"meta class {name}: Inherited must be true or false", position,
+                            field=("Inherited",))
     return cls

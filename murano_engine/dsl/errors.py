@@ -89,12 +89,18 @@ def format_stack(frames: list[StackFrame]) -> str:
 
 
 class LoadError(Exception):
-    """A package, manifest, class file or expression could not be loaded."""
+    """A package, manifest, class file or expression could not be loaded.
+
+    ``field`` (keys and indexes from the document's root) names the value at fault
+    where ``position`` is only its document's: the package, which has the file's
+    text, then finds the value's line (:func:`~murano_engine.dsl.yaml_loader.field_position`).
+    """
 
     def __init__(self, message: str, position: Position | None = None,
-                 file: str | None = None) -> None:
+                 file: str | None = None, field: tuple[Any, ...] = ()) -> None:
         self.message = message
         self.position = position
+        self.field = field
         self.file = file or (position.file if position else None)
         where = str(position) if position else (file or "")
         super().__init__(f"{where}: {message}" if where else message)

@@ -24,7 +24,13 @@ from murano_engine.dsl.errors import LoadError, Position
 from murano_engine.dsl.expressions import try_parse
 from murano_engine.dsl.files import read_bytes
 from murano_engine.dsl.natives import attach_native
-from murano_engine.dsl.yaml_loader import SourceMap, load_documents, load_plain, position_of
+from murano_engine.dsl.yaml_loader import (
+    SourceMap,
+    field_position,
+    load_documents,
+    load_plain,
+    position_of,
+)
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
@@ -432,7 +438,12 @@ class Package:
         self._loading.add(name)
         try:
             doc, resolver = self._class_document(name)
-            cls = build_class(name, doc, self, resolver, self._resolve_parent)
+            try:
+                cls = build_class(name, doc, self, resolver, self._resolve_parent)
+            except LoadError as exc:
+                if not exc.field or exc.position != position_of(doc):
+                    raise
+                raise self._at_field(exc, "Classes/" + self.class_files[name]) from None
             attach_native(cls, self.loader.interpreter.natives)
         finally:
             self._loading.discard(name)
@@ -444,6 +455,16 @@ class Package:
             return self.find_class(name)
         except errors.NoClassFound as exc:
             raise LoadError(str(exc), position) from None
+
+    def _at_field(self, error: LoadError, relpath: str) -> LoadError:
+        """``error`` at the line of its field, found in the file read again."""
+        display = self.source.display(relpath)
+        try:
+            text = self.source.read(relpath)
+        except OSError:
+            return error
+        found = field_position(text, display, error.field, error.position)
+        return LoadError(error.message, found or error.position, file=display)
 
     def _class_document(self, name: str) -> tuple[dict, NamespaceResolver]:
         relpath = "Classes/" + self.class_files[name]
@@ -538,6 +559,16 @@ class HotPackage(Package):
             return self.source.read(hot.TEMPLATE)
         return super().read_resource(name)
 
+    def _at_field(self, error: LoadError, relpath: str) -> LoadError:
+        """``error`` at the line of its field, found in the file read again."""
+        display = self.source.display(relpath)
+        try:
+            text = self.source.read(relpath)
+        except OSError:
+            return error
+        found = field_position(text, display, error.field, error.position)
+        return LoadError(error.message, found or error.position, file=display)
+
     def _class_document(self, name: str) -> tuple[dict, NamespaceResolver]:
         files = [n[len(hot.HOT_FILES):] for n in self.source.names()
                  if n.startswith(hot.HOT_FILES)]
@@ -596,35 +627,43 @@ def read_manifest(source: PackageSource) -> dict:
     manifest = document_cache.cached("manifest", text, where, lambda: load_plain(text, where))
     if not isinstance(manifest, dict):
         raise LoadError("manifest must be a mapping", file=where)
-    problems = []
+    problems: list[tuple[str, tuple[Any, ...]]] = []  # (the problem, its field)
     full_name = manifest.get("FullName")
     if not full_name:
-        problems.append("FullName is required")
+        problems.append(("FullName is required", ()))
     elif not isinstance(full_name, str) or not _FULL_NAME.match(full_name):
-        problems.append(f"FullName {full_name!r} must be dotted words")
+        problems.append((f"FullName {full_name!r} must be dotted words", ("FullName",)))
     if manifest.get("Type", "Application") not in _TYPES:
-        problems.append(f"Type must be Application or Library, not {manifest.get('Type')!r}")
+        problems.append((f"Type must be Application or Library, not {manifest.get('Type')!r}",
+                         ("Type",)))
     for key in ("Classes", "Require"):
         if manifest.get(key) is not None and not isinstance(manifest[key], dict):
-            problems.append(f"{key} must be a mapping")
+            problems.append((f"{key} must be a mapping", (key,)))
     if manifest.get("Tags") is not None and not isinstance(manifest["Tags"], list):
-        problems.append("Tags must be a list")
+        problems.append(("Tags must be a list", ("Tags",)))
     try:
         version_key(manifest.get("Version"))
     except ValueError as exc:
-        problems.append(f"invalid Version {manifest.get('Version')!r}: {exc}")
+        problems.append((f"invalid Version {manifest.get('Version')!r}: {exc}", ("Version",)))
     if isinstance(manifest.get("Require"), dict):
         for name, spec in manifest["Require"].items():
             try:
                 key_matches((0, 0, 0), spec)
             except LoadError as exc:
-                problems.append(f"Require {name}: {exc.message}")
+                problems.append((f"Require {name}: {exc.message}", ("Require", name)))
     if str(manifest.get("Format")) == hot.FORMAT and not source.exists(hot.TEMPLATE):
-        problems.append(f"a {hot.FORMAT_NAME} package needs {hot.TEMPLATE} beside its manifest")
+        problems.append((f"a {hot.FORMAT_NAME} package needs {hot.TEMPLATE} beside its "
+                         f"manifest", ("Format",)))
     if problems:
         position = manifest.position if isinstance(manifest, SourceMap) else None
-        raise errors.LoadErrors([LoadError(p, position, file=where) for p in problems])
-    _parse_format(manifest.get("Format"), where)
+        raise errors.LoadErrors([
+            LoadError(problem, field and field_position(text, where, field) or position,
+                      file=where) for problem, field in problems])
+    try:
+        _parse_format(manifest.get("Format"), where)
+    except LoadError as exc:
+        raise LoadError(exc.message, field_position(text, where, ("Format",)),
+                        file=where) from None
     return manifest
 
 

@@ -167,6 +167,42 @@ def load_plain(text: str | bytes, filename: str) -> Any:
     return docs[0]
 
 
+def field_position(text: str | bytes, filename: str, field: tuple[Any, ...],
+                   document: Position | None = None) -> Position | None:
+    """Where the value at ``field`` (mapping keys and list indexes, from the root) was
+    written in the document starting at ``document`` (the first one without it), or
+    ``None``. Mappings carry their positions, plain scalars do not: an error about a
+    scalar (``Extends: NoSuch``) finds its line here, reading the file again."""
+    yaml = import_yaml()
+    loader = _base_loader()(text)
+    try:
+        for root in _compose_all(loader):
+            if document is None or (root.start_mark.line + 1,
+                                    root.start_mark.column + 1) == document[1:]:
+                return _walk(root, field, filename)
+    except yaml.YAMLError:
+        pass
+    finally:
+        loader.dispose()
+    return None
+
+
+def _walk(node: Any, field: tuple[Any, ...], filename: str) -> Position | None:
+    yaml = import_yaml()
+    for step in field:
+        if isinstance(node, yaml.MappingNode):
+            node = next((value for key, value in node.value
+                         if isinstance(key, yaml.ScalarNode) and key.value == str(step)), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) \
+                and 0 <= step < len(node.value):
+            node = node.value[step]
+        else:
+            return None
+        if node is None:
+            return None
+    return _position(filename, node.start_mark)
+
+
 def _compose_all(loader: yaml.SafeLoader):
     while loader.check_node():
         yield loader.get_node()

@@ -138,12 +138,12 @@ def test_manifest_problems(tmp_path: Path) -> None:
     no_template.mkdir()
     (no_template / "manifest.yaml").write_text(MANIFEST.format(name="t.hot.None"))
     assert validate_package(no_template, build_interpreter()) == [
-        f"{no_template / 'manifest.yaml'}:1:1: a Heat.HOT package needs template.yaml beside "
+        f"{no_template / 'manifest.yaml'}:1:9: a Heat.HOT package needs template.yaml beside "
         f"its manifest"]
     later = hot_package(tmp_path, "resources: {}\n", "t.hot.Later",
                         MANIFEST.replace("1.0", "2.0"))
     assert validate_package(later, build_interpreter()) == [
-        f"{later / 'manifest.yaml'}: unsupported package format 'Heat.HOT/2.0' "
+        f"{later / 'manifest.yaml'}:1:9: unsupported package format 'Heat.HOT/2.0' "
         f"(Heat.HOT/1.0 is supported)"]
     taken = hot_package(tmp_path, "heat_template_version: 2016-10-14\nresources: {}\n",
                         "io.murano.Application")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import zipfile
 from pathlib import Path
 
@@ -325,13 +324,33 @@ def test_unknown_parent_and_unknown_prefix_name_the_extends_line(tmp_path: Path)
     loader = PackageLoader([tmp_path], INTERPRETER)
     with pytest.raises(LoadError) as caught:
         loader.find_class("t.ext.A")
-    assert re.match(rf"{re.escape(str(path / 'Classes' / 'A.yaml'))}:\d+:\d+: ",
-                    str(caught.value))
+    assert str(caught.value).startswith(f"{path / 'Classes' / 'A.yaml'}:4:10: ")
     assert "t.ext.Missing" in str(caught.value)
     with pytest.raises(LoadError) as caught:
         loader.find_class("t.ext.B")
     assert str(caught.value).startswith(f"{path / 'Classes' / 'B.yaml'}:4:10")
     assert "unknown namespace prefix 'zz'" in str(caught.value)
+
+
+def test_class_level_problems_name_the_line_of_their_value(tmp_path: Path) -> None:
+    """Plain scalars carry no position: the error's line is found in the file."""
+    path = write_package(tmp_path, "t.at", {
+        "A": class_text("t.at", "A", "Extends:\n  - io.murano.Object\n  - Nowhere\n"),
+        "B": class_text("t.at", "B", "Usage: Klass\n"),
+        "C": "Namespaces:\n  =: t.at\n---\nName: Other\n---\nName: C\n\n"
+             "Methods: [run]\n",
+    })
+    (tmp_path / "zipped").mkdir()
+    packed = zip_folder(path, tmp_path / "zipped" / "t.at.zip")
+    expected = {"t.at.A": ("A", "6:5: class t.at.Nowhere is not found"),
+                "t.at.B": ("B", "4:8: class t.at.B: unknown Usage 'Klass'"),
+                "t.at.C": ("C", "8:10: class t.at.C: Methods must be a mapping")}
+    for root, shown in ((tmp_path, f"{path / 'Classes'}/"), (packed.parent, f"{packed}!Classes/")):
+        loader = PackageLoader([root], INTERPRETER)
+        for name, (short, where) in expected.items():
+            with pytest.raises(LoadError) as caught:
+                loader.find_class(name)
+            assert str(caught.value).startswith(f"{shown}{short}.yaml:{where}")
 
 
 def test_a_file_that_does_not_define_its_class(tmp_path: Path) -> None:

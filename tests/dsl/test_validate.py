@@ -110,8 +110,10 @@ def test_validate_reports_manifest_problems_each_naming_the_manifest(tmp_path: P
     path = write_package(tmp_path, "t.m", folder="m",
                          manifest="Type: Service\nClasses: [x]\n")
     problems = validate_package(path, build_interpreter())
-    assert len(problems) == 3
-    assert all(p.startswith(f"{path / 'manifest.yaml'}:1:1: ") for p in problems)
+    where = path / "manifest.yaml"
+    assert problems == [f"{where}:1:1: FullName is required",  # (no line of its own)
+                        f"{where}:1:7: Type must be Application or Library, not 'Service'",
+                        f"{where}:2:10: Classes must be a mapping"]
 
 
 def test_validate_names_the_line_of_a_broken_ui_definition(tmp_path: Path) -> None:
