@@ -64,7 +64,7 @@ def _start(launcher: NamespaceLauncher, client: AgentClient,
         start = time.perf_counter() - started
         if not client.is_ready(f"bench-{spec.server_id}", 60):
             raise SystemExit(f"the agent of {spec.hostname} never answered; "
-                             f"see {spec.folder}/agent.out")
+                             f"see {spec.output_file}")
         return start, time.perf_counter() - started
     finally:
         launcher.remove(spec)

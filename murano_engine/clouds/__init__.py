@@ -45,12 +45,15 @@ __all__ = [
 
 
 def open_cloud(config: Mapping[str, Mapping[str, Any]],
-               identities: BrokerIdentities | None = None) -> StackService:
+               identities: BrokerIdentities | None = None,
+               broker_address: str | None = None) -> StackService:
     """The stack service the engine config asks for (sections as dicts).
 
     Its stack operations are waited for the cloud section's ``stack_timeout``
     seconds, or ``[engine] stack_timeout`` where the cloud has none. The local
-    cloud revokes a deleted server's broker identity with ``identities``.
+    cloud revokes a deleted server's broker identity with ``identities``, and its
+    servers reach the broker at ``broker_address`` (the engine's, an AMQP URL whose
+    host and port count), whatever their user data names.
     """
     from murano_engine.clouds.heat import HeatStacks, heat_configured
 
@@ -62,4 +65,4 @@ def open_cloud(config: Mapping[str, Mapping[str, Any]],
     from murano_engine.clouds.local import LocalCloud
 
     return LocalCloud.from_config(config.get("local_cloud") or {}, stack_timeout,
-                                  identities=identities)
+                                  identities=identities, broker_address=broker_address)

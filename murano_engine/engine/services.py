@@ -29,7 +29,7 @@ def engine_services(config: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     key_file = signing_key_file(config)
     signing_key = engine_key(key_file) if key_file is not None else None
     identities = BrokerIdentities.from_config(config)
-    services = {"cloud": open_cloud(config, identities),
+    services = {"cloud": open_cloud(config, identities, broker_address=broker_url(config)),
                 "agents": AgentClient(broker_url(config), signing_key_pem=signing_key,
                                       ssl=broker_ssl(config)),
                 "config": config}

@@ -134,7 +134,7 @@ class Site:
             if found and all(found.values()):
                 return [pid for pids in found.values() for pid in pids]
             if time.monotonic() >= deadline:
-                outputs = {name: _tail(self.cloud / "servers" / name / "agent.out")
+                outputs = {name: _tail(self.cloud / "servers-records" / f"{name}.out")
                            for name, pids in found.items() if not pids}
                 raise AssertionError(f"servers without a process after {timeout} s: "
                                      f"{outputs}")

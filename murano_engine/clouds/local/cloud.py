@@ -71,6 +71,7 @@ class LocalCloud(StackService):
         state_dir: str | Path = DEFAULT_STATE_DIR,
         *,
         broker_url: str | None = None,
+        broker_address: str | None = None,
         powershell: str | None = None,
         floating_cidr: str = "172.24.4.0/24",
         isolation: str = "namespaces",
@@ -90,6 +91,7 @@ class LocalCloud(StackService):
             root / "servers",
             launcher if launcher is not None else make_launcher(isolation, max_processes),
             broker_url=broker_url,
+            broker_address=broker_address,
             powershell=powershell,
             identities=identities,
         )
@@ -108,13 +110,15 @@ class LocalCloud(StackService):
     @classmethod
     def from_config(cls, section: Mapping[str, Any],
                     stack_timeout: float = DEFAULT_STACK_TIMEOUT,
-                    identities: BrokerIdentities | None = None) -> LocalCloud:
+                    identities: BrokerIdentities | None = None,
+                    broker_address: str | None = None) -> LocalCloud:
         """Build from the engine config's ``[local_cloud]`` section; its ``stack_timeout``
         (when set) wins over ``stack_timeout``; ``identities`` revokes the broker users
         of the servers it deletes."""
         return cls(
             section.get("state_dir") or DEFAULT_STATE_DIR,
             broker_url=section.get("broker_url") or None,
+            broker_address=broker_address,
             powershell=section.get("powershell") or None,
             isolation=section.get("isolation") or "namespaces",
             max_processes=int(section.get("max_processes") or DEFAULT_MAX_PROCESSES),

@@ -2,7 +2,13 @@
 
 ``<servers>/<server id>/`` holds ``user_data`` (as booted), ``agent.conf`` (the
 agent config found in it, see :mod:`.userdata`), ``server.json`` (its name and
-ports) and the agent's storage (``agent/``), log and output.
+ports) and the agent's storage (``agent/``) and log. That folder is the guest's
+(its ``/sandbox``, which a hostile guest may rewrite, links included), so what the
+engine acts on is kept in ``<servers>-records/`` instead, out of its reach: the
+agent config and the server's name, ports and flavor as booted
+(``<server id>.conf``, ``.json``), its queue (``.queue``) and the output of its
+sandbox and agent (``.out``); the engine writes into the guest's folder only
+through :func:`.sandbox.write_into`, which never follows a link.
 
 A guest that dies is a server in ERROR, as Nova would have it: a watcher sees
 a server's agent end for good (it could not start, or ended and could not be
@@ -13,7 +19,9 @@ server in ERROR is not started again by a later engine; deleting it clears it. T
 real ``murano-agent``, started by a launcher (:mod:`.sandbox`): in a sandbox of
 its own by default. ``broker_url`` (when set) replaces the broker address the
 agent config names, since the address a VM would use may not be the one this
-host reaches (a server's own broker identity, ``murano-agent-<queue>``, is kept).
+host reaches (a server's own broker identity, ``murano-agent-<queue>``, is kept);
+``broker_address`` (the engine's broker) replaces the host and port it names in any
+case, so no package's user data sends a sandbox's relay elsewhere.
 Releasing a server revokes that identity.
 """
 
@@ -30,12 +38,18 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from murano_engine.clouds.base import CloudError
 from murano_engine.clouds.local.flavors import Flavor
 from murano_engine.clouds.local.netns import Interface
-from murano_engine.clouds.local.sandbox import Launcher, ServerSpec, broker_from_ini, ini_sections
+from murano_engine.clouds.local.sandbox import (
+    Launcher,
+    ServerSpec,
+    broker_from_ini,
+    ini_sections,
+    write_into,
+)
 from murano_engine.clouds.local.userdata import find_agent_config
 from murano_engine.messaging.identities import (
     USER_PREFIX,
@@ -85,6 +99,7 @@ class Guests:
         launcher: Launcher,
         *,
         broker_url: str | None = None,
+        broker_address: str | None = None,
         powershell: str | None = None,
         identities: BrokerIdentities | None = None,
     ) -> None:
@@ -96,6 +111,11 @@ class Guests:
         self._records.mkdir(exist_ok=True)
         self.launcher = launcher
         self._broker_url = broker_url
+        #: the broker's host and port (an AMQP URL's) every agent is sent to: the one
+        #: in a server's user data, which a package writes, could name any service
+        #: on the host's loopback for its sandbox's relay to connect to
+        self._broker_address = urlsplit(broker_address).netloc.rsplit("@", 1)[-1] \
+            if broker_address else None
         self._identities = identities
         self._powershell = powershell
         self._running: set[str] = set()
@@ -135,18 +155,21 @@ class Guests:
                 )
         folder = self.sandbox(server_id)
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "user_data").write_text(user_data or "", encoding="utf-8")
+        write_into(folder, "user_data", user_data or "")
         ini = find_agent_config(user_data)
         if ini is None:
             return False
-        (folder / "agent.conf").write_text(ini, encoding="utf-8")
         queue = _input_queue(ini)
-        self._queue_file(server_id).write_text(queue or "", encoding="utf-8")
+        meta = json.dumps({"hostname": hostname, "powershell": powershell,
+                           "interfaces": [vars(i) for i in interfaces],
+                           "flavor": flavor.to_json() if flavor else None})
+        # the engine's copies first: a server with a folder copy is known by them
+        self._record(server_id, ".conf").write_text(ini, encoding="utf-8")
+        self._record(server_id, ".queue").write_text(queue or "", encoding="utf-8")
         self._queues.pop(server_id, None)
-        (folder / "server.json").write_text(json.dumps({
-            "hostname": hostname, "powershell": powershell,
-            "interfaces": [vars(i) for i in interfaces],
-            "flavor": flavor.to_json() if flavor else None}), encoding="utf-8")
+        self._record(server_id, ".json").write_text(meta, encoding="utf-8")
+        write_into(folder, "agent.conf", ini)  # the guest's copies, as a VM's metadata
+        write_into(folder, "server.json", meta)
         self._stop_rivals(server_id)
         self._keep_identity(server_id)
         self._start(server_id)
@@ -159,11 +182,11 @@ class Guests:
         queue = self.input_queue(server_id)
         if self._identities is None or not queue:
             return
-        ini = (self.sandbox(server_id) / "agent.conf").read_text(encoding="utf-8")
         try:
+            ini = self._agent_ini(server_id)
             sections = ini_sections(ini)
             own = urlsplit(broker_from_ini(ini))
-        except (configparser.Error, ValueError):
+        except (OSError, configparser.Error, ValueError):
             return  # starting the agent says what is wrong with its config
         if unquote(own.username or "") != identity_name(queue):
             return
@@ -185,8 +208,7 @@ class Guests:
             releasing = set(self._releases)
         for other in self.root.iterdir():
             if other.name != server_id and other.name not in releasing \
-                    and self.input_queue(other.name) == queue \
-                    and (other / "server.json").is_file():
+                    and self.input_queue(other.name) == queue and self.known(other.name):
                 LOG.warning("Server %s also serves queue %s; stopping it for server %s",
                             other.name, queue, server_id)
                 self.stop(other.name)
@@ -194,7 +216,7 @@ class Guests:
     def resize(self, server_id: str, flavor: Flavor) -> None:
         """Give the running server ``flavor``'s limits (:meth:`resume` gives them again
         after a restart: the stack's record holds the flavor)."""
-        if not (self.sandbox(server_id) / "server.json").is_file():
+        if not self.known(server_id):
             return
         spec = self._spec(server_id)
         if spec.flavor is not None:  # a server booted before flavors stays without limits
@@ -210,7 +232,7 @@ class Guests:
             why = self._error_file(server_id).read_text(encoding="utf-8")
             with self._lock:
                 self._failed[server_id] = (self.input_queue(server_id), why)
-        elif (self.sandbox(server_id) / "server.json").is_file():
+        elif self.known(server_id):
             self._start(server_id, flavor)
 
     def failure(self, server_id: str) -> str | None:
@@ -262,8 +284,7 @@ class Guests:
 
     def _release(self, server_id: str, marker: int) -> None:
         try:
-            if not self._revoke_identity(server_id) \
-                    and (self.sandbox(server_id) / "server.json").is_file():
+            if not self._revoke_identity(server_id) and self.known(server_id):
                 self.launcher.remove(self._spec(server_id))
         except Exception as exc:  # noqa: BLE001 - reported by settle()
             LOG.exception("Releasing server %s failed", server_id)
@@ -271,9 +292,8 @@ class Guests:
                 self._release_errors.append(f"server {server_id}: {exc}")
         finally:
             shutil.rmtree(self.sandbox(server_id), ignore_errors=True)
-            self._error_file(server_id).unlink(missing_ok=True)
-            self._queue_file(server_id).unlink(missing_ok=True)
-            self._releasing_file(server_id).unlink(missing_ok=True)
+            for suffix in (".error", ".conf", ".json", ".out", ".queue", ".releasing"):
+                self._record(server_id, suffix).unlink(missing_ok=True)
             os.close(marker)
             with self._lock:
                 self._releases.pop(server_id, None)
@@ -287,9 +307,9 @@ class Guests:
         nothing, for a server with the shared login."""
         queue = self.input_queue(server_id)
         if self._identities is None or not queue \
-                or _ini_login(self.sandbox(server_id) / "agent.conf") != identity_name(queue):
+                or _ini_login(self._agent_ini_or_none(server_id)) != identity_name(queue):
             return False
-        if (self.sandbox(server_id) / "server.json").is_file():
+        if self.known(server_id):
             self.launcher.discard(self._spec(server_id))
         self._identities.revoke(queue)
         return True
@@ -313,7 +333,7 @@ class Guests:
         with self._lock:
             self._running.discard(server_id)
             self._specs.pop(server_id, None)
-        if (self.sandbox(server_id) / "server.json").is_file():
+        if self.known(server_id):
             self.launcher.stop(self._spec(server_id))
 
     def detach_all(self) -> None:
@@ -327,7 +347,7 @@ class Guests:
         if watcher is not None:
             watcher.join()
         for server_id in ids:
-            if (self.sandbox(server_id) / "server.json").is_file():
+            if self.known(server_id):
                 self.launcher.detach(self._spec(server_id))
         self.launcher.close()
 
@@ -347,32 +367,64 @@ class Guests:
             if queue is not None:
                 self._queues[server_id] = queue  # one dict write: callers may hold the lock
             return queue
+        ini = self._agent_ini_or_none(server_id)
+        return _input_queue(ini) if ini is not None else None
+
+    def known(self, server_id: str) -> bool:
+        """Whether the server was booted with an agent (and not released since)."""
+        return self._record(server_id, ".json").is_file() \
+            or self._legacy(server_id, "server.json").is_file()
+
+    def _agent_ini(self, server_id: str) -> str:
+        """The server's agent config as booted (OSError when it has none)."""
         try:
-            ini = (self.sandbox(server_id) / "agent.conf").read_text(encoding="utf-8")
+            return self._record(server_id, ".conf").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return self._legacy(server_id, "agent.conf").read_text(encoding="utf-8")
+
+    def _agent_ini_or_none(self, server_id: str) -> str | None:
+        try:
+            return self._agent_ini(server_id)
         except OSError:
             return None
-        return _input_queue(ini)
+
+    def _legacy(self, server_id: str, name: str) -> Path:
+        """A file of a server booted before the engine kept its own copies: read from
+        its folder only when the engine's copy does not exist."""
+        return self.sandbox(server_id) / name
+
+    def _record(self, server_id: str, suffix: str) -> Path:
+        return self._records / f"{server_id}{suffix}"
 
     def _queue_file(self, server_id: str) -> Path:
-        return self._records / f"{server_id}.queue"
+        return self._record(server_id, ".queue")
 
     def _releasing_file(self, server_id: str) -> Path:
-        return self._records / f"{server_id}.releasing"
+        return self._record(server_id, ".releasing")
 
     def running(self) -> set[str]:
         with self._lock:
             return set(self._running)
 
     def _spec(self, server_id: str) -> ServerSpec:
+        """What the launcher needs, from the engine's copies (see the module)."""
         folder = self.sandbox(server_id)
-        ini = (folder / "agent.conf").read_text(encoding="utf-8")
+        ini = self._agent_ini(server_id)
         if not ini.endswith("\n"):
             ini += "\n"
-        meta = json.loads((folder / "server.json").read_text(encoding="utf-8"))
+        meta_file = self._record(server_id, ".json")
+        if not meta_file.is_file():
+            meta_file = self._legacy(server_id, "server.json")
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
         broker_url = broker_from_ini(ini)
+        if self._broker_address:
+            parts = urlsplit(broker_url)
+            login = parts.netloc.rpartition("@")[0]
+            broker_url = urlunsplit(parts._replace(
+                netloc=f"{login}@{self._broker_address}" if login else self._broker_address))
         if self._broker_url:
             broker_url = self._broker_url
-            login = _ini_login(folder / "agent.conf")
+            login = _ini_login(ini)
             if login and login.startswith(USER_PREFIX):  # keep the server's own identity
                 broker_url = with_credentials(broker_url, login, unquote(
                     urlsplit(broker_from_ini(ini)).password or ""))
@@ -381,7 +433,8 @@ class Guests:
             broker_url=broker_url,
             interfaces=[Interface(**i) for i in meta["interfaces"]],
             powershell=meta.get("powershell"),
-            flavor=Flavor.from_json(meta["flavor"]) if meta.get("flavor") else None)
+            flavor=Flavor.from_json(meta["flavor"]) if meta.get("flavor") else None,
+            output=self._record(server_id, ".out"))
 
     def _start(self, server_id: str, flavor: Flavor | None = None) -> None:
         try:
@@ -404,7 +457,7 @@ class Guests:
                  spec.folder)
 
     def _error_file(self, server_id: str) -> Path:
-        return self._records / f"{server_id}.error"
+        return self._record(server_id, ".error")
 
     def _watch(self) -> None:
         """Mark ERROR, at once, every running server whose agent ended for good."""
@@ -421,7 +474,7 @@ class Guests:
                     self._mark_error(server_id, spec)
 
     def _mark_error(self, server_id: str, spec: ServerSpec) -> None:
-        output = _tail(spec.folder / "agent.out", LAST_OUTPUT_CHARS)
+        output = _tail(spec.output_file, LAST_OUTPUT_CHARS)
         restarted = output.rstrip().endswith("cannot be restarted")  # the init's last word
         why = (f"server {spec.hostname} ({server_id}) is in ERROR: its agent "
                + ("ended and could not be restarted" if restarted else "could not start")
@@ -454,11 +507,13 @@ def _input_queue(ini: str) -> str | None:
     except configparser.Error:
         return None
 
-def _ini_login(path: Path) -> str | None:
+def _ini_login(ini: str | None) -> str | None:
     """The broker login an agent config names (None when it names none or is unreadable)."""
+    if ini is None:
+        return None
     try:
-        rabbitmq = ini_sections(path.read_text(encoding="utf-8")).get("rabbitmq", {})
-    except (OSError, configparser.Error):
+        rabbitmq = ini_sections(ini).get("rabbitmq", {})
+    except configparser.Error:
         return None
     url = rabbitmq.get("url", "")
     if url:

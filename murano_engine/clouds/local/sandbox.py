@@ -41,6 +41,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +101,13 @@ class ServerSpec:
     powershell: str | None = None
     #: sizes the sandbox (no limits when None: a server booted before flavors did)
     flavor: Flavor | None = None
+    #: where the sandbox's (or the unisolated agent's) output goes: out of the guest's
+    #: reach, as the engine reads it (None: ``agent.out`` in the folder, for tests)
+    output: Path | None = None
+
+    @property
+    def output_file(self) -> Path:
+        return self.output or self.folder / "agent.out"
 
 
 #: machines whose pivot_root system call sandbox-enter.py makes (SYS_PIVOT_ROOT there);
@@ -216,10 +224,9 @@ class ProcessLauncher:
         _check_broker(spec.broker_url)
         if self.running(spec):
             return
-        config = spec.folder / "agent.effective.conf"
-        config.write_text(agent_config(spec.agent_ini, str(spec.folder), spec.broker_url,
-                                       spec.powershell))
-        with open(spec.folder / "agent.out", "ab") as out:
+        config = write_into(spec.folder, "agent.effective.conf", agent_config(
+            spec.agent_ini, str(spec.folder), spec.broker_url, spec.powershell))
+        with open(spec.output_file, "ab") as out:
             child = subprocess.Popen(
                 _agent_command(str(config)), stdout=out, stderr=out, stdin=subprocess.DEVNULL,
                 cwd=spec.folder, start_new_session=True,
@@ -314,8 +321,8 @@ class NamespaceLauncher:
             self._teardown(spec)
             raise SandboxError(f"cannot size the sandbox of server {spec.hostname} by its "
                                f"flavor: {exc}") from None
-        (spec.folder / "agent.effective.conf").write_text(
-            agent_config(spec.agent_ini, INSIDE, inside_url, spec.powershell))
+        write_into(spec.folder, "agent.effective.conf",
+                   agent_config(spec.agent_ini, INSIDE, inside_url, spec.powershell))
         _own(spec.folder, uid)
         try:
             netns.create_server(spec.server_id, spec.interfaces)
@@ -338,7 +345,7 @@ class NamespaceLauncher:
         }
         try:
             pid = self._forks.start(ENTER_SCRIPT, args, dict(GUEST_ENVIRONMENT),
-                                    spec.folder / "agent.out")
+                                    spec.output_file)
         except ForkServerError as exc:
             self._teardown(spec)
             raise SandboxError(f"cannot start server {spec.hostname}: {exc}") from None
@@ -520,6 +527,23 @@ def _uid_for(server_id: str) -> int:
 def _hostname(name: str) -> str:
     cleaned = "".join(c if c.isalnum() or c == "-" else "-" for c in name).strip("-")
     return cleaned[:63] or "server"
+
+
+def write_into(folder: Path, name: str, text: str) -> Path:
+    """Write ``folder/name`` where the folder is the guest's to change (a server's
+    folder is its ``/sandbox``): the file is made anew and renamed into place, so a
+    link the guest left under that name is replaced, never followed by the engine,
+    which runs as the host's root."""
+    fd, temporary = tempfile.mkstemp(prefix=f".{name}.", dir=folder)  # O_EXCL|O_NOFOLLOW
+    try:
+        with open(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, folder / name)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return folder / name
 
 
 def _own(folder: Path, uid: int) -> None:

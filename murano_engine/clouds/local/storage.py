@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from murano_engine.clouds.local.flavors import check_image
@@ -115,10 +116,14 @@ class VolumeAttachment(ResourceType):
             mountpoint = props.get("mountpoint") or ""
             link_name = PurePosixPath(mountpoint).name or volume.id
             link = ctx.services.guests.sandbox(server.id) / "volumes" / link_name
-            if link.exists() or link.is_symlink():
-                raise ResourceFailure(f"server {server.id} already has a disk at {mountpoint!r}")
-            link.parent.mkdir(parents=True, exist_ok=True)
-            link.symlink_to(ctx.services.volumes / volume.id, target_is_directory=True)
+            folder = _volumes_folder(link.parent)
+            try:
+                os.symlink(ctx.services.volumes / volume.id, link_name, dir_fd=folder)
+            except FileExistsError:
+                raise ResourceFailure(
+                    f"server {server.id} already has a disk at {mountpoint!r}") from None
+            finally:
+                os.close(folder)
         return ctx.services.new_id(), {
             "server_id": server.id,
             "volume_id": volume.id,
@@ -127,8 +132,31 @@ class VolumeAttachment(ResourceType):
         }
 
     def delete(self, ctx: Context, record: ResourceRecord) -> None:
-        link = ctx.services.guests.sandbox(record.data["server_id"]) / "volumes"
-        (link / PurePosixPath(record.data["link"]).name).unlink(missing_ok=True)
+        try:
+            folder = _volumes_folder(
+                ctx.services.guests.sandbox(record.data["server_id"]) / "volumes")
+        except (OSError, ResourceFailure):
+            return  # the server is gone, or its guest removed the folder
+        try:
+            os.unlink(PurePosixPath(record.data["link"]).name, dir_fd=folder)
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(folder)
+
+
+def _volumes_folder(path: Path) -> int:
+    """The server's ``volumes`` folder, made if missing, opened without following a
+    link: the server's folder is its guest's, and the engine (the host's root) must
+    not make or remove anything where a link the guest left there points."""
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        pass
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise ResourceFailure(f"{path} is not a folder: {exc.strerror}") from None
 
 
 TYPES: tuple[type[ResourceType], ...] = (Volume, VolumeAttachment)
