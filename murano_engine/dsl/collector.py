@@ -149,7 +149,11 @@ def _muted_method(executor: Executor, obj: MuranoObject, method: Any) -> None:
 
 
 def _log_failure(message: str, *args: Any) -> None:
-    """Log the exception being handled (logging is imported here: loading a class
-    with a native half imports this module, and should not import logging)."""
+    """Log the exception being handled, in a line; its Python traceback only at debug
+    level (logging is imported here: loading a class with a native half imports this
+    module, and should not import logging)."""
     import logging
-    logging.getLogger(__name__).exception(message, *args)
+    import sys
+    log = logging.getLogger(__name__)
+    log.error(f"{message}: %s", *args, sys.exc_info()[1])
+    log.debug("the Python traceback of that failure", exc_info=True)
