@@ -92,6 +92,23 @@ def _group(server_id: str) -> ServerGroup:
     return ServerGroup(hierarchies, server_id)
 
 
+@NO_NAMESPACES
+def test_filling_tmp_on_the_smallest_flavor_ends_in_enospc_not_a_dead_server(
+        region, environment):
+    """/tmp's files are memory the server's group counts and no process's: had /tmp room
+    past the RAM, the kernel would kill the agent or the init, not the writer."""
+    queue, _ = _boot(region, environment, "m1.tiny", "10.0.18.0/24")
+    attack = """
+dd if=/dev/zero of=/tmp/big bs=1M count=250 2>&1 | grep -o 'No space left on device' | head -1
+echo "written=$(( $(stat -c %s /tmp/big) / 1048576 ))"
+rm -f /tmp/big
+"""
+    out = region.sh(queue, attack, 120)
+    assert "No space left on device" in out
+    assert int(out.split("written=")[1].split()[0]) <= FLAVORS["m1.tiny"].ram_mib // 4
+    assert region.sh(queue, "echo recovered").strip() == "recovered"
+
+
 def _host_works() -> bool:
     return subprocess.run(["true"], check=False).returncode == 0
 

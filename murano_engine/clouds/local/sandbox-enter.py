@@ -75,10 +75,11 @@ def _bind_read_only(source, target):
     _mount("none", target, None, MS_REMOUNT | MS_BIND | MS_REC | MS_RDONLY)
 
 
-def _build_root(root, hostname, folder, read_only, init):
+def _build_root(root, hostname, folder, read_only, init, tmp_mib=256, shm_mib=64):
     """Name the host, build the sandbox's root at ``root`` (a tmpfs of read-only binds
     of what the agent needs, the server's ``folder`` at /sandbox, ``init`` copied to
-    /init.py) and move this mount namespace into it; the old root is let go."""
+    /init.py, /tmp and /dev/shm tmpfs of ``tmp_mib`` and ``shm_mib``) and move this
+    mount namespace into it; the old root is let go."""
     socket.sethostname(hostname)
     _mount("sandbox-root", root, "tmpfs", 0, "mode=0755,size=16m")
     for name in ("usr", "etc", "proc", "dev/shm", "sandbox", ".host"):
@@ -91,7 +92,7 @@ def _build_root(root, hostname, folder, read_only, init):
             _bind_read_only(f"/{top}", f"{root}/{top}")
     _bind_read_only("/usr", f"{root}/usr")
     os.mkdir(f"{root}/tmp")
-    _mount("sandbox-tmp", f"{root}/tmp", "tmpfs", 0, "mode=1777,size=256m")
+    _mount("sandbox-tmp", f"{root}/tmp", "tmpfs", 0, f"mode=1777,size={int(tmp_mib)}m")
     for path in [p for p in read_only if os.path.exists(p)]:
         os.makedirs(root + path, exist_ok=True)
         _bind_read_only(path, root + path)
@@ -105,7 +106,7 @@ def _build_root(root, hostname, folder, read_only, init):
     for name in DEVICES:
         _write(f"{root}/dev/{name}", "")
         _mount(f"/dev/{name}", f"{root}/dev/{name}", None, MS_BIND)
-    _mount("sandbox-shm", f"{root}/dev/shm", "tmpfs", 0, "mode=1777,size=64m")
+    _mount("sandbox-shm", f"{root}/dev/shm", "tmpfs", 0, f"mode=1777,size={int(shm_mib)}m")
     _mount(folder, f"{root}/sandbox", None, MS_BIND)
     _mount("proc", f"{root}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     shutil.copyfile(init, f"{root}/init.py")

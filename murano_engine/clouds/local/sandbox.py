@@ -339,7 +339,7 @@ class NamespaceLauncher:
             "netns": netns.namespace_file(name),
             "root": {"root": str(root), "hostname": _hostname(spec.hostname),
                      "folder": str(spec.folder), "read_only": _read_only_paths(),
-                     "init": str(INIT_CODE)},
+                     "init": str(INIT_CODE), **_memory_folders(spec.flavor)},
             "uid": uid,
             "agent": ["--config-file", f"{INSIDE}/agent.effective.conf"],
         }
@@ -527,6 +527,22 @@ def _uid_for(server_id: str) -> int:
 def _hostname(name: str) -> str:
     cleaned = "".join(c if c.isalnum() or c == "-" else "-" for c in name).strip("-")
     return cleaned[:63] or "server"
+
+
+#: the largest /tmp and /dev/shm of a sandbox (MiB)
+MAX_TMP_MIB, MAX_SHM_MIB = 256, 64
+
+
+def _memory_folders(flavor: Flavor | None) -> dict[str, int]:
+    """The sizes of a sandbox's /tmp and /dev/shm: a quarter and an eighth of its RAM,
+    at most MAX_TMP_MIB and MAX_SHM_MIB. Their files are memory the server's control
+    group counts, but no process's: past the RAM, the kernel would kill the server's
+    biggest process (its agent, its init) rather than the one filling them, which
+    instead meets a full disk."""
+    if flavor is None:
+        return {"tmp_mib": MAX_TMP_MIB, "shm_mib": MAX_SHM_MIB}
+    return {"tmp_mib": max(16, min(MAX_TMP_MIB, flavor.ram_mib // 4)),
+            "shm_mib": max(8, min(MAX_SHM_MIB, flavor.ram_mib // 8))}
 
 
 def write_into(folder: Path, name: str, text: str) -> Path:
