@@ -27,6 +27,7 @@ from murano_engine.dsl import errors, queries
 from murano_engine.dsl.budget import Regex, check_product, check_repetition, regex_search
 from murano_engine.dsl.contexts import PLAIN_CONTEXTS, DslContext, frame_of
 from murano_engine.dsl.limits import MEMORY_QUOTA
+from murano_engine.dsl.values import KEPT_TYPES, check_written_size
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
@@ -101,10 +102,17 @@ def _compile(node: ast.Expression, runtime: Runtime, mode: int = NORMAL) -> Eval
         return _compile_index(node, runtime, mode)
     if kind is ast.ListExpression:
         items = [_compile(a, runtime, mode) for a in node.args]
-        if len(items) == 1:  # ``$list + [$item]``
+        if len(items) == 1:  # ``$list + [$item]`` (one item: no bigger written out)
             (only,) = items
             return lambda ctx: (only(ctx),)
-        return lambda ctx: tuple([f(ctx) for f in items])
+
+        def build_list(ctx: Any) -> Any:
+            made = tuple([f(ctx) for f in items])
+            if not KEPT_TYPES.issuperset(map(type, made)):
+                check_written_size(made)  # ``[$x, $x]`` doubles $x written out
+            return made
+
+        return build_list
     if kind is ast.MapExpression:
         return _compile_map(node, runtime, mode)
     if kind is ast.Function:
@@ -188,9 +196,21 @@ def _compile_binary(node: ast.BinaryOperator, runtime: Runtime, mode: int) -> Ev
     if op == "is":
         return lambda ctx: runtime.is_instance(left(ctx), right(ctx), ctx)
     if op == "=":
-        return lambda ctx: left(ctx) == right(ctx)
+        def equal(ctx: Any) -> Any:
+            a = left(ctx)
+            b = right(ctx)
+            if type(a) in _NESTED or type(b) in _NESTED:
+                _check_compared(a, b)
+            return a == b
+        return equal
     if op == "!=":
-        return lambda ctx: left(ctx) != right(ctx)
+        def unequal(ctx: Any) -> Any:
+            a = left(ctx)
+            b = right(ctx)
+            if type(a) in _NESTED or type(b) in _NESTED:
+                _check_compared(a, b)
+            return a != b
+        return unequal
     name = node.name
 
     def fallback(ctx: Any, a: Any, b: Any) -> Any:
@@ -523,6 +543,20 @@ def _compile_map(node: ast.MapExpression, runtime: Runtime, mode: int) -> Evalua
                       _compile(rule.destination, runtime, mode)))
 
     def build(ctx: Any) -> Any:
-        return yaql_utils.FrozenDict({k(ctx): v(ctx) for k, v in pairs})
+        made = yaql_utils.FrozenDict({k(ctx): v(ctx) for k, v in pairs})
+        if len(pairs) > 1 and not KEPT_TYPES.issuperset(map(type, made._d.values())):
+            check_written_size(made)  # ``{a => $x, b => $x}`` doubles $x written out
+        return made
 
     return build
+
+
+#: the types of collections Python's ``==`` walks
+_NESTED = frozenset({tuple, list, dict, FrozenDict, set, frozenset})
+
+
+def _check_compared(a: Any, b: Any) -> None:
+    """Refuse to compare values holding more than MAX_ITEMS items written out: Python's
+    ``==`` walks each part as often as it is held, in C code no budget interrupts."""
+    check_written_size(a)
+    check_written_size(b)

@@ -117,6 +117,7 @@ def contains(item: Any, collection: Any) -> Any:
     if type(collection) in _COLLECTIONS:
         if len(collection) > ITERATOR_LIMIT:
             raise yaql_exceptions.CollectionTooLargeException(ITERATOR_LIMIT)
+        check_written_size(item)  # compared with each item, in C code (see compiler)
         return item in collection
     return NOT_HANDLED
 

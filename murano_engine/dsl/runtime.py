@@ -17,7 +17,12 @@ from yaql.language import expressions as ast
 from yaql.language import utils as yaql_utils
 from yaql.language.utils import FrozenDict
 
-from murano_engine.dsl import errors, queries, values
+from murano_engine.dsl import (
+    errors,
+    queries,
+    values,
+    yaql_messages,  # noqa: F401 - yaql quotes receivers bounded
+)
 from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.expressions import CallEngine
 from murano_engine.dsl.frozen_record import FrozenRecord

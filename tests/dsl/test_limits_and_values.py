@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -317,6 +318,27 @@ NEST = class_text("t.nest", "Nest", """
               Contract: $.int()
         Body:
           - Return: format('{0}', range($n).aggregate([$1, $1], [1, 2, 3]))
+      compared:
+        Arguments:
+          - n:
+              Contract: $.int()
+        Body:
+          - Return: range($n).aggregate(list($1, $1), 1) = range($n).aggregate(list($1, $1), 1)
+      mapped:
+        Arguments:
+          - n:
+              Contract: $.int()
+        Body:
+          - Return: len(range($n).aggregate({a => $1, b => $1}, 1))
+      found:
+        Arguments:
+          - n:
+              Contract: $.int()
+        Body:
+          - Return: range($n).aggregate(list($1, $1), 1) in [range($n).aggregate(list($1, $1), 1)]
+      quoted:
+        Body:
+          - Return: range(1000).toList().noSuchMethod(1)
 """)
 
 
@@ -327,6 +349,27 @@ def test_a_value_doubled_inside_one_expression_is_refused_before_it_is_printed(
     assert run_method([tmp_path], f"t.nest.Nest.{method}", n=1) == "((1, 2, 3), (1, 2, 3))"
     with pytest.raises(errors.ValueLimitExceededError, match="items written out"):
         run_method([tmp_path], f"t.nest.Nest.{method}", n=30)
+
+
+@pytest.mark.parametrize(("method", "small"), [("compared", True), ("found", True),
+                                               ("mapped", 2)])
+def test_a_value_doubled_inside_one_expression_is_refused_as_it_is_made_or_compared(
+        tmp_path: Path, method: str, small: object) -> None:
+    """Python's ``==`` walks a part held twice twice, in C code no budget interrupts."""
+    write_package(tmp_path, "t.nest", {"Nest": NEST})
+    assert run_method([tmp_path], f"t.nest.Nest.{method}", n=3) == small
+    started = time.monotonic()
+    with pytest.raises(errors.ValueLimitExceededError, match="items written out"):
+        run_method([tmp_path], f"t.nest.Nest.{method}", n=60)
+    assert time.monotonic() - started < 5
+
+
+def test_an_error_quotes_a_big_receiver_cut_short(tmp_path: Path) -> None:
+    write_package(tmp_path, "t.nest", {"Nest": NEST})
+    with pytest.raises(Exception, match="noSuchMethod") as error:
+        run_method([tmp_path], "t.nest.Nest.quoted")
+    assert len(str(error.value)) < 500
+    assert "(0, 1, 2, 3" in str(error.value) and "..." in str(error.value)
 
 
 def test_a_value_doubled_by_assignment_is_refused_with_the_muranopl_stack(
