@@ -27,7 +27,7 @@ from murano_engine.dsl import errors, queries
 from murano_engine.dsl.budget import Regex, check_product, check_repetition, regex_search
 from murano_engine.dsl.contexts import PLAIN_CONTEXTS, DslContext, frame_of
 from murano_engine.dsl.limits import MEMORY_QUOTA
-from murano_engine.dsl.values import KEPT_TYPES, check_written_size
+from murano_engine.dsl.values import KEPT_TYPES, check_built
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ def _compile(node: ast.Expression, runtime: Runtime, mode: int = NORMAL) -> Eval
         def build_list(ctx: Any) -> Any:
             made = tuple([f(ctx) for f in items])
             if not KEPT_TYPES.issuperset(map(type, made)):
-                check_written_size(made)  # ``[$x, $x]`` doubles $x written out
+                check_built(made)  # ``[$x, $x]`` doubles $x written out
             return made
 
         return build_list
@@ -545,7 +545,7 @@ def _compile_map(node: ast.MapExpression, runtime: Runtime, mode: int) -> Evalua
     def build(ctx: Any) -> Any:
         made = yaql_utils.FrozenDict({k(ctx): v(ctx) for k, v in pairs})
         if len(pairs) > 1 and not KEPT_TYPES.issuperset(map(type, made._d.values())):
-            check_written_size(made)  # ``{a => $x, b => $x}`` doubles $x written out
+            check_built(made)  # ``{a => $x, b => $x}`` doubles $x written out
         return made
 
     return build
@@ -558,5 +558,5 @@ _NESTED = frozenset({tuple, list, dict, FrozenDict, set, frozenset})
 def _check_compared(a: Any, b: Any) -> None:
     """Refuse to compare values holding more than MAX_ITEMS items written out: Python's
     ``==`` walks each part as often as it is held, in C code no budget interrupts."""
-    check_written_size(a)
-    check_written_size(b)
+    check_built(a)
+    check_built(b)

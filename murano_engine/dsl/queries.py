@@ -24,7 +24,7 @@ from yaql.language.utils import FrozenDict
 
 from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.limits import ITERATOR_LIMIT, MEMORY_QUOTA
-from murano_engine.dsl.values import check_written_size, concat
+from murano_engine.dsl.values import check_built, check_written_size, concat
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def contains(item: Any, collection: Any) -> Any:
     if type(collection) in _COLLECTIONS:
         if len(collection) > ITERATOR_LIMIT:
             raise yaql_exceptions.CollectionTooLargeException(ITERATOR_LIMIT)
-        check_written_size(item)  # compared with each item, in C code (see compiler)
+        check_built(item)  # compared with each item, in C code (see compiler)
         return item in collection
     return NOT_HANDLED
 

@@ -293,6 +293,44 @@ def check_written_size(value: Any) -> None:
         freeze(value)
 
 
+def check_built(value: Any) -> None:
+    """Refuse a collection an expression built (a list or dict literal, an operand of
+    ``=``) holding more than :data:`MAX_ITEMS` items written out, counting each part
+    once per place it is held but walking it once; unlike :func:`freeze` it copies
+    nothing and leaves what is no collection (an iterator, a lazy query) unread."""
+    _built_size(value, 0, {})
+
+
+def _built_size(value: Any, depth: int, seen: dict[int, tuple[Any, int]]) -> int:
+    kind = type(value)
+    if kind is FrozenDict:
+        shape = value.__dict__.get(_SHAPE)
+        if shape is not None:
+            return shape[1]
+    elif kind is tuple and _is_flat(value):
+        return 1 + len(value)
+    elif kind not in _WALKED:
+        return 1
+    met = seen.get(id(value))
+    if met is not None and met[0] is value:
+        return met[1]
+    if depth >= MAX_DEPTH:
+        raise errors.ValueLimitExceededError(
+            f"a value is nested more than {MAX_DEPTH} levels deep")
+    items = 1
+    keep = _KEEP
+    if kind is dict or kind is FrozenDict:
+        for key, item in items_of(value):
+            items += 1 if type(key) in keep else _built_size(key, depth + 1, seen)
+            items += 1 if type(item) in keep else _built_size(item, depth + 1, seen)
+    else:
+        for item in value:
+            items += 1 if type(item) in keep else _built_size(item, depth + 1, seen)
+    _check_items(items)
+    seen[id(value)] = (value, items)
+    return items
+
+
 def _check_items(items: int) -> None:
     if items > MAX_ITEMS:
         raise errors.ValueLimitExceededError(

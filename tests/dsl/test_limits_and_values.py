@@ -336,6 +336,10 @@ NEST = class_text("t.nest", "Nest", """
               Contract: $.int()
         Body:
           - Return: range($n).aggregate(list($1, $1), 1) in [range($n).aggregate(list($1, $1), 1)]
+      lazy:
+        Body:
+          - $l: [0, 1, 2, 3]
+          - Return: dict(pair => [$l.take(2), $l.skip(2)])
       quoted:
         Body:
           - Return: range(1000).toList().noSuchMethod(1)
@@ -362,6 +366,12 @@ def test_a_value_doubled_inside_one_expression_is_refused_as_it_is_made_or_compa
     with pytest.raises(errors.ValueLimitExceededError, match="items written out"):
         run_method([tmp_path], f"t.nest.Nest.{method}", n=60)
     assert time.monotonic() - started < 5
+
+
+def test_a_list_literal_of_lazy_queries_is_checked_without_reading_them(
+        tmp_path: Path) -> None:
+    write_package(tmp_path, "t.nest", {"Nest": NEST})
+    assert run_method([tmp_path], "t.nest.Nest.lazy") == {"pair": ((0, 1), (2, 3))}
 
 
 def test_an_error_quotes_a_big_receiver_cut_short(tmp_path: Path) -> None:
