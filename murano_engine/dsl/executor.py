@@ -241,11 +241,15 @@ class Executor:
                     position += 1
                 elif spec.name in remaining:
                     value = remaining.pop(spec.name)
-                elif spec.has_default:
-                    value = _default_of(spec)(frame.context)
                 else:
-                    value = None
-                data["$" + spec.name] = self._check_argument(spec, value, frame, where)
+                    value = _default_of(spec)(frame.context) if spec.has_default else None
+                    data["$" + spec.name] = self._check_argument(spec, value, frame, where)
+                    continue
+                # A null given is passed as it is, its contract not applied, as Murano
+                # does (yaql converts no null): packages pass null to arguments whose
+                # contract says notNull() and rely on it.
+                data["$" + spec.name] = None if value is None else \
+                    self._check_argument(spec, value, frame, where)
             elif spec.usage == "VarArgs":
                 if spec.name in remaining:
                     raise errors.NoMatchingMethodException(
@@ -711,13 +715,16 @@ class _Load:
 def _positional_binding(method: MethodSpec) -> tuple[tuple[str, Any, Any, str], ...] | bool:
     """(variable, types the contract keeps, contract, contract path) per argument when
     every argument is Standard (False otherwise): what binding arguments given by
-    position needs."""
+    position needs. Every contract keeps a null given (see :meth:`bind_arguments`)."""
     if any(spec.usage != "Standard" for spec in method.arguments):
         return False
     where = f"{method.declaring_class.name}::{method.name}"
-    return tuple(("$" + spec.name, spec.compiled_contract().kept,
+    return tuple(("$" + spec.name, spec.compiled_contract().kept | _NULL,
                   spec.compiled_contract().apply, f"{where}({spec.name})")
                  for spec in method.arguments)
+
+
+_NULL = frozenset({type(None)})
 
 
 def _nesting(obj: MuranoObject) -> int:

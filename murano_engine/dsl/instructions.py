@@ -191,6 +191,8 @@ if TYPE_CHECKING:
 
 def _assignment(target: Expression, value: Any, position: Position | None) -> Statement:
     _, setter = _lhs(target.node.expression, target.source, position)
+    if setter is None:
+        setter = _refused(target.source)
     evaluate = compile_data(value)
 
     def assign(ctx: Any) -> None:
@@ -225,6 +227,14 @@ def _lhs(node: ast.Expression, source: str, position: Position | None,
     raise LoadError(f"cannot assign to {source!r}", position)
 
 
+def _refused(source: str) -> Setter:
+    """The setter of a target no value can be assigned to (``$this``): Murano's
+    ValueError when the assignment runs."""
+    def refuse(ctx: Any, value: Any) -> None:
+        raise ValueError(f"Cannot assign to {source}")
+    return refuse
+
+
 def _deferred(node: ast.Expression) -> Getter:
     """``node`` evaluated as an expression: compiled on first use, for the run's runtime."""
     return Expression(str(node), None, node).evaluate
@@ -235,14 +245,9 @@ def _member_lhs(parent_node: ast.Expression, name: str, source: str,
     get_parent, set_parent = _lhs(parent_node, source, position)
 
     def get_member(ctx: Any) -> Any:
-        parent = get_parent(ctx)
-        if isinstance(parent, (MuranoObject, ObjectView)):
-            return ctx.frame.executor.get_property(parent, name, ctx.frame, lenient=True)
-        if isinstance(parent, TypeRef):
-            return ctx.frame.executor.get_static(parent.murano_class, name, ctx.frame)
-        if isinstance(parent, Mapping):
-            return parent.get(name)
-        return None
+        """The value at this place, as a deeper assignment reads it (an empty dict
+        where a key or an object's property is not set yet, as in Murano)."""
+        return _attribute(ctx, get_parent(ctx), name)
 
     def set_member(ctx: Any, value: Any) -> None:
         parent = get_parent(ctx)
@@ -252,29 +257,49 @@ def _member_lhs(parent_node: ast.Expression, name: str, source: str,
         if isinstance(parent, TypeRef):
             ctx.frame.executor.set_static(parent.murano_class, name, value, ctx.frame)
             return
+        if not isinstance(parent, Mapping):
+            raise ValueError(_NOT_ATTRIBUTABLE)
         if set_parent is None:
             raise errors.InvalidLhsTargetError(f"cannot assign to {source!r}")
-        updated = dict(parent) if isinstance(parent, Mapping) else {}
+        updated = dict(parent)
         updated[name] = value
         set_parent(ctx, FrozenDict(updated))
 
     return get_member, set_member
 
 
+#: Murano's words (a ValueError there too, which packages catch by that name)
+_NOT_ATTRIBUTABLE = "attribution may only be applied to objects and dictionaries"
+_NOT_INDEXABLE = "indexation may only be applied to lists"
+_EMPTY = FrozenDict()
+
+
+def _attribute(ctx: Any, parent: Any, name: Any) -> Any:
+    if isinstance(parent, (MuranoObject, ObjectView)):
+        found = ctx.frame.executor.get_property(parent, name, ctx.frame, lenient=True)
+        return _EMPTY if found is None else found
+    if isinstance(parent, TypeRef):
+        return ctx.frame.executor.get_static(parent.murano_class, name, ctx.frame)
+    if isinstance(parent, Mapping):
+        return parent.get(name, _EMPTY)
+    raise ValueError(_NOT_ATTRIBUTABLE)
+
+
 def _index_lhs(parent_node: ast.Expression, index: Getter, source: str,
                position: Position | None) -> tuple[Getter, Setter]:
+    """``$x[i]`` as a target: an integer index places an item in a list (at its end
+    when it is past the end, as in Murano), any other key sets a dict's key or an
+    object's property."""
     get_parent, set_parent = _lhs(parent_node, source, position)
 
     def get_item(ctx: Any) -> Any:
         parent = get_parent(ctx)
         key = index(ctx)
-        if isinstance(parent, Mapping):
-            return parent.get(key)
-        if isinstance(parent, (tuple, list)) and type(key) is int:
-            return parent[key]
-        if isinstance(parent, (MuranoObject, ObjectView)) and isinstance(key, str):
-            return ctx.frame.executor.get_property(parent, key, ctx.frame, lenient=True)
-        return None
+        if type(key) is not int:
+            return _attribute(ctx, parent, key)
+        if not isinstance(parent, (tuple, list)):
+            raise ValueError(_NOT_INDEXABLE)
+        return parent[key]
 
     def set_item(ctx: Any, value: Any) -> None:
         parent = get_parent(ctx)
@@ -282,14 +307,21 @@ def _index_lhs(parent_node: ast.Expression, index: Getter, source: str,
         if isinstance(parent, (MuranoObject, ObjectView)) and isinstance(key, str):
             ctx.frame.executor.set_property(parent, key, value, ctx.frame)
             return
-        if set_parent is None:
-            raise errors.InvalidLhsTargetError(f"cannot assign to {source!r}")
         if isinstance(parent, (tuple, list)) and type(key) is int:
+            if set_parent is None:
+                raise errors.InvalidLhsTargetError(f"cannot assign to {source!r}")
             items = list(parent)
-            items[key] = value
+            if key >= len(items):
+                items.append(value)
+            else:
+                items[key] = value
             set_parent(ctx, tuple(items))
             return
-        updated = dict(parent) if isinstance(parent, Mapping) else {}
+        if not isinstance(parent, Mapping):
+            raise ValueError(_NOT_INDEXABLE if type(key) is int else _NOT_ATTRIBUTABLE)
+        if set_parent is None:
+            raise errors.InvalidLhsTargetError(f"cannot assign to {source!r}")
+        updated = dict(parent)
         updated[key] = value
         set_parent(ctx, FrozenDict(updated))
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 def contract_string(ctx: Any, value: Any, args: list, kwargs: dict) -> Any:
     if value is None or isinstance(value, str):
         return value
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):  # bool too; a float is no string (as in Murano)
         return str(value)
     obj = real_object(value)
     if obj is not None:
