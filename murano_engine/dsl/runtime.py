@@ -85,11 +85,14 @@ class Runtime:
             return receiver.executor.get_property(
                 receiver, name, getattr(ctx, "frame", None) or frame_of(ctx))
         if type(receiver) is FrozenDict:  # a record's field (``$.amount`` in a lambda)
-            return receiver._d.get(name)  # its dict's get: C code, FrozenDict's is Python
+            try:
+                return receiver._d[name]  # its dict's: C code, FrozenDict's is Python
+            except KeyError:
+                return _missing_key(name, ctx)
         if isinstance(receiver, (MuranoObject, ObjectView)):
             return receiver.real.executor.get_property(receiver, name, frame_of(ctx))
         if isinstance(receiver, Mapping):
-            return receiver.get(name)
+            return receiver[name] if name in receiver else _missing_key(name, ctx)
         if isinstance(receiver, TypeRef):
             frame = frame_of(ctx)
             return frame.executor.get_static(receiver.murano_class, name, frame)
@@ -197,6 +200,16 @@ class Runtime:
 
     def murano_function(self, name: str) -> FunctionSpec | None:
         return self.functions.get(name)
+
+
+def _missing_key(name: str, ctx: Any) -> None:
+    """``dict.key`` where the dict has no such key: a KeyError, as yaql's ``.`` raises it
+    since Format 1.2; null in packages of Formats 1.0 and 1.1 (yaql's legacy flavour)."""
+    frame = getattr(ctx, "frame", None) or frame_of(ctx)
+    if frame is not None and frame.murano_class is not None \
+            and frame.murano_class.package.legacy:
+        return None
+    raise KeyError(name)
 
 
 def _yaql_library(legacy: bool) -> Any:
