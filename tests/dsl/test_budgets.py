@@ -51,6 +51,19 @@ CODE = class_text("t.bud", "Code", """
         Body:
           - $all: range(2000).select(concat('a' * 500000, str($)))
           - Return: len($all)
+      replaceChain:
+        Body:
+          - $s: concat('a' * 57)
+          - Return: len($s.replace(a, $s).replace(a, $s).replace(a, $s).replace(a, $s))
+      regexReplaceChain:
+        Body:
+          - $s: concat('a' * 57)
+          - Return: len(regex(a).replace(regex(a).replace(regex(a).replace($s, $s), $s), $s))
+      dictReplaceChain:
+        Body:
+          - $s: concat('a' * 57)
+          - $d: dict(a => $s)
+          - Return: len($s.replace($d).replace($d).replace($d).replace($d))
       repeatList:
         Body:
           - Return: len([1, 2] * 100000000)
@@ -192,6 +205,14 @@ def test_format_widths_past_the_memory_quota_are_refused(loader: PackageLoader,
     exc, executor = _fails(loader, method, errors.ValueLimitExceededError)
     assert "memory quota" in str(exc)
     assert time.monotonic() - started < 2
+    _healthy(executor)
+
+
+@pytest.mark.parametrize("method", ["replaceChain", "regexReplaceChain", "dictReplaceChain"])
+def test_replacements_past_the_memory_quota_are_refused_before_they_are_made(
+        loader: PackageLoader, method: str) -> None:
+    """Each replacement multiplies the text: the fourth would be 600 MB."""
+    exc, executor = _fails(loader, method, yaql_exceptions.MemoryQuotaExceededException)
     _healthy(executor)
 
 
