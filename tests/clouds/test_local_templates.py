@@ -89,6 +89,19 @@ def test_intrinsic_functions(cloud):
     assert cloud.get("fn").parameters["port"] == 8080
 
 
+def test_texts_nested_functions_would_make_past_the_limit_are_refused(cloud):
+    """Each nested str_replace multiplies the text by ten: seven made 550 MB."""
+    text: object = "x" * 10
+    for _ in range(7):
+        text = {"str_replace": {"template": "x" * 10, "params": {"x": text}}}
+    joined = {"list_join": ["", ["y" * 1000] * 2000]}
+    for name, value in (("replaced", text), ("joined", joined)):
+        with pytest.raises(Exception, match=r"(str_replace|list_join) would make a text of "
+                                            r"\d+ characters, more than 1048576"):
+            push_stack(cloud, name, hot({"script": {
+                "type": "OS::Heat::SoftwareConfig", "properties": {"config": value}}}))
+
+
 def test_addresses_come_from_the_subnet_in_order(cloud):
     ports = {
         f"p{i}": {"type": "OS::Neutron::Port", "properties": {"network": {"get_resource": "net"}}}

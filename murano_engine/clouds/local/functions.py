@@ -213,7 +213,11 @@ def _replace(argument: Any, scope: Scope) -> str:
     if not isinstance(template, str) or not isinstance(params, dict):
         raise TemplateError("str_replace needs a string template and a map of params")
     for key in sorted(params, key=len, reverse=True):
-        template = template.replace(str(key), as_text(params[key]))
+        old, new = str(key), as_text(params[key])
+        if len(new) > len(old) and old:
+            _check_text(len(template) + template.count(old) * (len(new) - len(old)),
+                        "str_replace")
+        template = template.replace(old, new)
     return template
 
 
@@ -224,7 +228,22 @@ def _join(argument: Any, scope: Scope) -> str:
         if not isinstance(part, list):
             raise TemplateError(f"list_join can only join lists, not {part!r}")
         items.extend(part)
-    return delimiter.join(as_text(item) for item in items)
+    texts = [as_text(item) for item in items]
+    _check_text(sum(map(len, texts)) + len(str(delimiter)) * max(len(texts) - 1, 0),
+                "list_join")
+    return delimiter.join(texts)
+
+
+#: the longest text a function may make (characters): Heat refuses templates past
+#: half a megabyte, and a value resolved from one grows only by nesting functions
+#: (seven nested str_replace, each ten times the last, made 550 MB)
+MAX_TEXT = 1024 * 1024
+
+
+def _check_text(size: int, function: str) -> None:
+    if size > MAX_TEXT:
+        raise TemplateError(f"{function} would make a text of {size} characters, more "
+                            f"than {MAX_TEXT}")
 
 
 def _ref(argument: Any, scope: Scope) -> Any:
