@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import sys
 import tempfile
@@ -23,7 +24,7 @@ from murano_common.jsontext import nesting_depth
 from murano_engine.api import catalog, environments, schemas, templates
 from murano_engine.api.auth import Context
 from murano_engine.api.errors import ApiError, BadRequest, Conflict, NotFound, TooLarge, render
-from murano_engine.api.storable import NUL, nul_at, storable
+from murano_engine.api.storable import NUL, nul_at, storable, surrogate_at
 from murano_engine.backend.db import Store
 from murano_engine.backend.settings import Settings
 from murano_engine.dsl import errors as dsl_errors
@@ -185,14 +186,31 @@ def load_json(data: bytes, what: str) -> Any:
         raise BadRequest(f"{what} nests {depth} levels deep; JSON here has at most "
                          f"{JSON_DEPTH}")
     try:
-        value = json.loads(data)
+        value = json.loads(data, parse_constant=_not_a_number, parse_float=_finite)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(f"{what} is not valid JSON: {exc}") from None
     where = nul_at(value) if b"\\u0000" in data else None  # JSON's only way to write a NUL
     if where is not None:
         raise BadRequest(f"{what} has a NUL character (\\u0000) at {where}; no text here "
                          f"can hold one")
+    # a lone surrogate can only be written as an escape (in UTF-8 it is invalid)
+    where = surrogate_at(value) if b"\\u" in data.lower() else None
+    if where is not None:
+        raise BadRequest(f"{what} has a lone UTF-16 surrogate at {where}; no text here can "
+                         f"hold one")
     return value
+
+
+def _not_a_number(name: str) -> Any:
+    """JSON has no NaN nor Infinity (Python's json reads them, no database keeps them)."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if number in (math.inf, -math.inf):
+        raise ValueError(f"{text} is too large a number")
+    return number
 
 
 def _check_nul(path: str, request: ApiRequest) -> None:

@@ -8,7 +8,8 @@ such report cannot be refused over and over.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 NUL = "\x00"
@@ -18,21 +19,38 @@ SHOWN = "\ufffd"
 def nul_at(value: Any, where: str = "") -> str | None:
     """Where parsed JSON or YAML ``value`` holds a NUL character, in a key or a text
     (``services[0].name``; the NUL shown as ``\\u0000``), or None."""
+    return _text_at(value, where, _has_nul)
+
+
+def surrogate_at(value: Any, where: str = "") -> str | None:
+    """Where ``value`` holds a lone UTF-16 surrogate (JSON's ``"\\ud800"``), which no
+    UTF-8 text, and so no database text, can hold; or None."""
+    return _text_at(value, where, _SURROGATE.search)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_nul(text: str) -> bool:
+    return NUL in text
+
+
+def _text_at(value: Any, where: str, found: Callable[[str], Any]) -> str | None:
     if isinstance(value, str):
-        return (where or "the text") if NUL in value else None
+        return (where or "the text") if found(value) else None
     if isinstance(value, Mapping):
         for key, item in value.items():
             here = f"{where}.{key}" if where else str(key)
-            if NUL in here:
-                return here.replace(NUL, "\\u0000")
-            found = nul_at(item, here)
-            if found is not None:
-                return found
+            if found(here):
+                return here.encode("unicode_escape").decode("ascii")
+            inner = _text_at(item, here, found)
+            if inner is not None:
+                return inner
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            found = nul_at(item, f"{where}[{index}]")
-            if found is not None:
-                return found
+            inner = _text_at(item, f"{where}[{index}]", found)
+            if inner is not None:
+                return inner
     return None
 
 

@@ -52,6 +52,24 @@ def test_nul_in_a_body_is_refused_naming_its_field(api):
     assert api.ok("GET", f"/v1/environments/{env['id']}")["name"] == "plain"
 
 
+@pytest.mark.parametrize(("body", "words"), [
+    (b'{"name": "\\ud800"}', ("lone UTF-16 surrogate", "at name")),
+    (b'{"name": "x", "region": 1e999}', ("not valid JSON", "1e999 is too large")),
+    (b'{"name": "x", "region": NaN}', ("not valid JSON", "NaN is not a JSON number")),
+    (b'{"name": "x", "region": -Infinity}', ("-Infinity is not a JSON number",)),
+])
+def test_text_and_numbers_no_database_keeps_are_refused(api, body, words):
+    """A lone surrogate is no UTF-8, NaN and Infinity are no JSON (Python reads them)."""
+    before = api.ok("GET", "/v1/environments")["environments"]
+    _refused(api.request("POST", "/v1/environments", data=body,
+                         headers={"Content-Type": "application/json"}), 400, *words)
+    assert api.ok("GET", "/v1/environments")["environments"] == before
+    made = api.ok("POST", "/v1/environments", data='{"name": "\\ud83d\\ude00 smile"}',
+                  headers={"Content-Type": "application/json"})  # a pair: one character
+    assert made["name"] == "\U0001f600 smile"
+    api.ok("DELETE", f"/v1/environments/{made['id']}")
+
+
 def test_nul_in_a_web_form_is_refused(api):
     browser = login(api)
     refused = browser.post(api.url + "/ui/environments", data={"name": "a\x00b"}, timeout=30)
