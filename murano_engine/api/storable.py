@@ -42,7 +42,7 @@ def _text_at(value: Any, where: str, found: Callable[[str], Any]) -> str | None:
         for key, item in value.items():
             here = f"{where}.{key}" if where else str(key)
             if found(here):
-                return here.encode("unicode_escape").decode("ascii")
+                return "".join(f"\\u{ord(c):04x}" if found(c) else c for c in here)
             inner = _text_at(item, here, found)
             if inner is not None:
                 return inner
