@@ -379,6 +379,22 @@ def check_same_environment(state_path: Path, previous: Mapping[str, Any] | None,
         f"`murano-engine destroy --state {state_path}`")
 
 
+def _read_state(state_path: Path) -> dict[str, Any] | None:
+    """What the state file holds (None when there is none yet); a file that is no state
+    file (a model given as ``--state`` by mistake) is refused, never overwritten nor
+    removed."""
+    if state_path.is_dir():
+        raise SystemExit(f"error: {state_path}: the state file is a folder")
+    if not state_path.exists():
+        return None
+    previous = read_json(state_path, "state file")
+    if not isinstance(previous, dict) or not ({"Run", "Resources"} & previous.keys()):
+        raise SystemExit(
+            f"error: {state_path} is not a state file of murano-engine (it has no Run nor "
+            f"Resources): give --state a file a deploy wrote, or one that does not exist yet")
+    return previous
+
+
 def remembered_run(options: Any, previous: Mapping[str, Any] | None) -> dict[str, Any]:
     """The package folders (absolute; ``-l`` ones first) and the configuration file of a
     command: what it was given, else what the state file remembers."""
@@ -460,7 +476,7 @@ def _run_held(options: Any, action: str, interpreter: Interpreter | None) -> int
     from murano_engine.engine.tasks import run_task
 
     state_path = Path(options.state or DEFAULT_STATE)
-    previous = read_json(state_path, "state file") if state_path.exists() else None
+    previous = _read_state(state_path)
     run = remembered_run(options, previous)
     config = load_config(run["config"])
     key = _journal_key(config, state_path)

@@ -161,3 +161,17 @@ def test_the_default_state_file_keeps_its_one_environment(site: Path) -> None:
     assert removed.returncode == 0, removed.stdout + removed.stderr
     assert not state.exists() and servers(site) == []
     assert sorted(p.name for p in site.iterdir() if p.name.startswith("murano-state")) == []
+
+
+def test_a_file_that_is_no_state_file_is_neither_removed_nor_overwritten(site: Path) -> None:
+    """A model given as ``--state`` by mistake: ``destroy`` removed it."""
+    model = environment(site, 3)
+    kept = model.read_text()
+    for action in (["destroy"], ["deploy", str(environment(site, 4))]):
+        refused = run(site, *action, "--state", str(model))
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert f"{model} is not a state file" in refused.stderr
+        assert model.read_text() == kept
+    folder = run(site, "destroy", "--state", str(site))
+    assert folder.returncode == 1 and "the state file is a folder" in folder.stderr
+    assert "Traceback" not in folder.stderr
