@@ -146,6 +146,8 @@ def print_outputs(given: Mapping[str, Any], deployed: Mapping[str, Any],
     given_apps = {str((a.get("?") or {}).get("id")): a for a in given.get("applications") or ()
                   if isinstance(a, Mapping)}
     for app in deployed.get("applications") or ():
+        if not isinstance(app, Mapping):
+            continue  # an object written out elsewhere, named by its id
         header = app.get("?") or {}
         before = given_apps.get(str(header.get("id")), {})
         outputs = {}
@@ -343,11 +345,38 @@ def _task_for(action: str, options: Any, previous: Mapping[str, Any] | None) -> 
 
 
 def _given_model(options: Any) -> Any:
-    """The model file given to ``deploy``, read."""
+    """The model file given to ``deploy``, read; an object id written twice is refused
+    (the first would be deployed for both, the second dropped without a word)."""
     if not getattr(options, "model", None):
         raise SystemExit("error: deploy takes MODEL (only an interrupted deploy is carried "
                          "on with --state alone)")
-    return read_json(options.model, "model")
+    model = read_json(options.model, "model")
+    twice = _twice_defined(model, set())
+    if twice is not None:
+        raise SystemExit(f"error: {options.model}: object id {twice!r} is defined twice; "
+                         f"give each object an id of its own")
+    return model
+
+
+def _twice_defined(value: Any, seen: set[str]) -> str | None:
+    """The first object id (a ``?`` header's) ``value`` defines twice, or None."""
+    if isinstance(value, Mapping):
+        header = value.get("?")
+        if isinstance(header, Mapping) and "id" in header and "type" in header:
+            key = str(header["id"])
+            if key in seen:
+                return key
+            seen.add(key)
+        items: Any = value.values()
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    for item in items:
+        found = _twice_defined(item, seen)
+        if found is not None:
+            return found
+    return None
 
 
 def _environment_of(objects: Any) -> tuple[str, str]:

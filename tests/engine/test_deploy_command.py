@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from murano_engine.cli.deploy import incoming_model, run_command
+from murano_engine.cli.deploy import incoming_model, print_outputs, run_command
 from murano_engine.dsl.natives import NativeCall, native_class, static
 from murano_engine.engine.interpreter import build_interpreter
 
@@ -165,6 +165,19 @@ def _holder(part: str | None, template_id: str) -> dict:
     return {"?": {"id": "h", "type": "t.env.Holder"},
             "part": part and {"?": {"id": part, "type": "t.env.App"}, "name": part},
             "spec": {"?": {"id": template_id, "type": "t.env.App"}, "fail": True}}
+
+
+def test_an_object_id_defined_twice_is_refused(tmp_path, packages):
+    """The first was deployed for both and the second dropped without a word."""
+    with pytest.raises(SystemExit, match="object id 'a' is defined twice"):
+        _run(tmp_path, packages, "deploy", _model({"id": "a"}, {"id": "b"}, {"id": "a"}))
+    assert EVENTS == [] and not (tmp_path / "state.json").exists()
+
+
+def test_outputs_skip_applications_written_out_elsewhere(capsys):
+    print_outputs({"applications": []}, {"applications": [
+        "a1", {"?": {"id": "a2", "type": "t.App/1.0"}, "name": "two", "url": "http://x"}]})
+    assert capsys.readouterr().out == "two (t.App)\n  name: two\n  url: http://x\n"
 
 
 def test_removal_makes_templates_no_objects(tmp_path, packages):
