@@ -241,6 +241,11 @@ def create_package(store: db.Store, settings: Settings, interpreter: Interpreter
     manifest = upload.manifest
     fqn = str(manifest["FullName"])
     version = str(parse_version(manifest.get("Version")))
+    for what, text, most in (("FullName", fqn, _LONGEST_NAME), ("Version", version, 64),
+                             *(("class", name, _LONGEST_NAME) for name in upload.classes)):
+        if len(text) > most:
+            raise BadRequest(f"manifest.yaml: {what} {text[:40]!r}... is longer than "
+                             f"{most} characters, which the catalog keeps")
     with store.write() as session:
         clash = select(db.Package.id).where(
             db.Package.fully_qualified_name == fqn, db.Package.version == version,
@@ -265,10 +270,16 @@ def create_package(store: db.Store, settings: Settings, interpreter: Interpreter
         tags = [str(t) for t in (manifest.get("Tags") or [])] + _names(metadata.get("tags"))
         _set_tags(session, row.id, tags)
         _set_categories(session, row.id, _names(metadata.get("categories")))
-        session.execute(insert(db.ClassDefinition), [
-            {"id": db.new_id(), "name": name, "package_id": row.id} for name in upload.classes])
+        if upload.classes:  # (an empty list would insert one row of nulls)
+            session.execute(insert(db.ClassDefinition), [
+                {"id": db.new_id(), "name": name, "package_id": row.id}
+                for name in upload.classes])
         package_id = row.id
     return show_package(store, context, package_id)
+
+
+#: the longest package and class name the catalog's database keeps
+_LONGEST_NAME = 128
 
 
 def _flag(value: bool | str) -> bool:

@@ -82,6 +82,24 @@ def test_bad_uploads_change_nothing(api):
     assert api.ok("GET", "/v1/catalog/packages") == before
 
 
+def test_a_package_without_classes_uploads_and_names_too_long_are_refused(api):
+    """A package with no Classes is a 200 (it was a 409 that no retry cured); a FullName or
+    a class name longer than the catalog keeps is a 400 naming it (a 500 on PostgreSQL)."""
+    def upload(manifest: str) -> object:
+        return api.request("POST", "/v1/catalog/packages",
+                           files={"p": ("p.zip", _zip({"manifest.yaml": manifest}))})
+
+    made = upload("FullName: t.noclasses\nDescription: library\n")
+    assert made.status_code == 200, made.text
+    assert made.json()["fully_qualified_name"] == "t.noclasses"
+    api.ok("DELETE", f"/v1/catalog/packages/{made.json()['id']}")
+    long_name = "t." + "x" * 130
+    message = _error(upload(f"FullName: {long_name}\n"), 400)["message"]
+    assert "FullName" in message and "longer than 128 characters" in message
+    assert all(p["fully_qualified_name"] != long_name
+               for p in api.ok("GET", "/v1/catalog/packages")["packages"])
+
+
 def test_bad_requests(api):
     _error(api.request("POST", "/v1/environments", data="{not json"), 400)
     assert "'name'" in _error(api.request("POST", "/v1/environments", json={"name": ""}),
