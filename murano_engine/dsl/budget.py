@@ -43,7 +43,8 @@ class Budget:
     """The steps and seconds one task may still spend, and the memory the process may hold
     meanwhile; exhausted, it stays exhausted."""
 
-    __slots__ = ("seconds", "steps", "memory_mb", "left", "_stretch", "_spent", "_deadline")
+    __slots__ = ("seconds", "steps", "memory_mb", "left", "_stretch", "_spent", "_deadline",
+                 "_base_mb")
 
     def __init__(self, seconds: float | None = DEFAULT_TASK_TIME_LIMIT,
                  steps: int | None = DEFAULT_TASK_STEP_LIMIT,
@@ -51,6 +52,9 @@ class Budget:
         self.seconds = seconds
         self.steps = steps
         self.memory_mb = memory_mb
+        #: the process's memory when the task began: the limit is on what it adds (the
+        #: process is shared by other tasks, and holds on to memory freed before)
+        self._base_mb = resident_mb() if memory_mb else 0
         self._deadline = boundary.outside().monotonic() + seconds if seconds else None
         self._spent = 0
         self._stretch = self.left = min(CHECK_EVERY, steps) if steps else CHECK_EVERY
@@ -72,12 +76,19 @@ class Budget:
             raise errors.StepBudgetExceededError(
                 f"the task's step budget of {self.steps} steps is spent")
         self.check_time()
-        if self.memory_mb and resident_mb() > self.memory_mb:
+        if self.memory_mb and resident_mb() - self._base_mb > self.memory_mb:
             raise errors.MemoryBudgetExceededError(
-                f"the engine process holds {resident_mb()} MB, past the task memory limit "
-                f"of {self.memory_mb} MB")
+                f"the engine process grew by {resident_mb() - self._base_mb} MB while the "
+                f"task ran, past the task's memory limit of {self.memory_mb} MB")
         self._stretch = self.left = (min(CHECK_EVERY, self.steps - self._spent)
                                      if self.steps else CHECK_EVERY)
+
+    def release(self) -> None:
+        """At the task's end: give the memory it freed back to the system when it grew
+        much (the C allocator keeps freed blocks: a process that once held gigabytes
+        for one task would go on holding them for every other)."""
+        if self.memory_mb and resident_mb() - self._base_mb > RELEASE_AFTER_MB:
+            release_freed_memory()
 
     def check_time(self) -> None:
         if self._deadline is not None and boundary.outside().monotonic() > self._deadline:
@@ -90,6 +101,19 @@ class Budget:
         if self._deadline is None:
             return math.inf
         return max(0.0, self._deadline - boundary.outside().monotonic())
+
+
+#: how much a task must have grown the process for :meth:`Budget.release` to trim it
+RELEASE_AFTER_MB = 64
+
+
+def release_freed_memory() -> None:
+    """glibc's ``malloc_trim(0)``: freed memory back to the system (nothing elsewhere)."""
+    import ctypes  # here: only a task that grew the process much needs it
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def resident_mb() -> int:

@@ -76,17 +76,17 @@ ENGINE = Section(
            "MuranoPL steps (statements, loop iterations, lambda evaluations) one engine "
            "task may run; 0: no limit."),
     Option("task_memory_limit", int, DEFAULT_TASK_MEMORY_LIMIT,
-           "Megabytes of resident memory the engine process may reach while a task runs "
-           "(read every 1000 steps; past it the task fails and its values are freed); "
-           "0: no limit."),
+           "Megabytes of resident memory a task may add to the engine process's (read "
+           "every 1000 steps; past it the task fails, its values are freed and given "
+           "back to the system); 0: no limit."),
     Option("form_time_limit", float, DEFAULT_FORM_TIME_LIMIT,
            "Seconds one evaluation of a package's UI/ui.yaml (a wizard page, a ui/model "
            "call, murano-engine ui-model) may take; 0: no limit."),
     Option("form_step_limit", int, DEFAULT_FORM_STEP_LIMIT,
            "yaql calls one evaluation of a UI/ui.yaml may make; 0: no limit."),
     Option("form_memory_limit", int, DEFAULT_FORM_MEMORY_LIMIT,
-           "Megabytes of resident memory the process may reach while a UI/ui.yaml is "
-           "evaluated; 0: no limit."),
+           "Megabytes of resident memory one evaluation of a UI/ui.yaml may add to the "
+           "process's; 0: no limit."),
 )
 
 RABBITMQ = Section(

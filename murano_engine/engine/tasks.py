@@ -46,8 +46,12 @@ def run_task(task: Mapping[str, Any], loader: PackageLoader, *,
     by running it again with the same journal. Reports already recorded are not sent
     again.
     """
-    with concurrency.new_tree():
-        return _run(task, loader, reporter, services, budget, outside)
+    try:
+        with concurrency.new_tree():
+            return _run(task, loader, reporter, services, budget, outside)
+    finally:
+        if budget is not None:
+            budget.release()
 
 
 def _journaled(reporter: Reporter | None, outside: Journal | None) -> Reporter | None:

@@ -91,6 +91,7 @@ def spending(budget: dsl_budget.Budget, stop: threading.Event | None = None
         raise FormLimitError(limit_message(exc)) from None
     finally:
         _current.reset(token)
+        budget.release()
 
 
 def limit_message(exc: BaseException) -> str:
