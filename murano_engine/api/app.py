@@ -179,6 +179,14 @@ def openapi_document() -> dict[str, Any]:
             "paths": paths}
 
 
+def logged(text: str) -> str:
+    """``text`` as the request log writes it: a character that is not printable (a line
+    break a client put in its path to forge a log line, a NUL) as ``\\xNN``."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+
+
 def load_json(data: bytes, what: str) -> Any:
     """Parse a JSON request text; too deep or invalid is a :class:`BadRequest`."""
     depth = nesting_depth(data)
@@ -300,20 +308,21 @@ class Api:
             response = self.error(request, ApiError(exc.description or exc.name,
                                                     status=exc.code or 500), request_id)
         except IntegrityError:  # a row a concurrent request made (or removed) first
-            LOG.info("%s %s %s conflicted", request_id, request.method, request.path,
-                     exc_info=True)
+            LOG.info("%s %s %s conflicted", request_id, request.method,
+                     logged(request.path), exc_info=True)
             response = self.error(request, Conflict(
                 "the request conflicts with a change made at the same time; try again"),
                 request_id)
         except Exception:  # noqa: BLE001 - one bad request must not stop the API
-            LOG.exception("%s %s %s failed", request_id, request.method, request.path)
+            LOG.exception("%s %s %s failed", request_id, request.method,
+                          logged(request.path))
             response = self.error(request, ApiError(
                 f"internal error; the API log has its details under request id {request_id}"),
                 request_id)
         response.headers["x-openstack-request-id"] = request_id
         if LOG.isEnabledFor(logging.INFO):  # the request line is not built for nothing
             LOG.info("%s %s %s %d %.1fms", request_id, request.method,
-                     request.full_path.rstrip("?"), response.status_code,
+                     logged(request.full_path.rstrip("?")), response.status_code,
                      (time.perf_counter() - started) * 1000)
         return response(environ, start_response)
 
@@ -536,7 +545,7 @@ class Api:
                         mimetype="application/octet-stream")
 
     def on_list_categories(self, request: ApiRequest, ctx: Context) -> Response:
-        return json_response(catalog.list_categories(self.store, self.settings,
+        return json_response(catalog.list_categories(self.store, self.settings, ctx,
                                                      self.params(request)))
 
     def on_create_category(self, request: ApiRequest, ctx: Context) -> Response:

@@ -563,13 +563,15 @@ def category_json(row: Any, count: int) -> dict[str, Any]:
             "created": row.created.isoformat(), "updated": row.updated.isoformat()}
 
 
-def _count_query() -> Any:
+def _count_query(context: Context) -> Any:
+    """A category's packages the caller sees (another project's private ones uncounted)."""
     return (select(func.count()).select_from(db.package_to_category)
-            .where(db.package_to_category.c.category_id == db.Category.id)
+            .join(db.Package, db.Package.id == db.package_to_category.c.package_id)
+            .where(db.package_to_category.c.category_id == db.Category.id, visible(context))
             .correlate(db.Category).scalar_subquery())
 
 
-def list_categories(store: db.Store, settings: Settings,
+def list_categories(store: db.Store, settings: Settings, context: Context,
                     params: Mapping[str, list[str]]) -> dict[str, Any]:
     limit = _limit(params, settings) if params.get("limit") else None
     key = (params.get("sort_keys") or ["name"])[-1]
@@ -577,7 +579,7 @@ def list_categories(store: db.Store, settings: Settings,
         raise BadRequest("sort_keys must be name, created or id")
     column = getattr(db.Category, key)
     descending = (params.get("sort_dir") or ["asc"])[-1] == "desc"
-    query = select(db.Category, _count_query()).order_by(
+    query = select(db.Category, _count_query(context)).order_by(
         column.desc() if descending else column.asc())
     marker = (params.get("marker") or [None])[-1]
     with store.read() as session:

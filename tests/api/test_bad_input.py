@@ -100,6 +100,15 @@ def test_a_package_without_classes_uploads_and_names_too_long_are_refused(api):
                for p in api.ok("GET", "/v1/catalog/packages")["packages"])
 
 
+def test_a_path_cannot_forge_a_line_of_the_request_log(api):
+    forged = "2026-12-04 13:00:00,000 1 INFO murano_engine.api.requests: FORGED 200"
+    api.request("GET", "/v1/environments/abc%0a" + forged.replace(" ", "%20"))
+    api.log.flush()
+    lines = (api.folder / "api.log").read_text().splitlines()
+    assert not any(line.startswith(forged[:20]) for line in lines)
+    assert any("abc\\x0a2026-12-04" in line for line in lines)
+
+
 def test_bad_requests(api):
     _error(api.request("POST", "/v1/environments", data="{not json"), 400)
     assert "'name'" in _error(api.request("POST", "/v1/environments", json={"name": ""}),

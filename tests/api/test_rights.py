@@ -258,6 +258,14 @@ def test_publishing_and_categories_need_the_admin_role(start_api):
         assert response.status_code == 403, response.text
     assert [c["id"] for c in api.ok("GET", "/v1/catalog/categories")["categories"]] == \
         [category["id"]]
+    # the owner's private package in it is counted for the owner alone
+    api.ok("PATCH", path, OWNER, data=json.dumps(
+        [{"op": "add", "path": "/categories", "value": ["Admins'"]}]), **patch)
+    counts = {token: [c["package_count"] for c in api.ok(
+        "GET", "/v1/catalog/categories", token)["categories"]] for token in (OWNER, OTHER)}
+    assert counts == {OWNER: [1], OTHER: [0]}
+    api.ok("PATCH", path, OWNER, data=json.dumps(
+        [{"op": "remove", "path": "/categories", "value": ["Admins'"]}]), **patch)
     api.ok("DELETE", f"/v1/catalog/categories/{category['id']}", ADMIN)
 
 
