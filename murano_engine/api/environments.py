@@ -383,6 +383,10 @@ def edit_services(store: db.Store, context: Context, env_id: str, session_id: st
             raise Conflict(f"the model of session {draft.id} has no environment object to "
                            "hold services")
         services = _services(draft.description)
+        if "?" in path.strip("/").split("/"):
+            raise Forbidden(f"services/{path.strip('/')}: an object's id and type cannot be "
+                            f"changed")
+        before = _objects(draft.description["Objects"])
         if method == "POST":
             if path.strip("/"):
                 added = copy.deepcopy(value)
@@ -403,8 +407,48 @@ def edit_services(store: db.Store, context: Context, env_id: str, session_id: st
             result = None
         description = copy.deepcopy(draft.description)
         description["Objects"]["services"] = services
+        _check_services(services, before, description["Objects"])
         draft.description = description
     return result
+
+
+def _check_services(services: Any, before: Mapping[Any, tuple[Any, str]],
+                    objects: Any) -> None:
+    """Refuse services that are no objects, an object id held twice, an object made
+    another type (as a model patch does)."""
+    for index, service in enumerate(services if isinstance(services, list) else ()):
+        header = service.get("?") if isinstance(service, dict) else None
+        if not isinstance(header, dict) or not isinstance(header.get("id"), str) \
+                or not isinstance(header.get("type"), str):
+            raise BadRequest(f"services[{index}] is no object: it needs a '?' naming its "
+                             f"id and type (strings)")
+    seen: dict[str, str] = {}
+    for where, item in _headers(objects):
+        object_id = str(item["id"])
+        if object_id in seen:
+            raise BadRequest(f"object id {object_id!r} is at {seen[object_id]} and at "
+                             f"{where}; an id is one object's")
+        seen[object_id] = where
+        kept = before.get(item["id"])
+        if kept is not None and kept[0] != item.get("type"):
+            raise Forbidden(f"object {object_id} at {where} would become a "
+                            f"{item.get('type')}; it stays a {kept[0]}")
+
+
+def _headers(value: Any) -> list[tuple[str, Mapping[str, Any]]]:
+    """The JSON pointer and ``?`` header (with an id) of every object in ``value``."""
+    found = []
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, dict):
+            header = item.get("?")
+            if isinstance(header, dict) and "id" in header:
+                found.append((where or "/", header))
+            stack.extend((f"{where}/{_escape(k)}", v) for k, v in item.items() if k != "?")
+        elif isinstance(item, list):
+            stack.extend((f"{where}/{i}", v) for i, v in enumerate(item))
+    return found
 
 
 # -- deployments -----------------------------------------------------------------

@@ -100,6 +100,33 @@ def test_a_package_without_classes_uploads_and_names_too_long_are_refused(api):
                for p in api.ok("GET", "/v1/catalog/packages")["packages"])
 
 
+def test_services_stay_objects_of_their_own_id_and_type(api):
+    """A service replaced by a text, an id held twice, an id or type changed through the
+    services routes: each was a 200 (the environment's pages then failed with 500s)."""
+    env = api.ok("POST", "/v1/environments", json={"name": "svc-checks"})
+    session = api.ok("POST", f"/v1/environments/{env['id']}/configure")["id"]
+    headers = {"X-Configuration-Session": session}
+    base = f"/v1/environments/{env['id']}/services"
+    app = {"?": {"id": "app1", "type": "com.example.apitest.Echo"}, "name": "one"}
+    api.ok("POST", base, json=app, headers=headers)
+    refused = {
+        ("PUT", f"{base}/app1", '"just a string"'): (400, "services[0] is no object"),
+        ("POST", base, '{"?": {"id": "app1", "type": "com.example.apitest.Echo"}}'):
+            (400, "object id 'app1' is at"),
+        ("POST", base, '{"?": {"id": 5, "type": "com.example.apitest.Echo"}}'):
+            (400, "needs a '?' naming its id and type"),
+        ("PUT", f"{base}/app1/%3F/id", '"a2"'): (403, "id and type cannot be changed"),
+        ("PUT", f"{base}/app1", '{"?": {"id": "app1", "type": "com.example.Other"}}'):
+            (403, "it stays a com.example.apitest.Echo"),
+    }
+    for (method, path, body), (status, words) in refused.items():
+        response = api.request(method, path, data=body, headers={
+            **headers, "Content-Type": "application/json"})
+        assert words in _error(response, status)["message"], (method, path, body)
+    assert api.ok("GET", base, headers=headers) == [app]
+    api.ok("DELETE", f"/v1/environments/{env['id']}")
+
+
 def test_a_path_cannot_forge_a_line_of_the_request_log(api):
     forged = "2026-12-04 13:00:00,000 1 INFO murano_engine.api.requests: FORGED 200"
     api.request("GET", "/v1/environments/abc%0a" + forged.replace(" ", "%20"))
