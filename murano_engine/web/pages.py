@@ -524,7 +524,7 @@ class WebUi:
             except ValueError:
                 raise ApiError("the wizard's state is damaged; start again", status=400) \
                     from None
-            if not isinstance(answers, dict) or not 0 <= step < len(ui.forms):
+            if not _wizard_answers(answers) or not 0 <= step < len(ui.forms):
                 raise ApiError("the wizard's state is damaged; start again", status=400)
             form = ui.forms[step]
             answers[form.name] = {k: v for k, v in request.form.items()
@@ -680,3 +680,14 @@ def _failure(deployment: dict[str, Any] | None, reports: list[dict[str, Any]],
     names = error.get("names") or []
     return {"message": hide(message), "kind": str(names[0]) if names else "",
             "stack": hide(str(stack or ""))}
+
+
+def _wizard_answers(answers: Any) -> bool:
+    """Whether the wizard's posted state is what its pages write: each form's answers
+    a mapping of field names to texts (or lists of texts)."""
+    return isinstance(answers, dict) and all(
+        isinstance(form, dict) and all(
+            isinstance(name, str) and (isinstance(value, str) or isinstance(value, list)
+                                       and all(isinstance(v, str) for v in value))
+            for name, value in form.items())
+        for form in answers.values())

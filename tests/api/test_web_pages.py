@@ -99,6 +99,11 @@ def test_wizard_checks_then_adds_and_a_failure_shows_the_muranopl_stack(start_ap
         return browser.post(wizard, data={"_step": "0", "_answers": "{}", **values},
                             timeout=30)
 
+    for damaged in ('{"appConfiguration": "greeting"}', '[1, 2]', '{"f": {"who": {"a": 1}}}'):
+        refused = browser.post(wizard, data={"_step": "0", "_answers": damaged, "who": "x"},
+                               timeout=30)  # a 500 before, without the pages' headers
+        assert refused.status_code == 400 and "damaged" in refused.text, refused.text
+        assert refused.headers.get("X-Frame-Options")
     assert field_errors(post(who="").text) == {"who": "Say who"}
     short = post(who="x")
     assert short.status_code == 400
