@@ -338,6 +338,17 @@ class Api:
             text = text.replace(root, "")
         return text
 
+    def hidden(self, value: Any) -> Any:
+        """``value`` (a task's result, as JSON data) with server paths hidden in its texts:
+        a MuranoPL stack names the files of the core library and the package cache."""
+        if isinstance(value, str):
+            return self.hide_paths(value)
+        if isinstance(value, dict):
+            return {key: self.hidden(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self.hidden(item) for item in value]
+        return value
+
     # -- helpers -------------------------------------------------------------
     @staticmethod
     def body(request: ApiRequest, required: bool = True) -> Any:
@@ -437,14 +448,16 @@ class Api:
 
     # -- deployments and actions -------------------------------------------
     def on_list_deployments(self, request: ApiRequest, ctx: Context, env_id: str) -> Response:
-        return json_response(environments.list_deployments(self.store, ctx, env_id))
+        return json_response(self.hidden(environments.list_deployments(self.store, ctx,
+                                                                         env_id)))
 
     def on_all_deployments(self, request: ApiRequest, ctx: Context) -> Response:
-        return json_response(environments.list_deployments(self.store, ctx, None))
+        return json_response(self.hidden(environments.list_deployments(self.store, ctx,
+                                                                         None)))
 
     def on_reports(self, request: ApiRequest, ctx: Context, env_id: str, task_id: str) -> Response:
-        return json_response(environments.reports(self.store, ctx, env_id, task_id,
-                                                  request.args.getlist("service_id")))
+        return json_response(self.hidden(environments.reports(
+            self.store, ctx, env_id, task_id, request.args.getlist("service_id"))))
 
     def on_call_action(self, request: ApiRequest, ctx: Context, env_id: str,
                        action_id: str) -> Response:
@@ -455,7 +468,8 @@ class Api:
 
     def on_action_result(self, request: ApiRequest, ctx: Context, env_id: str,
                          action_id: str) -> Response:
-        return json_response(environments.action_result(self.store, ctx, env_id, action_id))
+        return json_response(self.hidden(environments.action_result(self.store, ctx, env_id,
+                                                                      action_id)))
 
     def on_static_action(self, request: ApiRequest, ctx: Context) -> Response:
         return json_response(self.dispatcher.call_static(ctx, self.body(request)))

@@ -157,6 +157,30 @@ def test_an_unexpected_failure_gives_only_a_request_id(caplog):
     assert body["message"] == "cannot read tests/api/test_hygiene.py"
 
 
+def test_a_failed_tasks_stack_goes_out_with_server_paths_hidden():
+    """Deployments, reports and action results carry a MuranoPL stack that names the files
+    of the core library and of the package cache (the web pages hid them, the API not)."""
+    from murano_engine.api import environments
+    from murano_engine.api.app import Api
+    from murano_engine.backend.settings import Settings
+
+    app = Api(Settings(), None, None, lambda _environ: None)
+    stack = f"  io.murano io.murano.Environment.deploy at {__file__}:17:5"
+    result = {"isException": True, "result": {"message": "m", "traceback": stack}}
+    for name, route in (("list_deployments", app.on_list_deployments),
+                        ("action_result", app.on_action_result),
+                        ("reports", app.on_reports)):
+        original = getattr(environments, name)
+        setattr(environments, name, lambda *_args: {"deployments": [{"result": result}]})
+        try:
+            args = ("env", "task") if name != "list_deployments" else ("env",)
+            request = type("R", (), {"args": type("A", (), {"getlist": lambda *_: []})()})()
+            text = route(request, None, *args).get_data(as_text=True)
+        finally:
+            setattr(environments, name, original)
+        assert "tests/api/test_hygiene.py:17:5" in text and __file__ not in text, name
+
+
 def _nap(api: ApiServer, seconds: int) -> object:
     return api.request("POST", "/v1/actions", json={
         "className": "com.example.apitest.Echo", "methodName": "nap",
