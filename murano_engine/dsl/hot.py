@@ -284,7 +284,14 @@ def _dump_ui(ui: dict) -> str:
         pass
 
     Dumper.add_representer(_Yaql, lambda dumper, value: dumper.represent_scalar("!yaql", value))
+    # a plain scalar that is no plain word is read back as yaql (``db-password``): quoted
+    Dumper.add_representer(str, lambda dumper, value: dumper.represent_scalar(
+        "tag:yaml.org,2002:str", value,
+        style=None if _PLAIN_WORD.fullmatch(value) else "'"))
     return yaml.dump(ui, Dumper=Dumper, sort_keys=False, allow_unicode=True)
+
+
+_PLAIN_WORD = re.compile(r"[\w. ]*")
 
 
 def ui_definition(name: str, version: str, description: str | None, template: dict) -> str:
@@ -308,15 +315,35 @@ def ui_definition(name: str, version: str, description: str | None, template: di
          "initial": name.rpartition(".")[2]},
     ]}}]
     values: dict[str, Any] = {}
+    taken: set[str] = set()
     for index, group in enumerate(groups, 1):
-        forms.append({f"group{index}": {"fields": [_field(p, parameters[p]) for p in group]}})
-        values.update({p: _Yaql(f"$.group{index}.{p}") for p in group})
+        fields = []
+        for parameter in group:
+            field = _field(_field_name(parameter, taken), parameters[parameter])
+            field.setdefault("label", _title(parameter))
+            fields.append(field)
+            values[parameter] = _Yaql(f"$.group{index}.{field['name']}")
+        forms.append({f"group{index}": {"fields": fields}})
     application = {"?": {"type": name, "package": name, "classVersion": version},
                    "name": _Yaql("$.appConfiguration.name")}
     if values:
         application["templateParameters"] = values
     ui = {"Version": 2, "Application": application, "Forms": forms}
     return _dump_ui(ui)
+
+
+def _field_name(parameter: str, taken: set[str]) -> str:
+    """A form field's name for a template parameter: a dynamic UI reads a name that is
+    not a plain word as yaql (``db-password`` is ``db - password``), so other
+    characters become ``_``; unique among the fields (``taken``)."""
+    name = re.sub(r"\W", "_", parameter)
+    if not name or name[0].isdigit():
+        name = f"p_{name}"
+    chosen, number = name, 2
+    while chosen in taken:
+        chosen, number = f"{name}_{number}", number + 1
+    taken.add(chosen)
+    return chosen
 
 
 def _field(name: str, decl: Any) -> dict[str, Any]:

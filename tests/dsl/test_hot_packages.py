@@ -96,6 +96,24 @@ def test_the_generated_ui() -> None:
     assert forms["group1"]["cidr"]["validators"][0]["message"].startswith("an IPv4 network")
 
 
+def test_a_parameter_named_with_a_dash_makes_a_wizard_that_can_be_answered(
+        tmp_path: Path) -> None:
+    """A dynamic UI reads a field name that is no plain word as yaql: the field of
+    ``db-password`` was ``db - password``, a field no answer could reach."""
+    from murano_engine.web.dynamic_ui import translate
+    path = hot_package(tmp_path, "heat_template_version: 2016-10-14\nparameters:\n"
+                       "  db-password: {type: string}\n  db_password: {type: string}\n"
+                       "resources: {}\n", "t.hot.Dash")
+    source = FolderSource(path)
+    text = generated_ui(source, read_manifest(source))
+    fields = [f["name"] for f in yaml.safe_load(text.replace("!yaql ", ""))["Forms"][1][
+        "group1"]["fields"]]
+    assert fields == ["db_password", "db_password_2"]
+    model = translate(text, {"appConfiguration": {"name": "dash"},
+                             "group1": {"db_password": "s3cret", "db_password_2": "other"}})
+    assert model["templateParameters"] == {"db-password": "s3cret", "db_password": "other"}
+
+
 def test_template_problems_are_listed_with_their_lines(tmp_path: Path) -> None:
     path = hot_package(tmp_path, """
         heat_template_version: 2016-10-14
