@@ -66,6 +66,19 @@ def test_a_guest_rewriting_its_folder_changes_nothing_the_engine_does(
             later.close()
     finally:
         region.client.close()
+        _remove_left(tmp_path / "state", "hostile")
+
+
+def _remove_left(state: Path, stack: str) -> None:
+    """Remove what a failed assertion left running (a later cloud takes it back)."""
+    cloud = LocalCloud(state, broker_url=AMQP, poll_interval=0.01)
+    try:
+        remove_stack(cloud, stack)
+        cloud.settle()
+    except Exception:  # noqa: BLE001,S110 - already removed: the test's own end did it
+        pass
+    finally:
+        cloud.close()
 
 
 def test_the_broker_every_agent_reaches_is_the_engines_whatever_its_user_data_names(
