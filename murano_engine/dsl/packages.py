@@ -559,16 +559,6 @@ class HotPackage(Package):
             return self.source.read(hot.TEMPLATE)
         return super().read_resource(name)
 
-    def _at_field(self, error: LoadError, relpath: str) -> LoadError:
-        """``error`` at the line of its field, found in the file read again."""
-        display = self.source.display(relpath)
-        try:
-            text = self.source.read(relpath)
-        except OSError:
-            return error
-        found = field_position(text, display, error.field, error.position)
-        return LoadError(error.message, found or error.position, file=display)
-
     def _class_document(self, name: str) -> tuple[dict, NamespaceResolver]:
         files = [n[len(hot.HOT_FILES):] for n in self.source.names()
                  if n.startswith(hot.HOT_FILES)]
