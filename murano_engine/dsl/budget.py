@@ -150,6 +150,18 @@ def check_product(a: int, b: int) -> None:
             f"integer product larger than {MAX_INT_BITS} bits")
 
 
+def check_replacement(text: str, old: str, new: str, count: int = -1,
+                      quota: int = MEMORY_QUOTA) -> None:
+    """Refuse ``text.replace(old, new, count)`` whose result would pass ``quota``, before
+    it is made (each replacement multiplies the text: a short one with a long
+    replacement asks for gigabytes)."""
+    found = text.count(old) if old else len(text) + 1
+    if count >= 0:
+        found = min(found, count)
+    if len(text) + found * (len(new) - len(old)) > quota:
+        raise yaql_exceptions.MemoryQuotaExceededException()
+
+
 def check_repetition(a: Any, b: Any) -> None:
     """Refuse ``sequence * count`` (either order) whose result would pass the memory
     quota (strings) or the iterator limit (lists), before it is made."""

@@ -22,6 +22,7 @@ from yaql.language import exceptions as yaql_exceptions
 from yaql.language import utils as yaql_utils
 from yaql.language.utils import FrozenDict
 
+from murano_engine.dsl.budget import check_replacement
 from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.limits import ITERATOR_LIMIT, MEMORY_QUOTA
 from murano_engine.dsl.values import check_built, check_written_size, concat
@@ -364,14 +365,9 @@ def replace_text(ctx: Any, receiver: Any, given: list) -> Any:
 
 def _replaced(text: str, old: str, new: str, count: int = -1) -> str:
     """``text.replace(old, new, count)``, refused before it is made when it would pass
-    the memory quota (each replacement multiplies the text: four chained ones made
-    600 MB of 57 characters)."""
-    if len(new) > len(old):
-        found = text.count(old) if old else len(text) + 1
-        if count >= 0:
-            found = min(found, count)
-        if len(text) + found * (len(new) - len(old)) > MEMORY_QUOTA:
-            raise yaql_exceptions.MemoryQuotaExceededException()
+    the memory quota (four chained replaces of 57 characters made 600 MB)."""
+    if len(new) > len(old):  # (a text that does not grow is no bigger than it was)
+        check_replacement(text, old, new, count)
     return text.replace(old, new, count)
 
 

@@ -193,11 +193,7 @@ def _multiply(left: int, right: int) -> int:
 def _replaced(string: str, old: str, new: str, count: int = -1) -> str:
     """``string.replace(old, new, count)``, refused before its result would pass the
     memory quota (a short string with a long replacement could ask for gigabytes)."""
-    found = string.count(old) if old else len(string) + 1
-    if count >= 0:
-        found = min(found, count)
-    if len(string) + found * (len(new) - len(old)) > FORM_MEMORY_QUOTA:
-        raise yaql_exceptions.MemoryQuotaExceededException()
+    dsl_budget.check_replacement(string, old, new, count, FORM_MEMORY_QUOTA)
     return string.replace(old, new, count)
 
 
