@@ -273,18 +273,8 @@ def _check_patch_path(path: Any) -> None:
 
 def _objects(value: Any) -> dict[Any, tuple[Any, str]]:
     """The type and JSON pointer of each object (by id) in the model ``value``."""
-    found: dict[Any, tuple[Any, str]] = {}
-    stack: list[tuple[str, Any]] = [("", value)]
-    while stack:
-        where, item = stack.pop()
-        if isinstance(item, dict):
-            header = item.get("?")
-            if isinstance(header, dict) and isinstance(header.get("id"), str):
-                found[header["id"]] = (header.get("type"), where or "/")
-            stack.extend((f"{where}/{_escape(k)}", v) for k, v in item.items() if k != "?")
-        elif isinstance(item, list):
-            stack.extend((f"{where}/{i}", v) for i, v in enumerate(item))
-    return found
+    return {header["id"]: (header.get("type"), where) for where, header in _headers(value)
+            if isinstance(header["id"], str)}
 
 
 def _escape(key: Any) -> str:

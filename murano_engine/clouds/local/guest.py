@@ -372,8 +372,12 @@ class Guests:
 
     def known(self, server_id: str) -> bool:
         """Whether the server was booted with an agent (and not released since)."""
-        return self._record(server_id, ".json").is_file() \
-            or self._legacy(server_id, "server.json").is_file()
+        return self._meta_file(server_id).is_file()
+
+    def _meta_file(self, server_id: str) -> Path:
+        """The file of the server's name, ports and flavor as booted."""
+        kept = self._record(server_id, ".json")
+        return kept if kept.is_file() else self._legacy(server_id, "server.json")
 
     def _agent_ini(self, server_id: str) -> str:
         """The server's agent config as booted (OSError when it has none)."""
@@ -412,10 +416,7 @@ class Guests:
         ini = self._agent_ini(server_id)
         if not ini.endswith("\n"):
             ini += "\n"
-        meta_file = self._record(server_id, ".json")
-        if not meta_file.is_file():
-            meta_file = self._legacy(server_id, "server.json")
-        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        meta = json.loads(self._meta_file(server_id).read_text(encoding="utf-8"))
         broker_url = broker_from_ini(ini)
         if self._broker_address:
             parts = urlsplit(broker_url)
