@@ -1,5 +1,6 @@
 """Packaging for the Murano-style engine, its guest agent and its API."""
 
+import re
 from pathlib import Path
 
 from setuptools import find_packages, setup
@@ -15,9 +16,15 @@ def core_library_files() -> list[tuple[str, list[str]]]:
     return sorted(groups.items())
 
 
+def release() -> str:
+    """``murano_engine.__version__``, read without importing the package."""
+    text = Path("murano_engine/__init__.py").read_text(encoding="utf-8")
+    return re.search(r'^__version__ = "([^"]+)"$', text, re.MULTILINE).group(1)
+
+
 setup(
     name="murano-engine",
-    version="0.1.0",
+    version=release(),
     description="Deploy multi-machine applications written as MuranoPL packages",
     python_requires=">=3.11",
     packages=find_packages(include=["murano_engine*", "murano_agent*", "murano_common*"]),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import re
 import subprocess
@@ -209,6 +210,8 @@ def test_without_debug_no_python_traceback(packages: Path) -> None:
 def test_version() -> None:
     done = cli("--version")
     assert done.returncode == 0
+    # what setup.py installed under: the two cannot drift apart
+    assert done.stdout == f"murano-engine {importlib.metadata.version('murano-engine')}\n"
     assert re.fullmatch(r"murano-engine \d+\.\d+\.\d+\n", done.stdout)
 
 
