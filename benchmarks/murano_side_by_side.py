@@ -185,6 +185,7 @@ def main() -> None:
         return
     for package in ("murano_engine", "murano_common"):  # as ``pip install`` leaves it, and
         compileall.compile_dir(REPO / package, quiet=1)  # the original's venv is
+    compileall.compile_file(DRIVERS / "engine_modes.py", quiet=1)
     load = os.getloadavg()
     figures.method(
         f"whole process, this engine and the original Murano ({MURANO}) alternating, "
