@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,7 @@ from murano_engine.api.storable import storable
 from murano_engine.backend import db, journal_store
 from murano_engine.dsl.reports import is_step
 
+LOG = logging.getLogger(__name__)
 BUSY = ("deploying", "deleting")
 #: the ``entity`` (and level) of status rows that hold a deployment's steps, not reports
 STEP = "step"
@@ -541,14 +543,29 @@ def _acquire(session: db.DbSession, env: db.Environment, session_id: str, versio
         raise Forbidden(f"session {session_id} is stale: the environment was deployed since")
 
 
-def make_task(env: db.Environment, task_id: str, context: Context, model: dict,
+def make_task(env: db.Environment, task_id: str, user_id: str, model: dict,
               action: dict | None) -> dict[str, Any]:
     """The task the engine runs (Murano's shape, without the caller's token: a task may
     cross the broker, and the engine acts with credentials of its own, the ``[heat]``
     service user's)."""
-    model = {**to_engine(model), "project_id": env.tenant_id, "user_id": context.user_id}
+    model = {**to_engine(model), "project_id": env.tenant_id, "user_id": user_id}
     return {"id": env.id, "action": action, "model": model, "project_id": env.tenant_id,
-            "user_id": context.user_id, "task_id": task_id}
+            "user_id": user_id, "task_id": task_id}
+
+
+def stored_task(store: db.Store, task_id: str) -> dict[str, Any] | None:
+    """The task ``task_id`` as it was handed to the engine, made again from what the
+    database keeps of it (None once it is finished or gone): to resume it."""
+    with store.read() as session:
+        task = session.get(db.Task, task_id)
+        if task is None or task.finished is not None:
+            return None
+        env = session.get(db.Environment, task.environment_id)
+        row = session.get(db.Session, task.session_id) if task.session_id else None
+        if env is None:
+            return None
+        return make_task(env, task.id, row.user_id if row is not None else "",
+                         task.description or {}, task.action)
 
 
 def deploy(store: db.Store, context: Context, env_id: str, session_id: str) -> dict | None:
@@ -574,7 +591,7 @@ def deploy(store: db.Store, context: Context, env_id: str, session_id: str) -> d
         session.flush()
         add_status(session, task.id, "Action deploy is scheduled" if action
                    else "Deletion is scheduled", entity_id=env_id)
-        return make_task(env, task.id, context, row.description, action)
+        return make_task(env, task.id, context.user_id, row.description, action)
 
 
 def delete_env(store: db.Store, context: Context, env_id: str, abandon: bool) -> dict | None:
@@ -634,7 +651,7 @@ def call_action(store: db.Store, context: Context, env_id: str, action_id: str,
         session.add(task)
         session.flush()
         add_status(session, task.id, f"Action {method} is scheduled", entity_id=object_id)
-        return make_task(env, task.id, context, env.description, action)
+        return make_task(env, task.id, context.user_id, env.description, action)
 
 
 def action_result(store: db.Store, context: Context, env_id: str, task_id: str) -> Any:
@@ -667,15 +684,21 @@ def store_report(store: db.Store, task_id: str, report: Mapping[str, Any]) -> No
 
 
 def process_result(store: db.Store, task_id: str, result: Mapping[str, Any],
-                   note: str | None = None) -> None:
+                   note: str | None = None, holder: str | None = None) -> None:
     """Store the engine's result: the new model, the task result, the session state;
     ``note`` is an error report stored with it (why the engine did not finish the task).
+    With ``holder``, only while the task's lease is that holder's: a process that lost
+    it (frozen past it) stores nothing, and the run that took over goes on.
 
     The task's journal is deleted with it: the run it recorded has ended.
     """
     with store.write() as session:
-        task = session.get(db.Task, task_id)
+        task = session.get(db.Task, task_id, with_for_update=holder is not None)
         if task is None:
+            return
+        if holder is not None and task.worker != holder:
+            LOG.warning("task %s: the result of %s is dropped; %s took the task over",
+                        task_id, holder, task.worker)
             return
         journal_store.forget(session, task_id)
         if task.finished is not None:
@@ -720,10 +743,12 @@ def process_result(store: db.Store, task_id: str, result: Mapping[str, Any],
         env.version += 1
 
 
-def release_stuck(store: db.Store, task_id: str, message: str) -> None:
-    """Fail a task the engine did not finish, saying why, so the environment is free."""
+def release_stuck(store: db.Store, task_id: str, message: str,
+                  holder: str | None = None) -> None:
+    """Fail a task the engine did not finish, saying why, so the environment is free
+    (with ``holder``, as :func:`process_result`)."""
     process_result(store, task_id, {"action": {"isException": True, "result": {
-        "message": message}}, "model": None}, note=message)
+        "message": message}}, "model": None}, note=message, holder=holder)
 
 
 def give_up(store: db.Store, task_id: str, deliveries: int) -> None:

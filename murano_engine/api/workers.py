@@ -41,8 +41,10 @@ class Dispatcher(Protocol):
     def call_static(self, context: Context, request: Mapping[str, Any]) -> Any:
         """Run a static action and return its result."""
 
-    def close(self) -> None:
-        """Finish or hand back what runs, release connections."""
+    def close(self, grace: float = 0.0) -> bool:
+        """Stop taking tasks, wait up to ``grace`` seconds for those running here, release
+        connections; whether none is left running (else the caller ends the process
+        without waiting for them: they resume elsewhere from their journals)."""
 
 
 def static_outcome(answer: Mapping[str, Any]) -> Any:
@@ -152,10 +154,12 @@ class AmqpDispatcher:
             environments.release_stuck(self.store, task_id,
                                        f"the message broker dropped the task ({reason})")
 
-    def close(self) -> None:
+    def close(self, grace: float = 0.0) -> bool:
+        """Stop consuming results (the tasks run in the workers, not here)."""
         self._listener.should_stop = True
         self._thread.join(timeout=5)
         self._publisher.release()
+        return True
 
 
 class ResultListener(ConsumerMixin):

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import delete, insert, select
 
 from murano_engine.backend import db
-from murano_engine.engine.journal import TAMPERED, Chain, JournalError
+from murano_engine.engine.journal import TAMPERED, Cancelled, Chain, JournalError
 
 
 class DbJournalStore:
@@ -32,9 +32,14 @@ class DbJournalStore:
     first row that does not follow from the ones before it.
     """
 
-    def __init__(self, store: db.Store, task_id: str, key: bytes | None = None) -> None:
+    def __init__(self, store: db.Store, task_id: str, key: bytes | None = None,
+                 holder: str | None = None) -> None:
         self.store = store
         self.task_id = task_id
+        #: with a holder, an append is made only while the task is unfinished and that
+        #: holder's (:mod:`murano_engine.backend.task_leases`): a run whose lease another
+        #: process took over ends at its next step with :class:`LeaseLost`
+        self.holder = holder
         self._lock = threading.Lock()
         self._chain = Chain(key, task_id.encode("utf-8"))
         with store.read() as session:
@@ -63,6 +68,8 @@ class DbJournalStore:
             digest = self._chain.seal(canonical(stored))
             try:
                 with self.store.write() as session:
+                    if self.holder is not None:
+                        self._check_held(session)
                     session.execute(insert(db.JournalEntry).values(
                         task_id=self.task_id, seq=self._next, entry={**stored, "d": digest}))
             except BaseException:
@@ -71,8 +78,26 @@ class DbJournalStore:
             self._entries.append(stored)
             self._next += 1
 
+    def _check_held(self, session: db.DbSession) -> None:
+        row = session.execute(select(db.Task.worker, db.Task.finished)
+                              .where(db.Task.id == self.task_id).with_for_update()).first()
+        if row is None:
+            why = "it is gone"
+        elif row.finished is not None:
+            why = "it is finished"
+        elif row.worker != self.holder:
+            why = f"{row.worker} took it over"
+        else:
+            return
+        raise LeaseLost(f"task {self.task_id} is no longer {self.holder}'s: {why}")
+
     def close(self) -> None:
         """Nothing to release: every append used a pooled connection and gave it back."""
+
+
+class LeaseLost(Cancelled):
+    """The run's task was taken over by another process (this one was frozen past its
+    lease): the run stops before its next step, recording nothing more."""
 
 
 def canonical(entry: dict[str, Any]) -> bytes:

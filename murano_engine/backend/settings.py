@@ -53,6 +53,16 @@ ENGINE = Section(
            "task is dead-lettered to the queue <task_queue>.dead and its deployment fails, "
            "saying why. The task queue is a RabbitMQ quorum queue with this delivery limit: "
            "changing it needs a new (or deleted, empty) task queue."),
+    Option("task_lease", float, 60.0,
+           "Without a broker: seconds an API process holds a task it runs; it renews the "
+           "hold every quarter of them. When the process dies, an API process (another, or "
+           "the same one started again) takes each of its unfinished tasks over once its "
+           "hold runs out and resumes it from its journal."),
+    Option("stop_grace", float, 10.0,
+           "Without a broker: seconds murano-api waits at SIGTERM for the tasks it runs to "
+           "stop at their next step. Then it stops without them; either way they resume "
+           "from their journals in the next API process, a few seconds after (their holds "
+           "are shortened as it stops)."),
     Option("static_action_timeout", float, 15.0,
            "Seconds a caller waits for a static action; past them it gets a 504."),
     Option("static_action_workers", int, 4,
@@ -139,6 +149,8 @@ class Settings:
     task_queue: str = _DEFAULT.engine.task_queue
     result_queue: str = _DEFAULT.engine.result_queue
     max_deliveries: int = _DEFAULT.engine.max_deliveries
+    task_lease: float = _DEFAULT.engine.task_lease
+    stop_grace: float = _DEFAULT.engine.stop_grace
     static_action_timeout: float = _DEFAULT.engine.static_action_timeout
     static_action_workers: int = _DEFAULT.engine.static_action_workers
     environment_class: str = _DEFAULT.engine.environment_class
@@ -214,6 +226,12 @@ def load_settings(path: str | Path | None,
     if engine.max_deliveries < 1:
         raise ConfigError(f"{values.source}: [engine] max_deliveries must be at least 1, not "
                           f"{engine.max_deliveries}")
+    if engine.task_lease < 1:
+        raise ConfigError(f"{values.source}: [engine] task_lease must be at least 1 second, "
+                          f"not {engine.task_lease:g}")
+    if engine.stop_grace < 0:
+        raise ConfigError(f"{values.source}: [engine] stop_grace must not be negative, not "
+                          f"{engine.stop_grace:g}")
     if engine.static_action_timeout <= 0:
         raise ConfigError(f"{values.source}: [engine] static_action_timeout must be "
                           f"positive, not {engine.static_action_timeout}")
@@ -226,6 +244,8 @@ def load_settings(path: str | Path | None,
         task_queue=engine.task_queue,
         result_queue=engine.result_queue,
         max_deliveries=engine.max_deliveries,
+        task_lease=engine.task_lease,
+        stop_grace=engine.stop_grace,
         static_action_timeout=engine.static_action_timeout,
         static_action_workers=engine.static_action_workers,
         environment_class=engine.environment_class,

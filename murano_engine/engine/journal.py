@@ -183,6 +183,9 @@ class Journal(Outside):
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
+        #: called before each outside call; it raises (a :class:`Cancelled`) to stop the
+        #: run there, e.g. once the run's process may have lost its task to another
+        self.fence: Callable[[], None] | None = None
         self.replayed = 0
         self.recorded = 0
         self._touched: dict[str, set[str]] = {"stacks": set(), "queues": set(),
@@ -227,9 +230,11 @@ class Journal(Outside):
         return self._cancelled.is_set()
 
     def check(self) -> None:
-        """Raise :class:`Cancelled` once :meth:`cancel` was called."""
+        """Raise :class:`Cancelled` once :meth:`cancel` was called (or the fence says so)."""
         if self._cancelled.is_set():
             raise Cancelled("the run was cancelled")
+        if self.fence is not None:
+            self.fence()
 
     # -- recording -------------------------------------------------------------------
 

@@ -1,50 +1,235 @@
 """The in-process worker: without a broker, murano-api runs each task in a thread
-of its own process, with the same engine code the worker process uses."""
+of its own process, with the same engine code the worker process uses.
+
+Each task it runs is held under a lease in the database
+(:mod:`murano_engine.backend.task_leases`), renewed while it runs. A keeper
+thread renews the leases and, every quarter of a lease, takes over the
+unfinished tasks whose lease ran out (their process died, or was frozen past
+its lease) and resumes them from their journals; a process started again does
+so for its own earlier tasks too. A process that stops (SIGTERM) stops its
+runs at their next step and hands their tasks on with short leases.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from murano_engine.api import environments
 from murano_engine.api.auth import Context
 from murano_engine.api.workers import static_outcome
-from murano_engine.backend import db
+from murano_engine.backend import db, task_leases
+from murano_engine.backend.journal_store import LeaseLost
 from murano_engine.backend.settings import Settings
+from murano_engine.engine.journal import Cancelled, Journal
 from murano_engine.server.worker import EngineServices, StaticActions, run_engine_task
 
 LOG = logging.getLogger(__name__)
+#: seconds a process that stops leaves its leases running (its threads end with it)
+STOPPING_LEASE = 2.0
 
 
 class LocalDispatcher:
-    """Runs each task in a thread of the API process."""
+    """Runs each task in a thread of the API process, under a lease."""
 
     def __init__(self, store: db.Store, settings: Settings, threads: int = 2) -> None:
         self.store = store
         self.settings = settings
+        self.name = f"murano-api {socket.gethostname()}:{os.getpid()}"
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="engine")
         self.services = EngineServices(settings)
         self.static = StaticActions(store, settings, self.services)
+        self._lock = threading.Lock()
+        self._held: set[str] = set()  # the tasks this process claimed and has not finished
+        self._journals: dict[str, Journal] = {}  # of the runs going on
+        self._queued: dict[str, Future] = {}  # the runs of the tasks held, by task
+        self._lost: set[str] = set()  # tasks held here that another process took over
+        self._stopping = threading.Event()
+        self._renewed = time.monotonic()  # when the leases were last renewed
+        self._keeper = threading.Thread(target=self._keep, name="task leases", daemon=True)
+        self._keeper.start()
 
     def submit(self, task: dict[str, Any]) -> None:
-        self.pool.submit(self._run, task)
+        if self._claim(task["task_id"]):
+            self._start(task)
 
-    def _run(self, task: dict[str, Any]) -> None:
+    def _start(self, task: dict[str, Any], *resumed: Any) -> None:
         task_id = task["task_id"]
+        future = self.pool.submit(self._run, task, *resumed)
+        with self._lock:
+            self._queued[task_id] = future
+        future.add_done_callback(lambda done: self._unqueue(task_id, done))
+
+    def _unqueue(self, task_id: str, future: Future) -> None:
+        with self._lock:
+            if self._queued.get(task_id) is future:
+                del self._queued[task_id]
+
+    def _claim(self, task_id: str) -> bool:
+        with self._lock:
+            if task_id in self._held or self._stopping.is_set():
+                return False
+            if not task_leases.claim(self.store, task_id, self.name, self.settings.task_lease):
+                LOG.info("task %s is finished or held by another process", task_id)
+                return False
+            self._held.add(task_id)
+            return True
+
+    def _run(self, task: dict[str, Any], taken_over: bool = False,
+             previous: str | None = None) -> None:
+        task_id = task["task_id"]
+        reporter = lambda r: environments.store_report(self.store, task_id, r)  # noqa: E731
+
+        def begin(steps: int) -> None:
+            if not taken_over:
+                return
+            if previous is None:
+                text = (f"{self.name} took the task over: the process it was handed to "
+                        f"stopped before starting it")
+            else:
+                text = (f"{self.name} took the task over from {previous}, which stopped; "
+                        f"{steps} steps come from its journal")
+            reporter({"id": task.get("id"), "text": text, "level": "info",
+                      "timestamp": time.time()})
+            LOG.info("task %s: %s", task_id, text)
+
         try:
-            result = run_engine_task(self.store, self.settings, task,
-                                     lambda r: environments.store_report(self.store, task_id, r),
-                                     self.services)
-            environments.process_result(self.store, task_id, result)
+            result = run_engine_task(self.store, self.settings, task, reporter,
+                                     self.services, begin, self._journaled(task_id),
+                                     self.name)
+            environments.process_result(self.store, task_id, result, holder=self.name)
+        except LeaseLost as exc:  # frozen past its lease: the process that took over goes on
+            LOG.error("task %s stopped here: %s", task_id, exc)
+        except Cancelled:  # the process stops: the task goes on in the next one
+            self._leave(task_id)
         except Exception:  # noqa: BLE001 - never leave an environment taken
             LOG.exception("task %s failed in the API process", task_id)
-            environments.release_stuck(self.store, task_id, "the engine failed; see the log")
+            environments.release_stuck(self.store, task_id, "the engine failed; see the log",
+                                       holder=self.name)
+        finally:
+            with self._lock:
+                self._held.discard(task_id)
+                self._journals.pop(task_id, None)
+                self._lost.discard(task_id)
+
+    def _journaled(self, task_id: str) -> Callable[[Journal], None]:
+        """Keeps the run's journal, to stop the run at its next step when the process
+        stops (or at once, if it is stopping already)."""
+        def keep(journal: Journal) -> None:
+            journal.fence = lambda: self._fence(task_id)
+            with self._lock:
+                self._journals[task_id] = journal
+            if self._stopping.is_set():
+                journal.cancel()
+        return keep
+
+    def _fence(self, task_id: str) -> None:
+        """Stop a run before its next step once another process took its task over, or
+        may have (this one could not renew its leases for most of a lease: it was frozen,
+        or the database was away)."""
+        if task_id in self._lost:
+            raise LeaseLost(f"another process took task {task_id} over from {self.name}")
+        late = time.monotonic() - self._renewed
+        if late > self.settings.task_lease * 0.75:
+            raise LeaseLost(f"{self.name} renewed its leases {late:.0f} s ago; another "
+                            f"process may have taken its tasks over")
+
+    def _leave(self, task_id: str) -> None:
+        """Hand a task stopped with the process to the next one: its report says so, and
+        its lease ends soon (its run has ended: nothing of it runs on here)."""
+        text = (f"{self.name} stopped before the task ended; an API process takes it over "
+                f"and resumes it from its journal")
+        LOG.info("task %s: %s", task_id, text)
+        try:
+            environments.store_report(self.store, task_id, {"text": text, "level": "info",
+                                                            "timestamp": time.time()})
+            task_leases.expire_soon(self.store, self.name, [task_id], STOPPING_LEASE)
+        except SQLAlchemyError as exc:  # its lease then runs out at its usual end
+            LOG.warning("task %s: %s", task_id, exc)
+
+    def _keep(self) -> None:
+        """Renew this process's leases and resume the tasks no lease holds, every quarter
+        of a lease, until the process stops."""
+        while True:
+            try:
+                self._renew()
+                self._resume_orphans()
+            except SQLAlchemyError as exc:  # the database is away: tried again next round
+                LOG.warning("task leases: the database is not reachable (%s)", exc)
+            if self._stopping.wait(self.settings.task_lease / 4):
+                return
+
+    def _renew(self) -> None:
+        asked = time.monotonic()
+        lost = task_leases.renew(self.store, self.name, self._running(),
+                                 self.settings.task_lease)
+        with self._lock:
+            self._lost |= lost
+        for task_id in lost:
+            LOG.error("task %s: another process took it over while this one still runs it "
+                      "(its lease was not renewed in time); the run stops at its next step",
+                      task_id)
+        self._renewed = asked
+
+    def _running(self) -> set[str]:
+        """The tasks this process holds: running, or waiting for a thread."""
+        with self._lock:
+            return set(self._held)
+
+    def _resume_orphans(self) -> None:
+        for task_id, previous in task_leases.orphaned(self.store, self.settings.task_lease):
+            if self._stopping.is_set():
+                return
+            task = environments.stored_task(self.store, task_id)
+            if task is None or not self._claim(task_id):
+                continue
+            LOG.info("task %s: taken over from %s, resumed from its journal", task_id,
+                     previous or "a process that stopped")
+            self._start(task, True, previous)
 
     def call_static(self, context: Context, request: Mapping[str, Any]) -> Any:
         return static_outcome(self.static.call(context.project_id, request))
 
-    def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=False)
+    def close(self, grace: float = 0.0) -> bool:
+        """Stop taking tasks, stop the running ones at their next step and wait up to
+        ``grace`` seconds for them to end; whether they all did. Stopped tasks resume
+        from their journals in the next API process; a task still running after
+        ``grace`` is left to it too, once its shortened lease runs out (the caller then
+        ends the process without waiting for its thread)."""
+        self._stopping.set()
+        self._keeper.join()
+        with self._lock:
+            queued = dict(self._queued)
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        never_run = {task_id for task_id, future in queued.items() if future.cancelled()}
+        with self._lock:
+            journals = list(self._journals.values())
+            self._held -= never_run
+        for journal in journals:
+            journal.cancel()
+        for task_id in sorted(never_run):
+            self._leave(task_id)
+        deadline = time.monotonic() + grace
+        while self._running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        running = self._running()
+        if running:
+            try:
+                task_leases.expire_soon(self.store, self.name, running, STOPPING_LEASE)
+            except SQLAlchemyError as exc:
+                LOG.warning("could not shorten the leases of tasks %s: %s", sorted(running),
+                            exc)
+            LOG.warning("%d tasks are unfinished (%s); they resume from their journals when "
+                        "an API process takes them over", len(running),
+                        ", ".join(sorted(running)))
+            return False
         self.services.close()
+        return True

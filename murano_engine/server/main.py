@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -100,7 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, SystemExit):
         pass
     finally:
-        dispatcher.close()
+        ended = dispatcher.close(grace=settings.stop_grace)
+    if not ended:  # the tasks' threads end with the process: the next one resumes them
+        logging.shutdown()
+        os._exit(0)
     return 0
 
 

@@ -110,19 +110,27 @@ class EngineServices:
 
 def run_engine_task(store: db.Store, settings: Settings, task: Mapping[str, Any],
                     reporter: Reporter, services: EngineServices,
-                    begin: Callable[[int], None] | None = None) -> dict[str, Any]:
+                    begin: Callable[[int], None] | None = None,
+                    journaled: Callable[[Journal], None] | None = None,
+                    holder: str | None = None) -> dict[str, Any]:
     """Run one task with the catalog's packages; failures become exception results.
 
     The run is journaled in the database under the task's id: when the journal
     already holds entries (a worker died running the task) the run replays
     them and goes on live where they end. ``begin`` is called before the run
-    with the number of steps the journal already holds.
+    with the number of steps the journal already holds, ``journaled`` with the
+    journal (whose ``cancel()`` stops the run at its next step: it then raises
+    :class:`~murano_engine.engine.journal.Cancelled`, and no result is made). With
+    ``holder``, the journal records only while the task is that holder's, and the
+    run stops (:class:`~murano_engine.backend.journal_store.LeaseLost`) once it is not.
     """
     try:
-        recorded = DbJournalStore(store, str(task["task_id"]), services.journal_key)
+        recorded = DbJournalStore(store, str(task["task_id"]), services.journal_key, holder)
         if begin is not None:
             begin(sum(1 for entry in recorded.load() if entry.get("t") != "begin"))
         journal = Journal(recorded)
+        if journaled is not None:
+            journaled(journal)
         loader = CatalogLoader(store, settings.packages_cache, str(task.get("project_id")),
                                services.interpreter)
         project_services = services.get(str(task.get("project_id")))

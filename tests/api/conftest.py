@@ -16,6 +16,7 @@ import pytest
 import requests
 from kombu import Connection
 
+from murano_engine.backend import db
 from murano_engine.engine.config import load_config
 from murano_engine.messaging.management import ManagementApi, management_url
 from murano_engine.messaging.transport import prepare_transport
@@ -68,6 +69,24 @@ def pg_database() -> Iterator[str]:
     """A fresh PostgreSQL database for this test run (dropped afterwards)."""
     with throwaway_pg_database() as url:
         yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database URL: a SQLite file of the test's own, then the run's PostgreSQL one."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/journal.sqlite"
+    else:
+        yield request.getfixturevalue("pg_database")
+
+
+@pytest.fixture
+def store(url: str) -> Iterator[db.Store]:
+    """A store on ``url``, its schema migrated to the newest."""
+    store = db.Store(url)
+    db.upgrade(store.engine)
+    yield store
+    store.engine.dispose()
 
 
 class ApiServer:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,22 +11,6 @@ from murano_engine.api import environments
 from murano_engine.backend import db
 from murano_engine.backend.journal_store import DbJournalStore
 from murano_engine.engine.journal import TAMPERED, Journal, JournalError
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/journal.sqlite"
-    else:
-        yield request.getfixturevalue("pg_database")
-
-
-@pytest.fixture
-def store(url: str) -> Iterator[db.Store]:
-    store = db.Store(url)
-    db.upgrade(store.engine)
-    yield store
-    store.engine.dispose()
 
 
 def new_task(store: db.Store) -> str:

@@ -1,0 +1,142 @@
+"""murano-api without a broker runs tasks in its own threads, under leases in the database:
+a task whose process dies (killed, frozen, or stopped at SIGTERM) is taken over by an API
+process, the same started again or another, and resumed from its journal, each step run
+once; a task whose process lives is never taken."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from murano_engine.backend import db
+from tests.api.conftest import throwaway_pg_database
+from tests.api.test_worker_journal import _deploy_stepper, _journal, _texts, _wait
+
+LEASE = {"task_lease": "2", "stop_grace": "1"}
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database of the test's own (the catalog starts empty): SQLite, as murano-api
+    keeps by default, and PostgreSQL."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/murano.sqlite"
+        return
+    with throwaway_pg_database() as url:
+        yield url
+
+
+def _steps(api, base: str, task_id: str) -> list[str]:
+    return [t for t in _texts(api, base, task_id) if " step " in t]
+
+
+def _took_over(api, base: str, task_id: str) -> list[str]:
+    return [t for t in _texts(api, base, task_id) if "took the task over" in t]
+
+
+def _holder(database: str, task_id: str) -> str | None:
+    store = db.Store(database)
+    try:
+        with store.read() as session:
+            return session.get(db.Task, task_id).worker
+    finally:
+        store.engine.dispose()
+
+
+def _all_steps(count: int) -> list[str]:
+    return [f"stepper step {n} of {count}" for n in range(1, count + 1)]
+
+
+def test_a_killed_api_task_resumes_in_the_next_api(start_api, database):
+    first = start_api(database, engine=LEASE)
+    env_id, base, task_id = _deploy_stepper(first, steps=6, pause=1)
+    _wait("2 steps reported", lambda: len(_steps(first, base, task_id)) >= 2)
+    first.process.send_signal(signal.SIGKILL)
+    first.process.wait(timeout=10)
+    steps = sum(1 for e in _journal(database, task_id) if e["t"] != "begin")
+    assert steps >= 2
+
+    second = start_api(database, engine=LEASE)
+    env = second.wait_env(env_id, timeout=60)
+    assert env["status"] == "ready"
+    assert env["services"][0]["greeting"] == "hello from stepper after 6 steps"
+    # The steps reported before the kill are not run again; the rest once each.
+    assert _steps(second, base, task_id) == _all_steps(6)
+    [taken] = _took_over(second, base, task_id)
+    host = socket.gethostname()
+    assert taken.startswith(f"murano-api {host}:{second.process.pid} took the task over from "
+                            f"murano-api {host}:{first.process.pid}, which stopped; {steps} steps "
+                            "come from its journal")
+    assert _texts(second, base, task_id)[-1] == "Deployment finished"
+    assert _journal(database, task_id) == []
+
+
+@pytest.mark.parametrize("database", ["postgresql"], indirect=True)
+def test_a_live_api_keeps_its_task_and_a_frozen_one_loses_it_for_good(start_api, database):
+    first = start_api(database, engine=LEASE)
+    second = start_api(database, engine=LEASE)
+    env_id, base, task_id = _deploy_stepper(first, steps=4, pause=1)
+    first_name = f"murano-api {socket.gethostname()}:{first.process.pid}"
+    # Leases run out four times over while it runs: renewed, none is taken over.
+    env = first.wait_env(env_id, timeout=60)
+    assert env["status"] == "ready"
+    assert _steps(first, base, task_id) == _all_steps(4)
+    assert _took_over(first, base, task_id) == []
+    assert _holder(database, task_id) == first_name
+
+    # A process frozen mid-task (SIGSTOP: it lives, but renews nothing) loses the task.
+    session = first.ok("POST", f"{base}/configure")["id"]
+    first.ok("POST", f"{base}/services", headers={"X-Configuration-Session": session},
+             json={"?": {"type": "com.example.apitest.Stepper"}, "name": "second",
+                   "steps": 3, "pause": 1})
+    first.ok("POST", f"{base}/sessions/{session}/deploy")
+    again = first.ok("GET", f"{base}/deployments")["deployments"][-1]["id"]
+    _wait("a step of the second deployment",
+          lambda: any(t.startswith("second step") for t in _texts(first, base, again)))
+    first.process.send_signal(signal.SIGSTOP)
+    try:
+        env = second.wait_env(env_id, timeout=60, version=env["version"] + 1)
+    finally:
+        first.process.send_signal(signal.SIGCONT)
+    texts = _texts(second, base, again)
+    assert [t for t in texts if t.startswith("second step")] == [
+        f"second step {n} of 3" for n in range(1, 4)]
+    [taken] = _took_over(second, base, again)
+    assert f"from {first_name}, which stopped" in taken
+    assert env["status"] == "ready"
+    # Woken, the frozen process runs no step more: its run stops before the next one.
+    time.sleep(3)
+    assert _texts(second, base, again) == texts
+    assert "stopped here" in (first.folder / "api.log").read_text()
+    assert _journal(database, again) == []
+    assert second.ok("GET", f"/v1/environments/{env_id}")["version"] == env["version"]
+    assert first.process.poll() is None  # and it serves on
+
+
+@pytest.mark.parametrize("database", ["sqlite"], indirect=True)
+def test_sigterm_stops_a_task_at_its_next_step_for_the_next_api(start_api, database):
+    first = start_api(database, engine={**LEASE, "stop_grace": "30"})
+    env_id, base, task_id = _deploy_stepper(first, steps=3, pause=4)
+    _wait("a step reported", lambda: _steps(first, base, task_id))
+    started = time.monotonic()
+    first.process.terminate()
+    first.process.wait(timeout=40)
+    # It stopped the task in its 4 s pause, not after the task's 12 s, nor its 30 s grace.
+    assert time.monotonic() - started < 4
+    assert first.process.returncode == 0
+
+    second = start_api(database, engine=LEASE)
+    env = second.wait_env(env_id, timeout=60)
+    assert env["status"] == "ready"
+    assert _steps(second, base, task_id) == _all_steps(3)
+    host = socket.gethostname()
+    texts = _texts(second, base, task_id)
+    assert f"murano-api {host}:{first.process.pid} stopped before the task ended; an API " \
+           "process takes it over and resumes it from its journal" in texts
+    [taken] = _took_over(second, base, task_id)
+    assert f"from murano-api {host}:{first.process.pid}, which stopped" in taken
