@@ -29,6 +29,7 @@ from murano_engine.dsl.limits import (
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 #: Steps between two readings of the clock.
@@ -160,6 +161,23 @@ def check_replacement(text: str, old: str, new: str, count: int = -1,
         found = min(found, count)
     if len(text) + found * (len(new) - len(old)) > quota:
         raise yaql_exceptions.MemoryQuotaExceededException()
+
+
+def bounded_replacement(text: str, make: Callable[[Any], str],
+                        quota: int = MEMORY_QUOTA) -> Callable[[Any], str]:
+    """A regex ``sub()`` replacement over ``text``: ``make(match)``'s text, each one
+    counted as it is made and the result refused once it would pass ``quota`` (the
+    text, its matches and a replacement are each within it, their product not)."""
+    written = len(text)
+
+    def replacement(match: Any) -> str:
+        nonlocal written
+        made = make(match)
+        written += len(made) - (match.end() - match.start())
+        if written > quota:
+            raise yaql_exceptions.MemoryQuotaExceededException()
+        return made
+    return replacement
 
 
 def check_repetition(a: Any, b: Any) -> None:

@@ -305,7 +305,10 @@ def _search(regexp: dsl_budget.Regex, string: str) -> str | None:
 @specs.parameter("string", yaqltypes.String())
 @specs.parameter("repl", yaqltypes.String())
 def _replace(regexp: dsl_budget.Regex, string: str, repl: str, count: int = 0) -> str:
-    return _run(regexp, lambda p, t: p.sub(repl, string, count, timeout=t, concurrent=True))
+    replacement = dsl_budget.bounded_replacement(string, lambda match: match.expand(repl),
+                                                 FORM_MEMORY_QUOTA)
+    return _run(regexp, lambda p, t: p.sub(replacement, string, count, timeout=t,
+                                           concurrent=True))
 
 
 @specs.name("split")

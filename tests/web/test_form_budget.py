@@ -48,6 +48,7 @@ def translate(text: str, answer: str = "x", limits: FormLimits | None = None) ->
     ("pow(10, 10000000) > 5", "integer power larger than 65536 bits"),
     ("$.f.x.replace('x', range(1000).select('y').join('')).replace('y', $.f.x * 1000)",
      "larger than 262144 bytes"),
+    ("regex('').replace($.f.x * 200000, $.f.x * 200000)", "larger than 262144 bytes"),
     ("len(range(0, 30).select(pow(2, 60000)).reduce($1 * $2)) > 0",
      "integer product larger than 65536 bits"),
 ])

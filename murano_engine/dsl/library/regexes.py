@@ -12,11 +12,8 @@ go to yaql's string functions as before.
 
 from __future__ import annotations
 
-from yaql.language import exceptions as yaql_exceptions
-
-from murano_engine.dsl.budget import Regex, compile_regex, run_regex
+from murano_engine.dsl.budget import Regex, bounded_replacement, compile_regex, run_regex
 from murano_engine.dsl.contexts import DslContext, frame_of
-from murano_engine.dsl.limits import MEMORY_QUOTA
 from murano_engine.dsl.queries import replace_text
 from murano_engine.dsl.runtime import FunctionSpec
 
@@ -128,24 +125,15 @@ def _replace(ctx: Any, receiver: Any, args: list, kwargs: dict, name: str,
     repl = args[1] if len(args) > 1 else kwargs["repl"]
     count_arg = args[2] if len(args) > 2 else kwargs.get("count")
     count = int(count_arg(ctx)) if count_arg is not None else 0
-    # Each replacement counted as it is made, the text past the memory quota refused
-    # (the text, the matches and a replacement are each within it, their product not).
-    written = [len(text)]
-
-    def counted(made: str, match: Any) -> str:
-        written[0] += len(made) - (match.end() - match.start())
-        if written[0] > MEMORY_QUOTA:
-            raise yaql_exceptions.MemoryQuotaExceededException()
-        return made
-
     if by:
-        def replacement(match: Any) -> Any:
-            return counted(str(repl(_publish(ctx, match))), match)
+        def make(match: Any) -> str:
+            return str(repl(_publish(ctx, match)))
     else:
         template = str(repl(ctx))
 
-        def replacement(match: Any) -> Any:
-            return counted(match.expand(template), match)
+        def make(match: Any) -> str:
+            return match.expand(template)
+    replacement = bounded_replacement(text, make)
     return run_regex(ctx, pattern, lambda p, t: p.sub(replacement, text, count, timeout=t))
 
 
