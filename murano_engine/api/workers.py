@@ -27,6 +27,7 @@ from murano_engine.api.auth import Context
 from murano_engine.api.errors import ApiError, TimedOut, Unavailable
 from murano_engine.backend import db
 from murano_engine.backend.settings import Settings
+from murano_engine.backend.shares import ALL_TAKEN, SHARE_TAKEN, ProjectShares
 from murano_engine.backend.task_queues import declare_queues, prepare_engine_transport
 
 LOG = logging.getLogger(__name__)
@@ -67,7 +68,8 @@ class AmqpDispatcher:
         self._lock = threading.Lock()
         with self._lock:
             self.queues = declare_queues(self._publisher.default_channel, settings)
-        self._static_slots = threading.BoundedSemaphore(settings.static_action_workers)
+        self._static_slots = ProjectShares(settings.static_action_workers,
+                                           settings.static_action_workers_per_project)
         self._listener = ResultListener(Connection(settings.transport_url), self)
         self._thread = threading.Thread(target=self._listener.run, name="results", daemon=True)
         self._thread.start()
@@ -91,17 +93,24 @@ class AmqpDispatcher:
         """Ask a worker and wait ``static_action_timeout`` seconds for its answer.
 
         At most ``static_action_workers`` requests wait at once (more get a 503),
-        so the API's other request threads stay free; a request no worker took
-        in time expires in the queue.
+        ``static_action_workers_per_project`` of one project (more get a 429), so
+        the API's other request threads stay free; a request no worker took in time
+        expires in the queue.
         """
-        if not self._static_slots.acquire(blocking=False):
+        refused = self._static_slots.take(context.project_id)
+        if refused == ALL_TAKEN:
             raise Unavailable(f"{self.settings.static_action_workers} static actions are "
                               "waiting for workers, as many as static_action_workers allows; "
                               "try again later")
+        if refused == SHARE_TAKEN:
+            raise ApiError(f"the project already has {self._static_slots.per_project} static "
+                           "actions waiting for workers, as many as "
+                           "static_action_workers_per_project allows; try again later",
+                           status=429)
         try:
             answers = self._ask_worker(context, request)
         finally:
-            self._static_slots.release()
+            self._static_slots.free(context.project_id)
         if not answers:
             raise TimedOut(f"no engine worker answered the static action within "
                            f"static_action_timeout ({self.settings.static_action_timeout:g} s)")

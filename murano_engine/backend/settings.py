@@ -69,6 +69,9 @@ ENGINE = Section(
            "Static actions that run at once (in the API process, and in each worker); "
            "more are answered 503. Below [murano] api_workers, so other requests always "
            "find a free thread."),
+    Option("static_action_workers_per_project", int, 2,
+           "Static actions one project may run at once (at most static_action_workers); "
+           "more are answered 429, so one project's slow actions leave the others room."),
     Option("environment_class", str, "io.murano.Environment", "Class of new environments."),
     Option("packages_cache", str, DEFAULT_PACKAGES_CACHE,
            "Folder the engine unpacks catalog packages into."),
@@ -153,6 +156,7 @@ class Settings:
     stop_grace: float = _DEFAULT.engine.stop_grace
     static_action_timeout: float = _DEFAULT.engine.static_action_timeout
     static_action_workers: int = _DEFAULT.engine.static_action_workers
+    static_action_workers_per_project: int = _DEFAULT.engine.static_action_workers_per_project
     environment_class: str = _DEFAULT.engine.environment_class
     packages_cache: Path = field(
         default_factory=lambda: Path(_DEFAULT.engine.packages_cache).expanduser())
@@ -226,6 +230,9 @@ def load_settings(path: str | Path | None,
     if engine.max_deliveries < 1:
         raise ConfigError(f"{values.source}: [engine] max_deliveries must be at least 1, not "
                           f"{engine.max_deliveries}")
+    if engine.static_action_workers_per_project < 1:
+        raise ConfigError(f"{values.source}: [engine] static_action_workers_per_project must "
+                          f"be at least 1, not {engine.static_action_workers_per_project}")
     if engine.task_lease < 1:
         raise ConfigError(f"{values.source}: [engine] task_lease must be at least 1 second, "
                           f"not {engine.task_lease:g}")
@@ -248,6 +255,7 @@ def load_settings(path: str | Path | None,
         stop_grace=engine.stop_grace,
         static_action_timeout=engine.static_action_timeout,
         static_action_workers=engine.static_action_workers,
+        static_action_workers_per_project=engine.static_action_workers_per_project,
         environment_class=engine.environment_class,
         packages_cache=local_path(engine.packages_cache),
         package_size_limit=int(murano.package_size_limit * MB),

@@ -35,6 +35,7 @@ from murano_engine.backend import db
 from murano_engine.backend.journal_store import DbJournalStore
 from murano_engine.backend.package_loader import CatalogLoader
 from murano_engine.backend.settings import SCHEMA, ConfigError, Settings, load_settings
+from murano_engine.backend.shares import ALL_TAKEN, SHARE_TAKEN, ProjectShares
 from murano_engine.backend.task_queues import (
     QueueMismatch,
     declare_queues,
@@ -235,15 +236,30 @@ class StaticActions:
         self.store = store
         self.settings = settings
         self.services = services
-        self._slots = threading.BoundedSemaphore(settings.static_action_workers)
+        #: a project's share: one project's runaway actions leave the others slots
+        self._slots = ProjectShares(settings.static_action_workers,
+                                    settings.static_action_workers_per_project)
 
-    def call(self, project_id: str, request: Mapping[str, Any]) -> dict[str, Any]:
-        """The answer of :func:`run_static_action`, or a 503/504 one."""
-        name = f"{request.get('className')}.{request.get('methodName')}"
-        if not self._slots.acquire(blocking=False):
+    def _take_slot(self, project_id: str) -> dict[str, Any] | None:
+        """Take a slot for ``project_id``; the 503 or 429 answer when there is none."""
+        refused = self._slots.take(project_id)
+        if refused == ALL_TAKEN:
             return {"status": 503, "message": f"{self.settings.static_action_workers} static "
                                               "actions are running, as many as "
                                               "static_action_workers allows; try again later"}
+        if refused == SHARE_TAKEN:
+            return {"status": 429, "message": f"project {project_id} runs "
+                                              f"{self._slots.per_project} static actions, as "
+                                              "many as static_action_workers_per_project "
+                                              "allows; try again later"}
+        return None
+
+    def call(self, project_id: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        """The answer of :func:`run_static_action`, or a 503/429/504 one."""
+        name = f"{request.get('className')}.{request.get('methodName')}"
+        refused = self._take_slot(project_id)
+        if refused is not None:
+            return refused
         answer: Future[dict[str, Any]] = Future()
 
         def run() -> None:
@@ -253,10 +269,10 @@ class StaticActions:
                 result = run_static_action(self.store, self.settings, self.services,
                                            project_id, request)
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
-                self._slots.release()
+                self._slots.free(project_id)
                 answer.set_exception(exc)
             else:
-                self._slots.release()
+                self._slots.free(project_id)
                 answer.set_result(result)
 
         threading.Thread(target=run, name=f"static {name}", daemon=True).start()

@@ -19,6 +19,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from murano_engine.api.errors import ApiError
+from murano_engine.backend.shares import ProjectShares
 from murano_engine.web import form_budget
 
 T = TypeVar("T")
@@ -38,18 +39,16 @@ class FormPool:
         self._jobs: queue.SimpleQueue[tuple[Future, Callable[[], Any]]] = queue.SimpleQueue()
         self._threads = 0
         self._lock = threading.Lock()
-        self._running: dict[str, int] = {}
+        self._shares = ProjectShares(None, per_project)
 
     def run(self, project_id: str, evaluate: Callable[[], T]) -> T:
         """``evaluate()`` in the pool (with the caller's context variables), within a
         fresh budget; the caller waits for it."""
+        if self._shares.take(project_id) is not None:
+            raise ApiError(f"the project already has {self.per_project} UI form evaluations "
+                           f"running (its share of the pool); try again when they end",
+                           status=429)
         with self._lock:
-            running = self._running.get(project_id, 0)
-            if running >= self.per_project:
-                raise ApiError(f"the project already has {running} UI form evaluations "
-                               f"running (its share of the pool); try again when they end",
-                               status=429)
-            self._running[project_id] = running + 1
             if self._threads < self.workers:  # started as they are first needed
                 self._threads += 1
                 threading.Thread(target=self._work, name=f"ui-form-{self._threads}",
@@ -60,10 +59,7 @@ class FormPool:
         try:
             return done.result()
         finally:
-            with self._lock:
-                self._running[project_id] -= 1
-                if not self._running[project_id]:
-                    del self._running[project_id]
+            self._shares.free(project_id)
 
     def _work(self) -> None:
         while True:

@@ -1,4 +1,5 @@
-"""StaticActions: a bounded number of static actions at a time, each waited for with a timeout."""
+"""StaticActions: a bounded number of static actions at a time, a share of them per project,
+each waited for with a timeout."""
 
 from __future__ import annotations
 
@@ -19,7 +20,16 @@ def actions(monkeypatch):
         return {"status": 200, "result": request["value"]}
 
     monkeypatch.setattr(worker, "run_static_action", run_static_action)
-    settings = SimpleNamespace(static_action_workers=1, static_action_timeout=0.5)
+    settings = SimpleNamespace(static_action_workers=1, static_action_workers_per_project=1,
+                               static_action_timeout=0.5)
+    return worker.StaticActions(None, settings, None)
+
+
+@pytest.fixture
+def shared(actions):
+    """Three slots, two for one project."""
+    settings = SimpleNamespace(static_action_workers=3, static_action_workers_per_project=2,
+                               static_action_timeout=0.3)
     return worker.StaticActions(None, settings, None)
 
 
@@ -40,3 +50,21 @@ def test_a_slow_action_times_out_and_keeps_its_slot_until_it_ends(actions):
     assert busy["status"] == 503 and "static_action_workers" in busy["message"]
     time.sleep(0.7)
     assert actions.call("p", {"value": 3}) == {"status": 200, "result": 3}
+
+
+def test_one_project_takes_its_share_and_leaves_the_rest_to_others(shared):
+    for _ in range(2):
+        answer = shared.call("greedy", {"value": 1, "seconds": 1.0})
+        assert answer["status"] == 504
+    refused = shared.call("greedy", {"value": 2})
+    assert refused["status"] == 429
+    assert refused["message"] == ("project greedy runs 2 static actions, as many as "
+                                  "static_action_workers_per_project allows; try again later")
+    assert shared.call("other", {"value": 3}) == {"status": 200, "result": 3}
+    slow = shared.call("other", {"value": 4, "seconds": 1.0})
+    assert slow["status"] == 504
+    busy = shared.call("third", {"value": 5})  # all three slots taken
+    assert busy["status"] == 503 and "static_action_workers allows" in busy["message"]
+    time.sleep(1.0)  # the slow ones end: every slot is free again
+    assert [shared.call(p, {"value": 6}) for p in ("greedy", "greedy", "third")] == \
+        [{"status": 200, "result": 6}] * 3
