@@ -212,6 +212,28 @@ def class_document(name: str, template: dict, hot_files: list[str], validate: bo
     return doc
 
 
+def missing_files(template: dict, hot_files: list[str], where: str) -> list[LoadError]:
+    """A problem for each ``get_file`` of the template that names no file of the package's
+    ``Resources/HotFiles/`` (the only files the stack is given: Heat would refuse it)."""
+    known = set(hot_files)
+    problems: list[LoadError] = []
+    stack: list[Any] = [template]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            target = node.get("get_file") if len(node) == 1 else None
+            if target is not None and str(target) not in known:
+                shown = ", ".join(sorted(known)) or "none"
+                problems.append(LoadError(
+                    f"get_file {str(target)!r} is not a file of the package's "
+                    f"Resources/HotFiles/ (it has: {shown})", position_of(node),
+                    file=None if position_of(node) else where))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return sorted(problems, key=lambda p: (p.position or (where, 0, 0))[1:])
+
+
 def _property(contract: Any, usage: str, where: Position | None,
               default: Any = None) -> SourceMap:
     decl = SourceMap({"Contract": parse(contract, where) if isinstance(contract, str)

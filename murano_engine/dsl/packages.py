@@ -548,10 +548,21 @@ class HotPackage(Package):
         files, which may supply them, come with the package (as in Murano)."""
         return not any(n.startswith(hot.HOT_ENVIRONMENTS) for n in self.source.names())
 
+    def hot_files(self) -> list[str]:
+        """The files of ``Resources/HotFiles/``, named within it."""
+        return [n[len(hot.HOT_FILES):] for n in self.source.names()
+                if n.startswith(hot.HOT_FILES)]
+
     def template(self) -> dict:
-        """``template.yaml``, checked (LoadErrors name its lines)."""
-        return hot.read_template(self.source.read(hot.TEMPLATE),
-                                 self.source.display(hot.TEMPLATE), self.checks_parameters)
+        """``template.yaml``, checked, its ``get_file``s among the package's files too
+        (LoadErrors name its lines)."""
+        where = self.source.display(hot.TEMPLATE)
+        template = hot.read_template(self.source.read(hot.TEMPLATE), where,
+                                     self.checks_parameters)
+        problems = hot.missing_files(template, self.hot_files(), where)
+        if problems:
+            raise errors.LoadErrors(problems)
+        return template
 
     def read_resource(self, name: str) -> bytes:
         """Resources, and the template as the resource named as the class (Murano's)."""
@@ -560,9 +571,8 @@ class HotPackage(Package):
         return super().read_resource(name)
 
     def _class_document(self, name: str) -> tuple[dict, NamespaceResolver]:
-        files = [n[len(hot.HOT_FILES):] for n in self.source.names()
-                 if n.startswith(hot.HOT_FILES)]
-        doc = hot.class_document(name, self.template(), files, self.checks_parameters,
+        doc = hot.class_document(name, self.template(), self.hot_files(),
+                                 self.checks_parameters,
                                  self.source.display(hot.TEMPLATE))
         return doc, NamespaceResolver(doc.get("Namespaces"), position_of(doc))
 

@@ -218,3 +218,18 @@ def test_constraints_of_lists_and_maps_are_left_to_the_cloud(tmp_path: Path) -> 
     """)
     cls = PackageLoader([tmp_path], build_interpreter()).find_class("t.hot.App")
     assert cls.properties["templateParameters"].contract["names"].source == "$.notNull()"
+
+
+def test_get_file_of_a_file_the_package_lacks_is_a_problem_at_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "t.hot.Files"
+    shutil.copytree(EXAMPLE, path)
+    template = path / "template.yaml"
+    text = template.read_text()
+    template.write_text(text.replace("{get_file: welcome.txt}", "{get_file: missing.txt}"))
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if "get_file" in row)
+    column = text.splitlines()[line - 1].index("{get_file") + 1
+    problems = validate_package(path, build_interpreter())
+    assert problems == [f"{template}:{line}:{column}: get_file 'missing.txt' is not a file of "
+                        f"the package's Resources/HotFiles/ (it has: welcome.txt)"]
+    done = cli("validate", str(path))
+    assert done.returncode == 1 and "get_file 'missing.txt'" in done.stdout + done.stderr
