@@ -205,9 +205,11 @@ class Executor:
             self.active_frames.discard(frame)
         if signal is None:
             return None
-        if signal is BREAK or signal is CONTINUE:
-            raise errors.DslInvalidOperationError(
+        if signal is BREAK or signal is CONTINUE:  # at the Break's line (the frame's last)
+            exc = errors.DslInvalidOperationError(
                 "Break and Continue cannot be used on method level")
+            errors.add_call_stack(exc, frame.stack)
+            raise exc
         return signal.value
 
     def bind_arguments(self, method: MethodSpec, frame: Frame, args: list,

@@ -339,3 +339,24 @@ def test_a_run_piped_through_a_reader_gets_all_of_its_result(tmp_path: Path) -> 
     done = cli("run", "-l", str(tmp_path), "t.big.Big.many")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)[-1] == "item-1998-" + "x" * 100
+
+
+def test_a_break_outside_a_loop_is_shown_at_its_line(tmp_path: Path) -> None:
+    folder = write_package(tmp_path, "t.brk", {"App": class_text("t.brk", "App", """
+        Methods:
+          run:
+            Body:
+              - $x: 1
+              - If: $x > 0
+                Then:
+                  - Continue:
+              - Return: $x
+    """)})
+    done = cli("run", "-l", str(tmp_path), "t.brk.App.run")
+    assert done.returncode == 1
+    app_file = folder / "Classes" / "App.yaml"
+    assert done.stderr.splitlines() == [
+        "error: murano.dsl.exceptions.DslInvalidOperationError: Break and Continue cannot be "
+        "used on method level",
+        "MuranoPL stack (most recent call last):",
+        f"  t.brk t.brk.App.run at {app_file}:10:13"]  # the Continue
