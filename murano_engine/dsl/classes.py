@@ -16,6 +16,10 @@ from murano_engine.dsl.document_cache import Deferred
 from murano_engine.dsl.errors import LoadError, Position
 from murano_engine.dsl.yaml_loader import position_of
 
+#: the most ``.init`` calls making one object may take (a lattice of diamonds doubles
+#: them at each level)
+MAX_INIT_CALLS = 1000
+
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
     from typing import Any
@@ -250,6 +254,7 @@ class MuranoClass:
         self._type_cache: dict[str, MuranoClass] = {}
         self._ancestors: frozenset[MuranoClass] | None = None
         self._init_order: list[MuranoClass] | None = None
+        self._init_calls: list[MuranoClass] | None = None
         self._all_properties: dict[str, list[PropertySpec]] | None = None
         self._initialized: tuple | None = None
         self._imports: list[MuranoClass] | None = None
@@ -323,6 +328,38 @@ class MuranoClass:
             self._init_order = order
         return self._init_order
 
+    def init_calls(self) -> list[MuranoClass]:
+        """The classes whose ``.init`` runs when an object of this class is made, in
+        Murano's order: each parent's calls (its ancestors' first), then this class's.
+        As in Murano, a class reached along two paths (a diamond) runs on each of them;
+        a hierarchy that would run more than MAX_INIT_CALLS is refused."""
+        if self._init_calls is None:
+            counts: dict[MuranoClass, int] = {}
+
+            def count(cls: MuranoClass) -> int:
+                found = counts.get(cls)
+                if found is None:
+                    found = counts[cls] = min(MAX_INIT_CALLS + 1, sum(
+                        count(p) for p in cls.parents) + (".init" in cls.methods))
+                return found
+
+            if count(self) > MAX_INIT_CALLS:
+                raise errors.DslInvalidOperationError(
+                    f"the class hierarchy of {self.name} runs .init more than "
+                    f"{MAX_INIT_CALLS} times (its ancestors along every path)")
+            calls: list[MuranoClass] = []
+
+            def visit(cls: MuranoClass) -> None:
+                for parent in cls.parents:
+                    if counts[parent]:
+                        visit(parent)
+                if ".init" in cls.methods:
+                    calls.append(cls)
+
+            visit(self)
+            self._init_calls = calls
+        return self._init_calls
+
     def all_properties(self) -> dict[str, list[PropertySpec]]:
         """Property name -> its declarations, most derived first."""
         if self._all_properties is None:
@@ -341,6 +378,8 @@ class MuranoClass:
         if self._initialized is None:
             entries = []
             for name, specs in self.all_properties().items():
+                if len(specs) > 1:
+                    self._check_unambiguous(name)
                 usage = specs[0].usage
                 default = next((s for s in specs if s.has_default), None)
                 if usage == "Static" or usage == "Runtime" and default is None:
@@ -348,6 +387,29 @@ class MuranoClass:
                 entries.append((name, specs, default))
             self._initialized = tuple(entries)
         return self._initialized
+
+    def _check_unambiguous(self, name: str) -> None:
+        """Refuse a property declared by two classes of the hierarchy (the first along
+        their paths) neither of which derives the other, as Murano does (its lookup is
+        the methods' one)."""
+        declaring: set[MuranoClass] = set()
+        seen: set[MuranoClass] = set()
+
+        def first(cls: MuranoClass) -> None:
+            if cls in seen:
+                return
+            seen.add(cls)
+            if name in cls.properties:
+                declaring.add(cls)
+            else:
+                for parent in cls.parents:
+                    first(parent)
+
+        first(self)
+        if not any(all(o is c or o in c.ancestors() for o in declaring) for c in declaring):
+            names = ", ".join(sorted(c.name for c in declaring))
+            raise errors.AmbiguousPropertyNameError(
+                f"property {name!r} of {self.name} is declared by unrelated classes: {names}")
 
     def find_property(self, name: str) -> PropertySpec | None:
         specs = self.all_properties().get(name)

@@ -148,6 +148,8 @@ NoPropertyFound = _dsl_error("NoPropertyFound")
 PropertyAccessError = _dsl_error("PropertyAccessError")
 PropertyReadError = _dsl_error("PropertyReadError", PropertyAccessError)
 PropertyWriteError = _dsl_error("PropertyWriteError", PropertyAccessError)
+# A property declared by two classes of a hierarchy, neither of which derives the other.
+AmbiguousPropertyNameError = _dsl_error("AmbiguousPropertyNameError", PropertyAccessError)
 NoWriteAccessError = _dsl_error("NoWriteAccessError", PropertyWriteError)
 UninitializedPropertyAccessError = _dsl_error("UninitializedPropertyAccessError",
                                               PropertyAccessError)

@@ -525,10 +525,8 @@ class Executor:
                 from murano_engine.dsl.natives import construct_native
                 construct_native(self, obj, cls, native_args or {},
                                  Frame(self, None, obj, cls, caller))
-        for cls in obj.murano_class.init_order():
-            init = cls.methods.get(".init")
-            if init is None:
-                continue
+        for cls in obj.murano_class.init_calls():
+            init = cls.methods[".init"]
             kwargs = {a.name: props[a.name] for a in init.arguments if a.name in (props or {})}
             init_frame = Frame(self, None, obj, cls, caller, init_writes=True)
             self.invoke(init, obj, [], kwargs, init_frame)
