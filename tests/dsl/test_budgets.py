@@ -369,3 +369,31 @@ def test_murano_engine_run_has_a_budget_from_config(pkgs: list[Path]) -> None:
         del os.environ["MURANO_ENGINE_TASK_STEP_LIMIT"]
     assert done.returncode != 0
     assert "StepBudgetExceededError" in done.stderr and "Code.yaml:" in done.stderr
+
+
+def test_a_lattice_of_diamonds_is_refused_before_its_init_calls_run(tmp_path: Path) -> None:
+    """Each level extends both classes of the one below: the base's .init would run once
+    per path, 2**12 times."""
+    classes = {"A0": class_text("t.lattice", "A0", """
+        Methods:
+          .init:
+            Body:
+              - $x: 1
+    """), "B0": class_text("t.lattice", "B0", "Methods: {}\n")}
+    for level in range(1, 13):
+        for name in "AB":
+            classes[f"{name}{level}"] = class_text("t.lattice", f"{name}{level}", f"""
+                Extends: [A{level - 1}, B{level - 1}]
+            """)
+    classes["Run"] = class_text("t.lattice", "Run", """
+        Methods:
+          run:
+            Body:
+              - Return: new(A12)
+    """)
+    write_package(tmp_path, "t.lattice", classes)
+    started = time.monotonic()
+    with pytest.raises(errors.DslInvalidOperationError,
+                       match="the class hierarchy of t.lattice.A12 runs .init more than 1000"):
+        run_method([tmp_path], "t.lattice.Run.run")
+    assert time.monotonic() - started < 5
