@@ -214,6 +214,25 @@ echo "exit=$?"
 
 
 @NO_NAMESPACES
+def test_a_server_whose_init_the_oom_killer_takes_is_in_error_saying_so(region, environment):
+    """A guest that offers its own init to the OOM killer ends its server: the ERROR says
+    the kernel killed its processes for want of memory (it said "could not start")."""
+    queue, server_id = _boot(region, environment, "m1.tiny", "10.0.17.0/24")
+    attack = r"""
+echo 1000 > /proc/1/oom_score_adj
+python3 -c 'held = [b"x" * (16 << 20) for _ in range(64)]'
+"""
+    with pytest.raises(Exception):  # noqa: B017,PT011 - the plan's answer never comes
+        region.sh(queue, attack, 30)
+    deadline = time.monotonic() + 20
+    while region.cloud.guests.failure(server_id) is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    why = region.cloud.guests.failure(server_id) or ""
+    assert "is in ERROR: its agent stopped; the kernel killed" in why
+    assert "for want of memory (the m1.tiny flavor's 256 MiB)" in why
+
+
+@NO_NAMESPACES
 def test_2_gib_under_sandbox_ends_in_enospc(region, environment, bystander):
     queue, server_id = _boot(region, environment, "m1.small", "10.0.17.0/24")
     attack = """

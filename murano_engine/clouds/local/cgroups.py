@@ -128,6 +128,22 @@ class ServerGroup:
                 continue
         return sorted(found)
 
+    def oom_kills(self) -> int:
+        """How many of the group's processes the kernel killed for want of memory (0 when
+        the group does not exist, or its kernel does not count them)."""
+        memory = self.controller_path("memory")
+        for name in ("memory.events", "memory.oom_control"):  # v2, v1
+            try:
+                lines = (memory / name).read_text().splitlines()
+            except OSError:
+                continue
+            counts = dict(line.split(maxsplit=1) for line in lines if " " in line)
+            try:
+                return int(counts.get("oom_kill", 0))
+            except ValueError:
+                return 0
+        return 0
+
     def remove(self) -> None:
         """Kill whatever is in the group, then remove it; a process that joins meanwhile
         (a sandbox still starting) is killed too."""

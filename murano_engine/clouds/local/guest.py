@@ -477,8 +477,16 @@ class Guests:
     def _mark_error(self, server_id: str, spec: ServerSpec) -> None:
         output = _tail(spec.output_file, LAST_OUTPUT_CHARS)
         restarted = output.rstrip().endswith("cannot be restarted")  # the init's last word
-        why = (f"server {spec.hostname} ({server_id}) is in ERROR: its agent "
-               + ("ended and could not be restarted" if restarted else "could not start")
+        try:
+            killed = self.launcher.oom_kills(spec)
+        except OSError:
+            killed = 0
+        what = "ended and could not be restarted" if restarted else \
+            "stopped" if killed else "could not start"
+        if killed and spec.flavor is not None:  # (a count since the server started)
+            what += (f"; the kernel killed {killed} of its processes for want of memory "
+                     f"(the {spec.flavor.name} flavor's {spec.flavor.ram_mib} MiB)")
+        why = (f"server {spec.hostname} ({server_id}) is in ERROR: its agent {what}"
                + (f"; its last output:\n{output}" if output else " (it wrote nothing)"))
         queue = self.input_queue(server_id)
         with self._lock:

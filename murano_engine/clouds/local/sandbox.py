@@ -245,6 +245,10 @@ class ProcessLauncher:
         """Whether the agent ended (cheap: for polling); nothing restarts it here."""
         return not self.running(spec)
 
+    def oom_kills(self, spec: ServerSpec) -> int:
+        """None are counted: a plain process has no memory limit of its own."""
+        return 0
+
     def detach(self, spec: ServerSpec) -> None:
         """Leave the agent running (in a session of its own) for a later engine."""
         self._children.pop(spec.server_id, None)
@@ -394,6 +398,10 @@ class NamespaceLauncher:
         could not start at all (cheap: for polling)."""
         first = self._children.get(spec.server_id) or _read_process(_sandbox_pid_file(spec))
         return first is None or not procfs.running(*first)
+
+    def oom_kills(self, spec: ServerSpec) -> int:
+        """How many of the server's processes the kernel killed at its memory limit."""
+        return self._group(spec).oom_kills() if spec.flavor is not None else 0
 
     def _relay(self, spec: ServerSpec, name: str) -> None:
         """A relay from the namespace's loopback to the broker (replacing any old one)
