@@ -521,14 +521,23 @@ def build_class(name: str, doc: dict, package: Package, namespaces: NamespaceRes
             raise errors.InvalidInheritanceError(
                 f"class {name} cannot extend meta class {parent.name}")
         cls.parents.append(parent)
+    problems: list[LoadError] = []  # every declaration's, not only the first's
     for prop_name, decl in (doc.get("Properties") or {}).items():
-        cls.properties[str(prop_name)] = PropertySpec(str(prop_name), decl, cls)
+        try:
+            cls.properties[str(prop_name)] = PropertySpec(str(prop_name), decl, cls)
+        except LoadError as exc:
+            problems.append(exc)
     methods = doc.get("Methods")
     if methods is None:
         methods = doc.get("Workflow")
     for method_name, decl in (methods or {}).items():
         method_name = _SPECIAL_METHODS.get(str(method_name), str(method_name))
-        cls.methods[method_name] = MethodSpec.from_yaml(method_name, decl, cls)
+        try:
+            cls.methods[method_name] = MethodSpec.from_yaml(method_name, decl, cls)
+        except LoadError as exc:
+            problems.append(exc)
+    if problems:
+        raise problems[0] if len(problems) == 1 else errors.LoadErrors(problems)
     cls.meta = doc.get("Meta")
     imports = doc.get("Import")
     if imports is not None:

@@ -440,10 +440,14 @@ class Package:
             doc, resolver = self._class_document(name)
             try:
                 cls = build_class(name, doc, self, resolver, self._resolve_parent)
+            except errors.LoadErrors as exc:
+                raise errors.LoadErrors([self._placed(p, doc, name) for p in exc.problems]) \
+                    from None
             except LoadError as exc:
-                if not exc.field or exc.position != position_of(doc):
+                placed = self._placed(exc, doc, name)
+                if placed is exc:
                     raise
-                raise self._at_field(exc, "Classes/" + self.class_files[name]) from None
+                raise placed from None
             attach_native(cls, self.loader.interpreter.natives)
         finally:
             self._loading.discard(name)
@@ -455,6 +459,12 @@ class Package:
             return self.find_class(name)
         except errors.NoClassFound as exc:
             raise LoadError(str(exc), position) from None
+
+    def _placed(self, error: LoadError, doc: dict, name: str) -> LoadError:
+        """``error`` at its field's line when it names only its document's."""
+        if not error.field or error.position != position_of(doc):
+            return error
+        return self._at_field(error, "Classes/" + self.class_files[name])
 
     def _at_field(self, error: LoadError, relpath: str) -> LoadError:
         """``error`` at the line of its field, found in the file read again."""

@@ -85,6 +85,8 @@ def _check_class(package: Package, name: str, where: str) -> list[str]:
     problems = []
     try:
         cls = package.load_class(name)
+    except errors.LoadErrors as exc:
+        return [_located(problem, where) for problem in exc.problems]
     except (LoadError, errors.DslError) as exc:
         return [_located(exc, where)]
     runtime = package.loader.interpreter.runtime

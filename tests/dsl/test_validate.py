@@ -25,6 +25,9 @@ BROKEN_CLASSES = {
           p:
             Usage: Weird
             Contract: $.string()
+        Methods:
+          m:
+            Scope: Nowhere
     """),
     "Instruction": class_text("t.v", "Instruction", """
         Methods:
@@ -68,6 +71,7 @@ def expected(path: Path) -> list[str]:
         f"{classes / 'Missing.yaml'}: class file of t.v.Missing is missing",
         f"{classes / 'Prefix.yaml'}:4:10: unknown namespace prefix 'zz' in 'zz:Base'",
         f"{classes / 'Usage.yaml'}:6:5: property 'p': unknown Usage 'Weird'",
+        f"{classes / 'Usage.yaml'}:10:5: method 'm': unknown Scope 'Nowhere'",  # the same class
         f"{classes / 'Yaml.yaml'}:8:1: malformed YAML",
         f"{classes / 'Yaql.yaml'}:7:17: not a valid yaql expression: '1 +'",
     ]
@@ -86,10 +90,10 @@ def test_validate_command_lists_every_problem_and_exits_1(tmp_path: Path) -> Non
     done = cli("validate", str(path))
     assert done.returncode == 1
     lines = done.stdout.splitlines()
-    assert len(lines) == 7
+    assert len(lines) == 8
     for line, start in zip(lines, expected(path), strict=True):
         assert line.startswith(start)
-    assert done.stderr == "7 problem(s) found\n"
+    assert done.stderr == "8 problem(s) found\n"
     assert "Traceback" not in done.stderr
 
 
