@@ -288,8 +288,8 @@ def _attribute(ctx: Any, parent: Any, name: Any) -> Any:
 def _index_lhs(parent_node: ast.Expression, index: Getter, source: str,
                position: Position | None) -> tuple[Getter, Setter]:
     """``$x[i]`` as a target: an integer index places an item in a list (at its end
-    when it is past the end, as in Murano), any other key sets a dict's key or an
-    object's property."""
+    when it is past the end, as in Murano) or sets a dict's key, and leaves any other
+    value as it is; any other key sets a dict's key or an object's property."""
     get_parent, set_parent = _lhs(parent_node, source, position)
 
     def get_item(ctx: Any) -> Any:
@@ -304,21 +304,24 @@ def _index_lhs(parent_node: ast.Expression, index: Getter, source: str,
     def set_item(ctx: Any, value: Any) -> None:
         parent = get_parent(ctx)
         key = index(ctx)
-        if isinstance(parent, (MuranoObject, ObjectView)) and isinstance(key, str):
+        if type(key) is int:
+            if isinstance(parent, (tuple, list)):
+                if set_parent is None:
+                    raise errors.InvalidLhsTargetError(f"cannot assign to {source!r}")
+                # Murano's splice: past the end appends; a negative index keeps its quirk
+                # ([a, b, c][-1] = x makes [a, b, x, a, b, c])
+                set_parent(ctx, (*parent[:key], value, *parent[key + 1:]))
+                return
+            if not isinstance(parent, Mapping):
+                return  # Murano leaves any other value as it is (text, a number, null)
+        elif isinstance(parent, (MuranoObject, ObjectView)):
             ctx.frame.executor.set_property(parent, key, value, ctx.frame)
             return
-        if isinstance(parent, (tuple, list)) and type(key) is int:
-            if set_parent is None:
-                raise errors.InvalidLhsTargetError(f"cannot assign to {source!r}")
-            items = list(parent)
-            if key >= len(items):
-                items.append(value)
-            else:
-                items[key] = value
-            set_parent(ctx, tuple(items))
+        elif isinstance(parent, TypeRef):
+            ctx.frame.executor.set_static(parent.murano_class, key, value, ctx.frame)
             return
-        if not isinstance(parent, Mapping):
-            raise ValueError(_NOT_INDEXABLE if type(key) is int else _NOT_ATTRIBUTABLE)
+        elif not isinstance(parent, Mapping):
+            raise ValueError(_NOT_ATTRIBUTABLE)
         if set_parent is None:
             raise errors.InvalidLhsTargetError(f"cannot assign to {source!r}")
         updated = dict(parent)
