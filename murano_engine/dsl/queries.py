@@ -25,7 +25,7 @@ from yaql.language.utils import FrozenDict
 from murano_engine.dsl.budget import check_replacement
 from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.limits import ITERATOR_LIMIT, MEMORY_QUOTA
-from murano_engine.dsl.values import check_built, check_written_size, concat
+from murano_engine.dsl.values import check_built, concat
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
@@ -420,10 +420,10 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 def text_of(args: list) -> Any:
     """``str(value)`` of a scalar: yaql's ``null``, ``true`` and ``false``, else Python's.
     A collection goes to yaql's once it is known to be no bigger written out than a value
-    may be (:func:`~murano_engine.dsl.values.check_written_size`)."""
+    may be (:func:`~murano_engine.dsl.values.check_built`)."""
     if len(args) != 1 or type(args[0]) not in _SCALARS:
         if len(args) == 1:
-            check_written_size(args[0])
+            check_built(args[0])
         return NOT_HANDLED
     value = args[0]
     _check_quota(value)

@@ -285,19 +285,12 @@ def _walk_items(value: Iterable, limit: int, depth: int, seen: dict[int, tuple]
 _WALKED = frozenset({tuple, list, dict, FrozenDict, set, frozenset})
 
 
-def check_written_size(value: Any) -> None:
-    """Refuse a collection holding more than :data:`MAX_ITEMS` items written out before
-    it is printed (a list holding one list many times prints it each time); iterators are
-    left alone (walking one would use it up)."""
-    if type(value) in _WALKED:
-        freeze(value)
-
-
 def check_built(value: Any) -> None:
-    """Refuse a collection an expression built (a list or dict literal, an operand of
-    ``=``) holding more than :data:`MAX_ITEMS` items written out, counting each part
-    once per place it is held but walking it once; unlike :func:`freeze` it copies
-    nothing and leaves what is no collection (an iterator, a lazy query) unread."""
+    """Refuse a collection holding more than :data:`MAX_ITEMS` items written out: one an
+    expression built (a list or dict literal, an operand of ``=``) or is about to print
+    (a list holding one list many times prints it each time). Each part counts once per
+    place it is held but is walked once; unlike :func:`freeze` it copies nothing and
+    leaves what is no collection (an iterator, a lazy query) unread."""
     _built_size(value, 0, {})
 
 

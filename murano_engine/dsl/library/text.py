@@ -8,7 +8,7 @@ import string
 
 from murano_engine.dsl.budget import check_width
 from murano_engine.dsl.runtime import FunctionSpec
-from murano_engine.dsl.values import check_written_size
+from murano_engine.dsl.values import check_built
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ class SafeFormatter(string.Formatter):
         if format_spec:
             for number in _NUMBERS.findall(format_spec):
                 check_width(self.produced + int(number))
-        check_written_size(value)
+        check_built(value)
         text = super().format_field(value, format_spec)
         self.produced += len(text)
         check_width(self.produced)
