@@ -13,6 +13,7 @@ past its time.
 from __future__ import annotations
 
 import math
+import operator
 import os
 
 from yaql.language import exceptions as yaql_exceptions
@@ -29,7 +30,7 @@ from murano_engine.dsl.limits import (
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any
 
 #: Steps between two readings of the clock.
@@ -201,12 +202,37 @@ def check_power(base: Any, exponent: Any) -> None:
             f"integer power larger than {MAX_INT_BITS} bits")
 
 
-def check_range(start: int, stop: int, step: int) -> range:
-    """``range(start, stop, step)`` when it has at most :data:`ITERATOR_LIMIT` items."""
+def bounded_range(start: int, stop: int, step: int) -> Iterator[int]:
+    """yaql's ``range(start, stop, step)``: an iterator over it, a :class:`LongRange` past
+    :data:`ITERATOR_LIMIT` items (made without making its items)."""
     items = range(start, stop, step)
-    if len(items) > ITERATOR_LIMIT:
-        raise yaql_exceptions.CollectionTooLargeException(ITERATOR_LIMIT)
-    return items
+    return iter(items) if len(items) <= ITERATOR_LIMIT else LongRange(items)
+
+
+class LongRange:
+    """A ``range()`` longer than the iterator limit, as yaql gives it under Murano: lazy,
+    so a query may take its first items (``range(10**6).where($ > 5).first()``), while
+    drawing more than :data:`ITERATOR_LIMIT` of them is yaql's
+    CollectionTooLargeException; its ``len()`` is the items left, counted without
+    drawing them (yaql's count of an iterator runs through it)."""
+
+    __slots__ = ("_items", "_drawn")
+
+    def __init__(self, items: range) -> None:
+        self._items = iter(items)
+        self._drawn = 0
+
+    def __iter__(self) -> LongRange:
+        return self
+
+    def __next__(self) -> int:
+        if self._drawn >= ITERATOR_LIMIT:
+            raise yaql_exceptions.CollectionTooLargeException(ITERATOR_LIMIT)
+        self._drawn += 1
+        return next(self._items)
+
+    def __len__(self) -> int:
+        return operator.length_hint(self._items)
 
 
 def check_width(width: int) -> None:

@@ -22,7 +22,7 @@ from yaql.language import exceptions as yaql_exceptions
 from yaql.language import utils as yaql_utils
 from yaql.language.utils import FrozenDict
 
-from murano_engine.dsl.budget import check_replacement
+from murano_engine.dsl.budget import LongRange, check_replacement
 from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.limits import ITERATOR_LIMIT, MEMORY_QUOTA
 from murano_engine.dsl.values import check_built, concat
@@ -127,7 +127,8 @@ def length(value: Any) -> Any:
     """``len(value)`` / ``value.len()`` for text, lists, dicts, sets (a dict's ``keys()``
     too; yaql has no length of its ``values()``) and query results."""
     kind = type(value)
-    if kind in _COLLECTIONS or kind is FrozenDict or kind is str or isinstance(value, Set):
+    if kind in _COLLECTIONS or kind is FrozenDict or kind is str or isinstance(value, Set) \
+            or kind is LongRange:
         return len(value)
     if isinstance(value, Iterator) and not isinstance(value, (str, Mapping)):
         count = 0

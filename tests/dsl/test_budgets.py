@@ -104,11 +104,15 @@ CODE = class_text("t.bud", "Code", """
           - Return: list(pow(2, 10), pow(2, 100, 1000), pow(2.0, 0.5), 10.pow(3))
       bigRange:
         Body:
-          - Return: range(1000000000).len()
+          - Return: range(1000000000).toList()
       smallRanges:
         Scope: Public
         Body:
           - Return: list(range(5).len(), range(2, 10, 3).toList(), range(3).select($ * 2).toList())
+      lazyRanges:
+        Scope: Public
+        Body:
+          - Return: list(range(1000000000).len(), range(1000000000).where($ > 5).first())
       repeatString:
         Body:
           - Return: len('a' * 1000000000)
@@ -290,10 +294,16 @@ def test_a_huge_power_is_refused_before_it_is_computed(loader: PackageLoader) ->
     assert run_method([], "t.bud.Code.smallPowers", executor) == (1024, 376, 2.0 ** 0.5, 1000)
 
 
-def test_a_huge_range_is_refused_without_being_made(loader: PackageLoader) -> None:
+def test_a_huge_range_is_lazy_and_drawing_past_the_limit_is_refused(
+        loader: PackageLoader) -> None:
+    """As under Murano's yaql: a range is made lazily, its first items may be taken and its
+    length is known (at once here: yaql counted it), drawing more than 2000 is refused."""
     exc, executor = _fails(loader, "bigRange", yaql_exceptions.CollectionTooLargeException)
     assert "2000" in str(exc)
     assert run_method([], "t.bud.Code.smallRanges", executor) == (5, (2, 5, 8), (0, 2, 4))
+    started = time.monotonic()
+    assert run_method([], "t.bud.Code.lazyRanges", executor) == (1000000000, 6)
+    assert time.monotonic() - started < 1
 
 
 def test_string_repetition_stays_within_the_memory_quota(loader: PackageLoader) -> None:

@@ -1,11 +1,12 @@
 """yaql functions that could allocate without bound, shadowed by checked ones:
-``pow`` (the result's size) and ``range`` (its length, computed without making it)."""
+``pow`` (the result's size) and ``range`` (lazy, and no more than the iterator limit
+drawn from it: :class:`~murano_engine.dsl.budget.LongRange`)."""
 
 from __future__ import annotations
 
 import operator
 
-from murano_engine.dsl.budget import check_power, check_range
+from murano_engine.dsl.budget import bounded_range, check_power
 from murano_engine.dsl.runtime import FunctionSpec
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
@@ -23,7 +24,7 @@ def pow_(ctx: Any, base: Any, exponent: Any, modulo: Any = None) -> Any:
 def range_(ctx: Any, start: Any, stop: Any = None, step: Any = 1) -> Any:
     if stop is None:
         start, stop = 0, start
-    return iter(check_range(operator.index(start), operator.index(stop), operator.index(step)))
+    return bounded_range(operator.index(start), operator.index(stop), operator.index(step))
 
 
 FUNCTIONS = {
