@@ -43,7 +43,9 @@ class LocalDispatcher:
     def __init__(self, store: db.Store, settings: Settings, threads: int = 2) -> None:
         self.store = store
         self.settings = settings
-        self.name = f"murano-api {socket.gethostname()}:{os.getpid()}"
+        # host and pid, and a token of this process's own: two containers on one host
+        # network may both be pid 1 under one hostname
+        self.name = f"murano-api {socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="engine")
         self.services = EngineServices(settings)
         self.static = StaticActions(store, settings, self.services)
@@ -52,7 +54,8 @@ class LocalDispatcher:
         self._journals: dict[str, Journal] = {}  # of the runs going on
         self._queued: dict[str, Future] = {}  # the runs of the tasks held, by task
         self._lost: set[str] = set()  # tasks held here that another process took over
-        self._stopping = threading.Event()
+        self._stopping = threading.Event()  # no task is taken any more
+        self._closed = threading.Event()  # the leases are no longer renewed
         self._renewed = time.monotonic()  # when the leases were last renewed
         self._keeper = threading.Thread(target=self._keep, name="task leases", daemon=True)
         self._keeper.start()
@@ -94,6 +97,9 @@ class LocalDispatcher:
             if previous is None:
                 text = (f"{self.name} took the task over: the process it was handed to "
                         f"stopped before starting it")
+            elif previous == self.name:
+                text = (f"{self.name} took the task up again (its lease had run out); "
+                        f"{steps} steps come from its journal")
             else:
                 text = (f"{self.name} took the task over from {previous}, which stopped; "
                         f"{steps} steps come from its journal")
@@ -109,6 +115,8 @@ class LocalDispatcher:
         except LeaseLost as exc:  # frozen past its lease: the process that took over goes on
             LOG.error("task %s stopped here: %s", task_id, exc)
         except Cancelled:  # the process stops: the task goes on in the next one
+            with self._lock:  # (first: the keeper must not renew the lease _leave shortens)
+                self._held.discard(task_id)
             self._leave(task_id)
         except Exception:  # noqa: BLE001 - never leave an environment taken
             LOG.exception("task %s failed in the API process", task_id)
@@ -157,14 +165,16 @@ class LocalDispatcher:
 
     def _keep(self) -> None:
         """Renew this process's leases and resume the tasks no lease holds, every quarter
-        of a lease, until the process stops."""
+        of a lease; while the process stops, renew only (its runs still go on), until
+        it ends."""
         while True:
             try:
                 self._renew()
-                self._resume_orphans()
+                if not self._stopping.is_set():
+                    self._resume_orphans()
             except SQLAlchemyError as exc:  # the database is away: tried again next round
                 LOG.warning("task leases: the database is not reachable (%s)", exc)
-            if self._stopping.wait(self.settings.task_lease / 4):
+            if self._closed.wait(self.settings.task_lease / 4):
                 return
 
     def _renew(self) -> None:
@@ -205,7 +215,6 @@ class LocalDispatcher:
         ``grace`` is left to it too, once its shortened lease runs out (the caller then
         ends the process without waiting for its thread)."""
         self._stopping.set()
-        self._keeper.join()
         with self._lock:
             queued = dict(self._queued)
         self.pool.shutdown(wait=False, cancel_futures=True)
@@ -219,7 +228,9 @@ class LocalDispatcher:
             self._leave(task_id)
         deadline = time.monotonic() + grace
         while self._running() and time.monotonic() < deadline:
-            time.sleep(0.05)
+            time.sleep(0.05)  # the keeper renews the leases meanwhile
+        self._closed.set()
+        self._keeper.join()
         running = self._running()
         if running:
             try:

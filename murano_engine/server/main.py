@@ -88,11 +88,14 @@ def main(argv: list[str] | None = None) -> int:
     server = listener.create(app, settings)
 
     def stop(_signum: int, _frame: Any) -> None:
+        if form_pool.STOPPING.is_set():
+            return  # stopping already: a second signal must not cut the dispatcher's close
         form_pool.STOPPING.set()  # ui.yaml evaluations end at their next step
         server.close()
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     LOG.info("murano-api serves http://%s:%d/ (%s, %s)", settings.bind_host, settings.bind_port,
              "RabbitMQ workers" if settings.uses_broker else "in-process engine",
              settings.database.split("://")[0])

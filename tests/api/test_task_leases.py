@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+import time
 
 import pytest
 from sqlalchemy import update
@@ -114,3 +115,30 @@ def test_a_journal_records_only_for_its_task_s_holder(store: db.Store) -> None:
     environments.process_result(store, task_id, {"action": {}}, holder="b")
     with pytest.raises(LeaseLost, match="it is finished"):
         taken.append({"k": "0|id||2", "t": "end", "v": "w"})
+
+
+def test_a_stopping_api_keeps_renewing_what_still_runs_then_shortens_it(
+        store: db.Store, tmp_path) -> None:
+    """While murano-api waits (stop_grace) for a run that does not stop at once, its
+    leases are still renewed: no other process takes the task meanwhile. Then the lease
+    is shortened and the process may end."""
+    from murano_engine.backend.settings import Settings
+    from murano_engine.server.in_process import STOPPING_LEASE, LocalDispatcher
+    settings = Settings(database=str(store.engine.url), task_lease=1.0,
+                        packages_cache=tmp_path / "packages")
+    dispatcher = LocalDispatcher(store, settings)
+    task_id = new_task(store)
+    assert dispatcher._claim(task_id)  # held, as a run that ignores the stop is
+    closing = threading.Thread(target=dispatcher.close, args=(2.5,))
+    closing.start()
+    seen: list[dt.datetime] = []
+    while closing.is_alive():
+        with store.read() as session:
+            seen.append(session.get(db.Task, task_id).lease_until)
+        assert seen[-1] > db.now(), "the lease ran out while the process still ran the task"
+        time.sleep(0.1)
+    closing.join()
+    assert len(set(seen)) >= 3  # renewed every quarter of the (1 s) lease
+    with store.read() as session:
+        left = session.get(db.Task, task_id).lease_until - db.now()
+    assert dt.timedelta(0) < left <= dt.timedelta(seconds=STOPPING_LEASE)
