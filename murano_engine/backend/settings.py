@@ -227,18 +227,13 @@ def load_settings(path: str | Path | None,
         if getattr(murano, name) <= 0:
             raise ConfigError(f"{values.source}: [murano] {name} must be positive, not "
                               f"{getattr(murano, name)}")
-    if engine.max_deliveries < 1:
-        raise ConfigError(f"{values.source}: [engine] max_deliveries must be at least 1, not "
-                          f"{engine.max_deliveries}")
-    if engine.static_action_workers_per_project < 1:
-        raise ConfigError(f"{values.source}: [engine] static_action_workers_per_project must "
-                          f"be at least 1, not {engine.static_action_workers_per_project}")
-    if engine.task_lease < 1:
-        raise ConfigError(f"{values.source}: [engine] task_lease must be at least 1 second, "
-                          f"not {engine.task_lease:g}")
-    if engine.stop_grace < 0:
-        raise ConfigError(f"{values.source}: [engine] stop_grace must not be negative, not "
-                          f"{engine.stop_grace:g}")
+    for name, least, wanted in (("max_deliveries", 1, "at least 1"),
+                                ("static_action_workers_per_project", 1, "at least 1"),
+                                ("task_lease", 1, "at least 1 second"),
+                                ("stop_grace", 0, "0 or more")):
+        if getattr(engine, name) < least:
+            raise ConfigError(f"{values.source}: [engine] {name} must be {wanted}, not "
+                              f"{getattr(engine, name):g}")
     if engine.static_action_timeout <= 0:
         raise ConfigError(f"{values.source}: [engine] static_action_timeout must be "
                           f"positive, not {engine.static_action_timeout}")

@@ -389,27 +389,37 @@ class MuranoClass:
         return self._initialized
 
     def _check_unambiguous(self, name: str) -> None:
-        """Refuse a property declared by two classes of the hierarchy (the first along
+        """Refuse a property declared by two classes of the hierarchy (the nearest along
         their paths) neither of which derives the other, as Murano does (its lookup is
         the methods' one)."""
-        declaring: set[MuranoClass] = set()
-        seen: set[MuranoClass] = set()
-
-        def first(cls: MuranoClass) -> None:
-            if cls in seen:
-                return
-            seen.add(cls)
-            if name in cls.properties:
-                declaring.add(cls)
-            else:
-                for parent in cls.parents:
-                    first(parent)
-
-        first(self)
-        if not any(all(o is c or o in c.ancestors() for o in declaring) for c in declaring):
+        declaring, chosen = self._nearest(name, lambda cls: cls.properties)
+        if chosen is None:
             names = ", ".join(sorted(c.name for c in declaring))
             raise errors.AmbiguousPropertyNameError(
                 f"property {name!r} of {self.name} is declared by unrelated classes: {names}")
+
+    def _nearest(self, name: str, declared: Callable[[MuranoClass], Any]
+                 ) -> tuple[set[MuranoClass], MuranoClass | None]:
+        """The classes nearest this one along each inheritance path whose ``declared``
+        members hold ``name``, and the one of them that derives from all the others
+        (None when none does, or none declares it): Murano's resolution of a member."""
+        declaring: set[MuranoClass] = set()
+        seen: set[MuranoClass] = set()
+
+        def visit(cls: MuranoClass) -> None:
+            if cls in seen:
+                return
+            seen.add(cls)
+            if name in declared(cls):
+                declaring.add(cls)
+            else:
+                for parent in cls.parents:
+                    visit(parent)
+
+        visit(self)
+        winners = [c for c in declaring
+                   if all(o is c or o in c.ancestors() for o in declaring)]
+        return declaring, winners[0] if len(winners) == 1 else None
 
     def find_property(self, name: str) -> PropertySpec | None:
         specs = self.all_properties().get(name)
@@ -422,29 +432,14 @@ class MuranoClass:
             return self._method_cache[name]
         except KeyError:
             pass
-        candidates = self._method_candidates(name)
-        chosen: MethodSpec | None = None
-        if len(candidates) == 1:
-            chosen = next(iter(candidates))
-        elif candidates:
-            winners = [m for m in candidates
-                       if all(o is m or o.declaring_class in m.declaring_class.ancestors()
-                              for o in candidates)]
-            if len(winners) != 1:
-                names = ", ".join(sorted(m.declaring_class.name for m in candidates))
-                raise errors.AmbiguousMethodName(
-                    f"method {name!r} of {self.name} is declared by unrelated classes: {names}")
-            chosen = winners[0]
-        self._method_cache[name] = chosen
-        return chosen
-
-    def _method_candidates(self, name: str) -> set[MethodSpec]:
-        if name in self.methods:
-            return {self.methods[name]}
-        found: set[MethodSpec] = set()
-        for parent in self.parents:
-            found |= parent._method_candidates(name)
-        return found
+        declaring, chosen = self._nearest(name, lambda cls: cls.methods)
+        if declaring and chosen is None:
+            names = ", ".join(sorted(c.name for c in declaring))
+            raise errors.AmbiguousMethodName(
+                f"method {name!r} of {self.name} is declared by unrelated classes: {names}")
+        method = chosen.methods[name] if chosen is not None else None
+        self._method_cache[name] = method
+        return method
 
     def public_methods(self) -> dict[str, MethodSpec]:
         """Every method callable as an action, inherited ones included."""
