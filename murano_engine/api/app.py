@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
@@ -23,7 +23,15 @@ import murano_engine
 from murano_common.jsontext import nesting_depth
 from murano_engine.api import catalog, environments, schemas, templates
 from murano_engine.api.auth import Context
-from murano_engine.api.errors import ApiError, BadRequest, Conflict, NotFound, TooLarge, render
+from murano_engine.api.errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    NotFound,
+    TooLarge,
+    Unavailable,
+    render,
+)
 from murano_engine.api.storable import NUL, nul_at, storable, surrogate_at
 from murano_engine.backend.db import Store
 from murano_engine.backend.settings import Settings
@@ -296,10 +304,7 @@ class Api:
             if self.web is not None and (path == "/ui" or path.startswith("/ui/")):
                 response = self.web.respond(request)
             else:
-                route, args = self.url_map.bind_to_environ(environ).match(path)
-                request.body_schema = route.body
-                context = None if route.endpoint in PUBLIC else self.identify(environ)
-                response = getattr(self, "on_" + route.endpoint)(request, context, **args)
+                response = self.dispatch(request, environ, path)
         except ApiError as exc:
             response = self.error(request, exc, request_id)
         except RequestEntityTooLarge:
@@ -313,6 +318,11 @@ class Api:
             response = self.error(request, Conflict(
                 "the request conflicts with a change made at the same time; try again"),
                 request_id)
+        except (OperationalError, InterfaceError) as exc:  # the database does not answer
+            LOG.warning("%s %s %s: the database does not answer: %s", request_id,
+                        request.method, logged(request.path), exc)
+            response = self.error(request, Unavailable(
+                "the database does not answer; try again later"), request_id)
         except Exception:  # noqa: BLE001 - one bad request must not stop the API
             LOG.exception("%s %s %s failed", request_id, request.method,
                           logged(request.path))
@@ -325,6 +335,23 @@ class Api:
                      logged(request.full_path.rstrip("?")), response.status_code,
                      (time.perf_counter() - started) * 1000)
         return response(environ, start_response)
+
+    def dispatch(self, request: ApiRequest, environ: dict, path: str) -> Response:
+        """The response of the route ``path`` matches. A read made on a pooled connection
+        the database server dropped (it restarted, or ended its connections) is made
+        again once on a new one: the first request after an outage then succeeds."""
+        route, args = self.url_map.bind_to_environ(environ).match(path)
+        request.body_schema = route.body
+        context = None if route.endpoint in PUBLIC else self.identify(environ)
+        handler = getattr(self, "on_" + route.endpoint)
+        try:
+            return handler(request, context, **args)
+        except DBAPIError as exc:
+            if not exc.connection_invalidated or request.method not in ("GET", "HEAD"):
+                raise
+            LOG.info("%s %s: a pooled connection was gone (%s); asked again",
+                     request.method, logged(request.path), exc.orig)
+            return handler(request, context, **args)
 
     def error(self, request: ApiRequest, exc: ApiError, request_id: str) -> Response:
         """The error's response; server paths in its text become relative ones."""

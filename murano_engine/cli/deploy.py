@@ -40,7 +40,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 from murano_engine.dsl.errors import LoadError
 from murano_engine.dsl.json_loader import load_json
 from murano_engine.dsl.reports import is_step
-from murano_engine.engine.journal import Cancelled, FileJournal, Journal, JournalError, journal_key
+from murano_engine.engine.journal import (
+    Cancelled,
+    FileJournal,
+    Journal,
+    JournalError,
+    RecordingFailed,
+    journal_key,
+)
 from murano_engine.engine.services import close_services, engine_services
 
 if TYPE_CHECKING:
@@ -580,14 +587,16 @@ def _run_held(options: Any, action: str, interpreter: Interpreter | None) -> int
         with stop_on_signals(journal), boundary.use(journal.stoppable()):
             result = run_task(task, loader, reporter=printer, services=services,
                               budget=Budget.from_config(config), outside=journal)
-    except Cancelled:
+    except Cancelled as exc:
         store.close()
         _close_quickly(services)
+        if isinstance(exc, RecordingFailed):
+            print(f"error: {exc}", file=sys.stderr)
         print(f"{action} stopped after {time.monotonic() - printer.started:.1f} s; what it did "
               f"is in {journal_path(state_path)}. Run the same command to carry on, or "
               f"`murano-engine destroy --state {state_path}` to remove what it made.",
               file=sys.stderr, flush=True)
-        return 130
+        return 1 if isinstance(exc, RecordingFailed) else 130
     except BaseException:
         close_services(services)
         _close_journal(store, journal)

@@ -33,6 +33,7 @@ line, so a run never replays what it did not record itself.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import importlib
@@ -171,6 +172,14 @@ class Cancelled(BaseException):  # noqa: N818 - a stop, not an error MuranoPL ma
     """
 
 
+class RecordingFailed(Cancelled):
+    """A step's record (a journal entry, a report) could not be stored: the disk is
+    full, the database is away. The run stops there, as when it is cancelled, and is
+    resumed later from what was stored; it never goes on with a step unrecorded, which
+    a later run would do again (nor may MuranoPL catch it and go on).
+    """
+
+
 class Journal(Outside):
     """The outside world of one run, recorded in ``store`` (live only when None)."""
 
@@ -296,7 +305,13 @@ class Journal(Outside):
     def _append(self, entry: dict[str, Any]) -> None:
         self._note(entry)
         if self._store is not None:
-            self._store.append(entry)
+            try:
+                self._store.append(entry)
+            except Cancelled:
+                raise
+            except Exception as exc:
+                raise RecordingFailed(f"the journal could not record step {entry['k']}: "
+                                      f"{exc}") from exc
             self.recorded += 1
 
     # -- the Outside interface, recorded ----------------------------------------------
@@ -479,8 +494,20 @@ class FileJournal:
         return list(self._entries)
 
     def append(self, entry: dict[str, Any]) -> None:
+        """Write and sync ``entry``; OSError (the disk is full) leaves the file and the
+        chain as they were before it."""
         with self._lock:
-            os.write(self._fd, _sealed(entry, self._chain))
+            last = self._chain.last
+            line = _sealed(entry, self._chain)
+            try:
+                written = os.write(self._fd, line)
+                if written < len(line):  # the disk filled up in the middle of the line
+                    os.ftruncate(self._fd, os.fstat(self._fd).st_size - written)
+                    raise OSError(errno.ENOSPC, f"only {written} of {len(line)} bytes of "
+                                                f"the entry were written", str(self.path))
+            except BaseException:
+                self._chain.last = last
+                raise
             self._written += 1
             mine = self._written
         with self._syncs:

@@ -26,7 +26,7 @@ from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
 from murano_engine.dsl.reports import report
-from murano_engine.engine.journal import Journal
+from murano_engine.engine.journal import Journal, RecordingFailed
 
 if TYPE_CHECKING:
     from murano_engine.dsl.reports import Reporter
@@ -55,9 +55,18 @@ def run_task(task: Mapping[str, Any], loader: PackageLoader, *,
 
 
 def _journaled(reporter: Reporter | None, outside: Journal | None) -> Reporter | None:
+    """Reports as journal steps: one a resumed run recorded is not sent again, and one
+    that cannot be stored stops the run (:class:`RecordingFailed`), as a step would."""
     if reporter is None or outside is None:
         return reporter
-    return lambda entry: outside.value("report", "", lambda: reporter(entry))
+
+    def send(entry: Mapping[str, Any]) -> None:
+        try:
+            reporter(entry)
+        except Exception as exc:
+            raise RecordingFailed(f"a status report could not be stored: {exc}") from exc
+
+    return lambda entry: outside.value("report", "", lambda: send(entry))
 
 
 def _run(task: Mapping[str, Any], loader: PackageLoader, reporter: Reporter | None,

@@ -6,8 +6,10 @@ Each task it runs is held under a lease in the database
 thread renews the leases and, every quarter of a lease, takes over the
 unfinished tasks whose lease ran out (their process died, or was frozen past
 its lease) and resumes them from their journals; a process started again does
-so for its own earlier tasks too. A process that stops (SIGTERM) stops its
-runs at their next step and hands their tasks on with short leases.
+so for its own earlier tasks too. A run that cannot record a step (the database
+went away) stops there, keeping its task; the keeper resumes it from its journal
+once the database answers again. A process that stops (SIGTERM) stops its runs
+at their next step and hands their tasks on with short leases.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from murano_engine.api import environments
 from murano_engine.api.auth import Context
@@ -29,12 +31,16 @@ from murano_engine.api.workers import static_outcome
 from murano_engine.backend import db, task_leases
 from murano_engine.backend.journal_store import LeaseLost
 from murano_engine.backend.settings import Settings
-from murano_engine.engine.journal import Cancelled, Journal
+from murano_engine.engine.journal import Cancelled, Journal, RecordingFailed
 from murano_engine.server.worker import EngineServices, StaticActions, run_engine_task
 
 LOG = logging.getLogger(__name__)
 #: seconds a process that stops leaves its leases running (its threads end with it)
 STOPPING_LEASE = 2.0
+#: seconds between two looks at whether the database answers again, while runs wait for it
+PAUSED_RETRY = 1.0
+#: what a run raises when the database does not answer (not a fault of the task)
+DATABASE_AWAY = (RecordingFailed, OperationalError, InterfaceError)
 
 
 class LocalDispatcher:
@@ -54,6 +60,7 @@ class LocalDispatcher:
         self._journals: dict[str, Journal] = {}  # of the runs going on
         self._queued: dict[str, Future] = {}  # the runs of the tasks held, by task
         self._lost: set[str] = set()  # tasks held here that another process took over
+        self._paused: set[str] = set()  # held, their runs stopped as the database went away
         self._stopping = threading.Event()  # no task is taken any more
         self._closed = threading.Event()  # the leases are no longer renewed
         self._renewed = time.monotonic()  # when the leases were last renewed
@@ -98,8 +105,7 @@ class LocalDispatcher:
                 text = (f"{self.name} took the task over: the process it was handed to "
                         f"stopped before starting it")
             elif previous == self.name:
-                text = (f"{self.name} took the task up again (its lease had run out); "
-                        f"{steps} steps come from its journal")
+                text = f"{self.name} took the task up again; {steps} steps come from its journal"
             else:
                 text = (f"{self.name} took the task over from {previous}, which stopped; "
                         f"{steps} steps come from its journal")
@@ -114,6 +120,12 @@ class LocalDispatcher:
             environments.process_result(self.store, task_id, result, holder=self.name)
         except LeaseLost as exc:  # frozen past its lease: the process that took over goes on
             LOG.error("task %s stopped here: %s", task_id, exc)
+        except DATABASE_AWAY as exc:  # neither failed nor handed on: resumed here later
+            with self._lock:
+                if task_id not in self._lost and not self._stopping.is_set():
+                    self._paused.add(task_id)
+            LOG.error("task %s stopped: the database did not answer (%s); it resumes from "
+                      "its journal once the database answers", task_id, exc)
         except Cancelled:  # the process stops: the task goes on in the next one
             with self._lock:  # (first: the keeper must not renew the lease _leave shortens)
                 self._held.discard(task_id)
@@ -124,7 +136,8 @@ class LocalDispatcher:
                                        holder=self.name)
         finally:
             with self._lock:
-                self._held.discard(task_id)
+                if task_id not in self._paused:
+                    self._held.discard(task_id)
                 self._journals.pop(task_id, None)
                 self._lost.discard(task_id)
 
@@ -165,16 +178,20 @@ class LocalDispatcher:
 
     def _keep(self) -> None:
         """Renew this process's leases and resume the tasks no lease holds, every quarter
-        of a lease; while the process stops, renew only (its runs still go on), until
-        it ends."""
+        of a lease (every PAUSED_RETRY while runs wait for the database); while the
+        process stops, renew only (its runs still go on), until it ends."""
         while True:
             try:
                 self._renew()
                 if not self._stopping.is_set():
+                    self._resume_paused()
                     self._resume_orphans()
             except SQLAlchemyError as exc:  # the database is away: tried again next round
                 LOG.warning("task leases: the database is not reachable (%s)", exc)
-            if self._closed.wait(self.settings.task_lease / 4):
+            interval = self.settings.task_lease / 4
+            if self._paused:  # runs wait for the database: look again soon
+                interval = min(interval, PAUSED_RETRY)
+            if self._closed.wait(interval):
                 return
 
     def _renew(self) -> None:
@@ -193,6 +210,24 @@ class LocalDispatcher:
         """The tasks this process holds: running, or waiting for a thread."""
         with self._lock:
             return set(self._held)
+
+    def _resume_paused(self) -> None:
+        """Run again, from their journals, the tasks whose runs stopped as the database
+        went away (the database answered the renewal just made)."""
+        with self._lock:
+            paused = sorted(self._paused)
+        for task_id in paused:
+            if self._stopping.is_set():
+                return
+            task = environments.stored_task(self.store, task_id)
+            with self._lock:
+                self._paused.discard(task_id)
+                if task is None or task_id in self._lost:  # finished, deleted, taken over
+                    self._held.discard(task_id)
+                    continue
+            LOG.info("task %s: the database answers again; resumed from its journal",
+                     task_id)
+            self._start(task, True, self.name)
 
     def _resume_orphans(self) -> None:
         for task_id, previous in task_leases.orphaned(self.store, self.settings.task_lease):
@@ -221,6 +256,8 @@ class LocalDispatcher:
         never_run = {task_id for task_id, future in queued.items() if future.cancelled()}
         with self._lock:
             journals = list(self._journals.values())
+            never_run |= self._paused  # (their runs stopped already)
+            self._paused.clear()
             self._held -= never_run
         for journal in journals:
             journal.cancel()

@@ -5,8 +5,10 @@ time, sends every status report and the final result to the result queue as
 it goes, and acknowledges the task only when it is done, so the broker hands
 the task of a worker that died to another one. Every run is journaled in the
 database (:mod:`murano_engine.backend.journal_store`): the worker that takes a
-task over replays what the dead one did and goes on from there. A task handed
-out ``max_deliveries`` times is dead-lettered; the API fails it. The API also
+task over replays what the dead one did and goes on from there. A run that
+cannot record a step (the database or the broker went away) stops there and is
+run again from its journal, after a pause, by the worker that holds it. A task
+handed out ``max_deliveries`` times is dead-lettered; the API fails it. The API also
 runs tasks in its own threads (no broker) with the same
 :func:`run_engine_task`. Packages come from the catalog's database.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import itertools
 import json
 import logging
 import os
@@ -28,7 +31,7 @@ from typing import Any
 
 from kombu import Connection
 from kombu.mixins import ConsumerMixin
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from murano_common.options import Values
 from murano_engine.backend import db
@@ -47,13 +50,17 @@ from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.executor import Executor
 from murano_engine.engine.config import load_config
 from murano_engine.engine.interpreter import build_interpreter
-from murano_engine.engine.journal import Journal, journal_key
+from murano_engine.engine.journal import Journal, RecordingFailed, journal_key
 from murano_engine.engine.services import close_services, engine_services, project_config
 from murano_engine.engine.tasks import describe_failure, run_task
 from murano_engine.messaging.transport import TransportError
 
 LOG = logging.getLogger(__name__)
 Reporter = Callable[[dict[str, Any]], None]
+#: seconds a worker waits before it runs again, from its journal, a task whose run
+#: could not record a step (the database or the broker was away): one after another,
+#: then the last each time
+RETRY_PAUSES = (1.0, 2.0, 5.0, 10.0, 30.0)
 
 
 def json_safe(value: Any) -> Any:
@@ -124,6 +131,8 @@ def run_engine_task(store: db.Store, settings: Settings, task: Mapping[str, Any]
     :class:`~murano_engine.engine.journal.Cancelled`, and no result is made). With
     ``holder``, the journal records only while the task is that holder's, and the
     run stops (:class:`~murano_engine.backend.journal_store.LeaseLost`) once it is not.
+    A database that does not answer is not the task's failure: the run stops with
+    :class:`~murano_engine.engine.journal.RecordingFailed`, to be run again later.
     """
     try:
         recorded = DbJournalStore(store, str(task["task_id"]), services.journal_key, holder)
@@ -146,6 +155,8 @@ def run_engine_task(store: db.Store, settings: Settings, task: Mapping[str, Any]
                      journal.replayed)
         if not task.get("action") and not result["action"]["isException"]:
             remove_result_queues(project_services["agents"], task.get("model"))
+    except (OperationalError, InterfaceError) as exc:  # reading the journal or packages
+        raise RecordingFailed(f"the database did not answer: {exc}") from exc
     except Exception as exc:  # noqa: BLE001 - a task that cannot start still ends
         LOG.exception("task %s could not run", task.get("task_id"))
         failure = describe_failure(exc)
@@ -328,26 +339,58 @@ class Worker(ConsumerMixin):
         elif body.get("kind") == "task":
             # RabbitMQ's count of the earlier deliveries that no worker acknowledged.
             earlier = int((message.headers or {}).get("x-delivery-count") or 0)
-            self.run_message_task(body["task"], earlier + 1)
+            if not self.run_message_task(body["task"], earlier + 1):
+                message.requeue()  # the worker stops: another one takes the task on
+                return
         message.ack()
 
-    def run_message_task(self, task: dict[str, Any], delivery: int) -> None:
-        """Run a task (the ``delivery``-th time it is handed out), unless its result is in."""
+    def run_message_task(self, task: dict[str, Any], delivery: int) -> bool:
+        """Run a task (the ``delivery``-th time it is handed out), unless its result is
+        in; a run that could not record a step is run again from its journal after a
+        pause. False when the worker stopped before the task ended."""
+        pauses = itertools.chain(RETRY_PAUSES, itertools.repeat(RETRY_PAUSES[-1]))
+        retried = False
+        while True:
+            try:
+                self._run_message_task(task, delivery, retried)
+                return True
+            except RecordingFailed as exc:
+                pause = next(pauses)
+                LOG.error("task %s stopped: %s; it runs again from its journal in %g s",
+                          task["task_id"], exc, pause)
+                if not self._pause(pause):
+                    return False
+                retried = True
+
+    def _pause(self, seconds: float) -> bool:
+        """Wait ``seconds``; False as soon as the worker is asked to stop."""
+        deadline = time.monotonic() + seconds
+        while not self.should_stop:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return True
+            time.sleep(min(left, 0.2))
+        return False
+
+    def _run_message_task(self, task: dict[str, Any], delivery: int, retried: bool) -> None:
         task_id = task["task_id"]
         try:
             if not db.take_task(self.store, task_id, self.name):
                 LOG.info("task %s is finished or its environment is gone; nothing to run",
                          task_id)
                 return
-        except SQLAlchemyError:  # the run says what is wrong with the database, and ends
-            LOG.exception("task %s: the database is not reachable", task_id)
+        except SQLAlchemyError as exc:  # the run then stops, and is tried again
+            LOG.warning("task %s: the database is not reachable (%s)", task_id, exc)
 
         def reporter(report: dict[str, Any]) -> None:
             self.send({"kind": "report", "task_id": task_id, "report": report})
 
         def begin(steps: int) -> None:
             text = f"Worker {self.name} took the task"
-            if delivery > 1 or steps:
+            if retried:
+                text += (f" up again (it could not record a step); {steps} steps come "
+                         f"from its journal")
+            elif delivery > 1 or steps:
                 text += (f" again, after another worker stopped; {steps} steps come from its "
                          f"journal (delivery {delivery} of at most "
                          f"{self.settings.max_deliveries})")

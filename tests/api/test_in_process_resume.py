@@ -17,6 +17,7 @@ import pytest
 from murano_engine.backend import db
 from tests.api.conftest import throwaway_pg_database
 from tests.api.test_worker_journal import _deploy_stepper, _journal, _texts, _wait
+from tests.databases import database_away
 
 LEASE = {"task_lease": "2", "stop_grace": "1"}
 
@@ -143,3 +144,27 @@ def test_sigterm_stops_a_task_at_its_next_step_for_the_next_api(start_api, datab
                             "takes it over and resumes it from its journal", t) for t in texts)
     [taken] = _took_over(second, base, task_id)
     assert re.search(f"from {_name(first)}, which stopped", taken), taken
+
+
+def test_a_task_whose_database_goes_away_goes_on_once_it_answers(start_api):
+    # The steps of the Stepper catch every error MuranoPL may catch: a journal entry or a
+    # report that could not be stored is not one of them (it would then go on with a step
+    # a later run does again, or not at all). The run stops, keeping its task, and the
+    # same process resumes it from its journal when the database answers, without
+    # waiting for its lease (60 s) to run out.
+    with throwaway_pg_database() as url:
+        api = start_api(url, engine={"task_lease": "60"})
+        env_id, base, task_id = _deploy_stepper(api, steps=5, pause=1)
+        _wait("2 steps reported", lambda: len(_steps(api, base, task_id)) >= 2)
+        with database_away(url):
+            time.sleep(2.5)
+        env = api.wait_env(env_id, timeout=30)
+        assert env["status"] == "ready"
+        assert env["services"][0]["greeting"] == "hello from stepper after 5 steps"
+        assert _steps(api, base, task_id) == _all_steps(5)
+        texts = _texts(api, base, task_id)
+        [again] = [t for t in texts if "took the task up again" in t]
+        assert re.fullmatch(f"{_name(api)} took the task up again; \\d+ steps come from its "
+                            f"journal", again), again
+        assert texts[-1] == "Deployment finished"
+        assert _journal(url, task_id) == []

@@ -23,6 +23,7 @@ from murano_engine.backend.settings import ConfigError, Settings, load_settings
 from murano_engine.backend.task_queues import QueueMismatch, declare_queues
 from murano_engine.engine.journal import TAMPERED
 from tests.api.conftest import AMQP, PACKAGES, throwaway_pg_database
+from tests.databases import database_away
 
 RESUMED = "again, after another worker stopped"
 
@@ -201,3 +202,30 @@ def test_max_deliveries_is_at_least_one(tmp_path: Path) -> None:
         load_settings(config, {})
     config.write_text("[engine]\nmax_deliveries = 5\n")
     assert load_settings(config, {}).max_deliveries == 5
+
+
+def test_a_worker_whose_database_goes_away_runs_the_task_on_once_it_answers(start_api,
+                                                                            database):
+    # The Stepper's steps catch every error MuranoPL may catch; a step that cannot be
+    # recorded is not one of them. The worker keeps the task (unacknowledged: no other
+    # delivery) and runs it again from its journal once the database answers.
+    api = start_api(database, broker=True)
+    worker = api.start_worker()
+    env_id, base, task_id = _deploy_stepper(api, steps=5, pause=1)
+    _wait("2 steps reported", lambda: sum(" step " in t for t in _texts(api, base, task_id))
+          >= 2)
+    with database_away(database):
+        time.sleep(2.5)
+    env = api.wait_env(env_id, timeout=60)
+    texts = _texts(api, base, task_id)
+    assert env["status"] == "ready"
+    assert env["services"][0]["greeting"] == "hello from stepper after 5 steps"
+    assert [t for t in texts if " step " in t] == [f"stepper step {n} of 5"
+                                                   for n in range(1, 6)]
+    taken = [t for t in texts if "took the task" in t]
+    assert taken[0] == f"Worker {socket.gethostname()}:{worker.pid} took the task"
+    assert len(taken) == 2 and taken[1].startswith(
+        f"Worker {socket.gethostname()}:{worker.pid} took the task up again (it could not "
+        f"record a step); "), taken
+    assert texts[-1] == "Deployment finished"
+    assert worker.poll() is None  # it goes on serving

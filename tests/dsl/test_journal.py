@@ -22,6 +22,7 @@ from murano_engine.engine.journal import (
     FileJournal,
     Journal,
     JournalError,
+    RecordingFailed,
     journal_key,
 )
 from murano_engine.messaging.errors import AgentError
@@ -338,3 +339,106 @@ def test_concurrent_appends_share_syncs_made_off_the_hub_and_all_reach_the_file(
     assert figures["seconds"] < 0.05 * 20  # not a sync per append, one after another
     replayed = FileJournal.open(path).load()
     assert sorted(entry["v"] for entry in replayed) == list(range(20))
+
+
+STAMPER = class_text("t.jrn", "Stamper", """
+    Methods:
+      run:
+        Body:
+          - $ids: []
+          - For: i
+            In: range(4)
+            Do:
+              - Try:
+                  - $ids: $ids + [randomName()]
+                Catch:
+                  - Do:
+                      - $ids: $ids + [caught]
+          - Return: $ids
+""")
+
+
+class _FailingStore:
+    """A journal store that refuses its ``fail_at``-th append, as a full disk or a
+    database gone away does."""
+
+    def __init__(self, fail_at: int) -> None:
+        self.entries: list[dict] = []
+        self.fail_at = fail_at
+
+    def load(self) -> list[dict]:
+        return list(self.entries)
+
+    def append(self, entry: dict) -> None:
+        if len(self.entries) + 1 == self.fail_at:
+            raise OSError(28, "No space left on device")
+        self.entries.append(entry)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_step_that_cannot_be_recorded_stops_the_run_and_murano_code_cannot_catch_it(
+        tmp_path):
+    write_package(tmp_path, "t.jrn", {"Stamper": STAMPER})
+    loader = PackageLoader([tmp_path], build_interpreter())
+    cls = loader.find_class("t.jrn.Stamper")
+    store = _FailingStore(fail_at=3)
+    executor = Executor(loader, outside=Journal(store))
+
+    with pytest.raises(RecordingFailed) as stopped:
+        executor.invoke(cls.find_method("run"), executor.new_object(cls), [], {}, None)
+    assert str(stopped.value) == ("the journal could not record step |name||1: "
+                                  "[Errno 28] No space left on device")
+    # the steps before it, as they were: the object's id, the first name
+    assert [entry["k"] for entry in store.entries] == ["|id||0", "|name||0"]
+
+    # Resumed with a store that takes its appends: the two steps recorded are replayed,
+    # the one that was not recorded and those after it are taken live; none was caught.
+    store.fail_at = 0
+    resumed = Journal(store)
+    executor = Executor(loader, outside=resumed)
+    ids = executor.invoke(cls.find_method("run"), executor.new_object(cls), [], {}, None)
+    assert ids[0] == store.entries[1]["v"]
+    assert "caught" not in ids and len(set(ids)) == 4
+    assert resumed.replayed == 2 and len(store.entries) == 5
+
+
+_FULL_DISK = """
+import json, resource, signal, sys
+from murano_engine.engine.journal import FileJournal, Journal, RecordingFailed
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+journal = Journal(FileJournal.create(sys.argv[1], {"command": "deploy"}))
+limit = 2000
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+recorded = []
+try:
+    while True:
+        recorded.append(journal.value("blob", "", lambda: "x" * 150))
+except RecordingFailed as exc:
+    print(json.dumps({"recorded": len(recorded), "error": str(exc)}))
+"""
+
+
+def test_a_full_disk_leaves_the_journal_whole_and_the_run_resumable(tmp_path):
+    # A file size limit stands for a full disk: the write that crosses it is cut short
+    # (a line torn in the middle), the next fails outright. The entry is taken back
+    # from the file, the run stops, and the journal opens with every step before it.
+    import subprocess
+    import sys
+    path = tmp_path / "run.journal"
+    done = subprocess.run([sys.executable, "-c", _FULL_DISK, str(path)], capture_output=True,
+                          text=True, check=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2])
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcome["recorded"] >= 5
+    assert outcome["error"].startswith(
+        f"the journal could not record step |blob||{outcome['recorded']}: ")
+    assert "bytes of the entry were written" in outcome["error"]  # the torn write
+    assert path.read_bytes().endswith(b"\n")
+    journal = reopen(path)
+    assert journal.replayed == 0 and len(FileJournal.open(path).load()) == outcome["recorded"]
+    for _ in range(outcome["recorded"]):
+        assert journal.value("blob", "", lambda: pytest.fail("done again")) == "x" * 150
+    journal.value("blob", "", lambda: "after")  # the chain goes on from the last whole line
+    assert len(FileJournal.open(path).load()) == outcome["recorded"] + 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -139,3 +140,46 @@ def test_the_parser_of_one_command_parses_as_the_whole_one_does(argv: list[str])
     assert {k: v for k, v in vars(one).items() if k != "handler"} == \
         {k: v for k, v in vars(whole).items() if k != "handler"}
     assert cli.build_parser(argv[0]).format_usage() == cli.build_parser().format_usage()
+
+
+def test_a_deploy_whose_journal_cannot_be_written_stops_saying_why_and_resumes(tmp_path):
+    # A file size limit stands for a full disk: the run stops at the step it cannot
+    # record, says so, and the same command carries it on once there is room.
+    package = tmp_path / "packages" / "t.full"
+    (package / "Classes").mkdir(parents=True)
+    (package / "manifest.yaml").write_text(
+        "Format: MuranoPL/1.4\nType: Application\nFullName: t.full\nName: t.full\n"
+        "Classes:\n  t.full.Stamps: Stamps.yaml\n")
+    (package / "Classes" / "Stamps.yaml").write_text(
+        "Namespaces:\n  =: t.full\n  res: io.murano\nName: Stamps\nExtends: res:Application\n"
+        "Properties:\n  stamps:\n    Contract: [$.string()]\n    Usage: Out\n"
+        "Methods:\n  deploy:\n    Body:\n      - $.stamps: range(300).select(randomName())\n")
+    model = {"?": {"id": "e" * 32, "type": "io.murano.Environment"}, "name": "full",
+             "applications": [{"?": {"id": "a" * 32, "type": "t.full.Stamps"}}]}
+    (tmp_path / "model.json").write_text(json.dumps(model))
+    command = [sys.executable, "-m", "murano_engine.cli.main", "deploy",
+               str(tmp_path / "model.json"), "-l", str(REPO / "meta"), "-l",
+               str(tmp_path / "packages"), "--state", str(tmp_path / "state.json")]
+
+    def small_disk() -> None:
+        import resource
+        import signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit: EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, resource.RLIM_INFINITY))
+
+    stopped = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                             preexec_fn=small_disk, cwd=tmp_path)  # noqa: PLW1509
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    assert re.search(r"^error: the journal could not record step \S*\|name\|\|\d+: ",
+                     stopped.stderr, re.MULTILINE), stopped.stderr
+    assert "Run the same command to carry on" in stopped.stderr
+    assert not (tmp_path / "state.json").exists()
+
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "resuming the run interrupted earlier" in done.stdout
+    replayed = re.search(r"(\d+) step\(s\) came from the journal", done.stdout)
+    assert replayed and int(replayed[1]) >= 100, done.stdout  # recorded before the stop
+    state = json.loads((tmp_path / "state.json").read_text())
+    stamps = state["Objects"]["applications"][0]["stamps"]
+    assert len(set(stamps)) == 300
