@@ -12,11 +12,13 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import jsonpatch
 from sqlalchemy import bindparam, func, select, update
+from sqlalchemy.exc import IntegrityError
 
 from murano_engine.api.auth import Context
 from murano_engine.api.errors import BadRequest, Conflict, Forbidden, NotFound
@@ -30,6 +32,8 @@ BUSY = ("deploying", "deleting")
 #: the ``entity`` (and level) of status rows that hold a deployment's steps, not reports
 STEP = "step"
 MODEL_PATCH_DENIED = ("?", "services")
+#: the ids the engine gives its reports (:func:`store_report`)
+REPORT_ID = re.compile("[0-9a-f]{32}")
 
 
 # -- model helpers ---------------------------------------------------------------
@@ -524,9 +528,11 @@ def steps(store: db.Store, context: Context, env_id: str, task_id: str) -> list[
 
 def add_status(session: db.DbSession, task_id: str, text: str, level: str = "info",
                entity_id: str | None = None, details: str | None = None,
-               timestamp: str | None = None, entity: str = "environment") -> None:
-    session.add(db.Status(task_id=task_id, entity_id=storable(entity_id), entity=entity,
-                          text=storable(text), level=level, details=storable(details),
+               timestamp: str | None = None, entity: str = "environment",
+               status_id: str | None = None) -> None:
+    session.add(db.Status(id=status_id or db.new_id(), task_id=task_id,
+                          entity_id=storable(entity_id), entity=entity, text=storable(text),
+                          level=level, details=storable(details),
                           timestamp=storable(timestamp)))
 
 
@@ -666,21 +672,34 @@ def action_result(store: db.Store, context: Context, env_id: str, task_id: str) 
 # -- results from the engine -----------------------------------------------------
 
 def store_report(store: db.Store, task_id: str, report: Mapping[str, Any]) -> None:
-    """Keep one status report of a running task."""
-    with store.write() as session:
-        task = session.get(db.Task, task_id)
-        if task is None:
-            return
-        entity_id = report.get("id")
-        if is_step(report):
-            add_status(session, task_id, str(report["step"].get("name") or ""), STEP,
-                       entity_id=entity_id, details=json.dumps(report["step"]),
-                       timestamp=str(report.get("timestamp") or ""), entity=STEP)
-            return
-        add_status(session, task_id, str(report.get("text") or ""),
-                   str(report.get("level") or "info"), entity_id=entity_id,
-                   details=report.get("details"), timestamp=str(report.get("timestamp") or ""),
-                   entity="environment" if entity_id == task.environment_id else "service")
+    """Keep one status report of a running task. A report with an id (``report_id``,
+    32 hex digits) is kept once however often it comes: a run resumed from its journal
+    sends again the reports it sent but did not record, with their ids."""
+    report_id = report.get("report_id")
+    if not (isinstance(report_id, str) and REPORT_ID.fullmatch(report_id)):
+        report_id = None
+    try:
+        with store.write() as session:
+            task = session.get(db.Task, task_id)
+            if task is None or (report_id is not None and session.get(db.Status, report_id)):
+                return
+            entity_id = report.get("id")
+            if is_step(report):
+                add_status(session, task_id, str(report["step"].get("name") or ""), STEP,
+                           entity_id=entity_id, details=json.dumps(report["step"]),
+                           timestamp=str(report.get("timestamp") or ""), entity=STEP,
+                           status_id=report_id)
+                return
+            add_status(session, task_id, str(report.get("text") or ""),
+                       str(report.get("level") or "info"), entity_id=entity_id,
+                       details=report.get("details"),
+                       timestamp=str(report.get("timestamp") or ""),
+                       entity="environment" if entity_id == task.environment_id else "service",
+                       status_id=report_id)
+    except IntegrityError:
+        if report_id is None:
+            raise
+        # the same report stored at the same moment by another delivery of it
 
 
 def process_result(store: db.Store, task_id: str, result: Mapping[str, Any],

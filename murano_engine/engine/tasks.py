@@ -18,6 +18,7 @@ Status reports go to ``reporter`` as they happen.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -56,17 +57,23 @@ def run_task(task: Mapping[str, Any], loader: PackageLoader, *,
 
 def _journaled(reporter: Reporter | None, outside: Journal | None) -> Reporter | None:
     """Reports as journal steps: one a resumed run recorded is not sent again, and one
-    that cannot be stored stops the run (:class:`RecordingFailed`), as a step would."""
+    that cannot be stored stops the run (:class:`RecordingFailed`), as a step would.
+
+    Each report carries an id (``report_id``) recorded before it is sent: a run that
+    sent it and died before recording so sends it again with that id, and the API
+    keeps one report of each id (:func:`murano_engine.api.environments.store_report`).
+    """
     if reporter is None or outside is None:
         return reporter
 
-    def send(entry: Mapping[str, Any]) -> None:
+    def send(entry: Mapping[str, Any], report_id: str) -> None:
         try:
-            reporter(entry)
+            reporter({**entry, "report_id": report_id})
         except Exception as exc:
             raise RecordingFailed(f"a status report could not be stored: {exc}") from exc
 
-    return lambda entry: outside.value("report", "", lambda: send(entry))
+    return lambda entry: outside.effect("report", "", lambda: secrets.token_hex(16),
+                                        lambda report_id: send(entry, report_id))
 
 
 def _run(task: Mapping[str, Any], loader: PackageLoader, reporter: Reporter | None,

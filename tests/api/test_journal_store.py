@@ -172,3 +172,68 @@ def test_rows_edited_moved_removed_or_from_another_task_are_refused(store: db.St
         session.execute(delete(db.JournalEntry).where(db.JournalEntry.task_id == task_id,
                                                       db.JournalEntry.seq == 1))
     refused(2)
+
+
+class _Crash(BaseException):
+    """Stands for the process dying."""
+
+
+class _DiesAfterFirstReport(DbJournalStore):
+    """A journal that dies as it records the end of the run's first report: the report
+    was stored, its end was not recorded."""
+
+    def append(self, entry: dict) -> None:
+        if "|report|" in entry["k"] and entry["t"] == "end":
+            raise _Crash
+        super().append(entry)
+
+
+def test_a_report_a_resumed_run_sends_again_is_kept_once(store: db.Store,
+                                                         tmp_path: Path) -> None:
+    from murano_engine.dsl.packages import PackageLoader
+    from murano_engine.engine.interpreter import build_interpreter
+    from murano_engine.engine.tasks import run_task
+    from tests.dsl.dsl_helpers import class_text, write_package
+
+    write_package(tmp_path, "t.rep", {"Code": class_text("t.rep", "Code", """
+        Methods:
+          run:
+            Scope: Public
+            Body:
+              - $reporter: new(sys:StatusReporter)
+              - $reporter.report($this, one)
+              - $reporter.report($this, two)
+        """, sys="io.murano.system")})
+    loader = PackageLoader([Path(__file__).resolve().parents[2] / "meta", tmp_path],
+                           build_interpreter())
+    task_id = new_task(store)
+    task = {"id": "e1", "model": {"Objects": {"?": {"id": "e1", "type": "t.rep.Code"}}},
+            "action": {"object_id": "e1", "method": "run"}}
+
+    def reporter(report: dict) -> None:
+        environments.store_report(store, task_id, report)
+
+    with pytest.raises(_Crash):
+        run_task(task, loader, reporter=reporter,
+                 outside=Journal(_DiesAfterFirstReport(store, task_id)))
+    result = run_task(task, loader, reporter=reporter,
+                      outside=Journal(DbJournalStore(store, task_id)))
+    assert not result["action"]["isException"], result
+    with store.read() as session:
+        texts = list(session.scalars(select(db.Status.text)
+                                     .where(db.Status.task_id == task_id)))
+    assert sorted(texts) == ["one", "two"]
+
+
+def test_reports_are_kept_once_by_their_id_and_ids_not_the_engines_are_ignored(
+        store: db.Store) -> None:
+    task_id = new_task(store)
+    for report_id in ["a" * 32, "a" * 32, "b" * 32, "not an id", None, "x" * 32, 7]:
+        environments.store_report(store, task_id, {"text": str(report_id),
+                                                    "report_id": report_id})
+    with store.read() as session:
+        kept = sorted(session.execute(select(db.Status.text, db.Status.id)
+                                      .where(db.Status.task_id == task_id)).all())
+    assert [text for text, _ in kept] == ["7", "None", "a" * 32, "b" * 32, "not an id",
+                                          "x" * 32]
+    assert dict(kept)["a" * 32] == "a" * 32
