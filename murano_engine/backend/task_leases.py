@@ -29,8 +29,8 @@ def claim(store: db.Store, task_id: str, holder: str, seconds: float) -> bool:
     """Take the unfinished task ``task_id`` for ``holder`` for ``seconds``, if no lease on
     it is running (not even the holder's own: it runs the task already); whether it was
     taken."""
-    now = db.now()
     with store.write() as session:
+        now = _locked_now(session)
         taken = session.execute(
             update(db.Task)
             .where(db.Task.id == task_id, db.Task.finished.is_(None),
@@ -50,7 +50,7 @@ def renew(store: db.Store, holder: str, task_ids: Iterable[str], seconds: float)
         session.execute(
             update(db.Task)
             .where(db.Task.id.in_(wanted), db.Task.worker == holder)
-            .values(lease_until=db.now() + dt.timedelta(seconds=seconds))
+            .values(lease_until=_locked_now(session) + dt.timedelta(seconds=seconds))
             .execution_options(synchronize_session=False))
         holders = session.execute(select(db.Task.id, db.Task.worker)
                                   .where(db.Task.id.in_(wanted)))
@@ -68,8 +68,16 @@ def expire_soon(store: db.Store, holder: str, task_ids: Iterable[str], seconds: 
             update(db.Task)
             .where(db.Task.id.in_(wanted), db.Task.worker == holder,
                    db.Task.finished.is_(None))
-            .values(lease_until=db.now() + dt.timedelta(seconds=seconds))
+            .values(lease_until=_locked_now(session) + dt.timedelta(seconds=seconds))
             .execution_options(synchronize_session=False))
+
+
+def _locked_now(session: db.DbSession) -> dt.datetime:
+    """The time once ``session``'s transaction has begun: SQLite's write transaction waits
+    for the database's lock as it begins (seconds, under load), and a lease computed
+    before that wait would be written shorter than asked, or over already."""
+    session.connection()
+    return db.now()
 
 
 def orphaned(store: db.Store, seconds: float) -> list[tuple[str, str | None]]:

@@ -142,3 +142,32 @@ def test_a_stopping_api_keeps_renewing_what_still_runs_then_shortens_it(
     with store.read() as session:
         left = session.get(db.Task, task_id).lease_until - db.now()
     assert dt.timedelta(0) < left <= dt.timedelta(seconds=STOPPING_LEASE)
+
+
+def test_a_lease_runs_from_when_it_is_written_not_from_a_wait_for_the_lock(
+        tmp_path) -> None:
+    # Another writer holds SQLite's lock for longer than the lease: the claim waits for
+    # it, and the lease it writes still runs for its length after that.
+    store = db.Store(f"sqlite:///{tmp_path}/leases.sqlite")
+    db.upgrade(store.engine)
+    task_id = new_task(store)
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_lock() -> None:
+        with store.write() as session:
+            session.execute(update(db.Task).where(db.Task.id == "none").values(worker="x"))
+            locked.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold_the_lock)
+    holder.start()
+    locked.wait(10)
+    threading.Timer(1.5, release.set).start()
+    try:
+        assert task_leases.claim(store, task_id, "a", 1)
+        assert not task_leases.claim(store, task_id, "b", 1)  # a's lease still runs
+        assert _orphaned(store, task_id) == []
+    finally:
+        release.set()
+        holder.join()
+        store.engine.dispose()
