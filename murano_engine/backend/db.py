@@ -321,12 +321,16 @@ def downgrade(engine: Engine, revision: str) -> None:
         command.downgrade(config, revision)
 
 
-def take_task(store: Store, task_id: str, worker: str) -> bool:
-    """Note that ``worker`` runs the task; False when there is nothing to run (its
-    result is stored already, or its environment was deleted)."""
+def take_task(store: Store, task_id: str, worker: str, again: bool = False) -> bool:
+    """Note that ``worker`` runs the task (its journal then records for that worker only,
+    see :class:`murano_engine.backend.journal_store.DbJournalStore`); False when there is
+    nothing to run: its result is stored already, its environment was deleted or (taken
+    ``again`` by a worker that took it before) another worker took it since."""
     with store.write() as session:
-        task = session.get(Task, task_id)
+        task = session.get(Task, task_id, with_for_update=True)
         if task is None or task.finished is not None:
+            return False
+        if again and task.worker not in (None, worker):
             return False
         task.worker = worker
         return True

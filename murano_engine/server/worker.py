@@ -35,7 +35,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 
 from murano_common.options import Values
 from murano_engine.backend import db
-from murano_engine.backend.journal_store import DbJournalStore
+from murano_engine.backend.journal_store import DbJournalStore, LeaseLost
 from murano_engine.backend.package_loader import CatalogLoader
 from murano_engine.backend.settings import SCHEMA, ConfigError, Settings, load_settings
 from murano_engine.backend.shares import ALL_TAKEN, SHARE_TAKEN, ProjectShares
@@ -354,6 +354,9 @@ class Worker(ConsumerMixin):
             try:
                 self._run_message_task(task, delivery, retried)
                 return True
+            except LeaseLost as exc:  # another worker has the task (the broker gave it on)
+                LOG.error("task %s stopped here: %s", task["task_id"], exc)
+                return True
             except RecordingFailed as exc:
                 pause = next(pauses)
                 LOG.error("task %s stopped: %s; it runs again from its journal in %g s",
@@ -375,9 +378,10 @@ class Worker(ConsumerMixin):
     def _run_message_task(self, task: dict[str, Any], delivery: int, retried: bool) -> None:
         task_id = task["task_id"]
         try:
-            if not db.take_task(self.store, task_id, self.name):
-                LOG.info("task %s is finished or its environment is gone; nothing to run",
-                         task_id)
+            # (run again, only while no other worker took the task meanwhile)
+            if not db.take_task(self.store, task_id, self.name, again=retried):
+                LOG.info("task %s is finished, its environment is gone or another worker "
+                         "runs it; nothing to run", task_id)
                 return
         except SQLAlchemyError as exc:  # the run then stops, and is tried again
             LOG.warning("task %s: the database is not reachable (%s)", task_id, exc)
@@ -401,7 +405,7 @@ class Worker(ConsumerMixin):
 
         started = time.monotonic()
         result = run_engine_task(self.store, self.settings, task, reporter, self.services,
-                                 begin)
+                                 begin, holder=self.name)
         self.send({"kind": "result", "task_id": task_id, "result": result})
         LOG.info("task %s for environment %s: %s %s in %.1f s", task_id, task.get("id"),
                  describe_action(task),

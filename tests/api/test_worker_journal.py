@@ -229,3 +229,31 @@ def test_a_worker_whose_database_goes_away_runs_the_task_on_once_it_answers(star
         f"record a step); "), taken
     assert texts[-1] == "Deployment finished"
     assert worker.poll() is None  # it goes on serving
+
+
+def test_a_worker_whose_task_another_worker_took_runs_no_step_more(start_api, database):
+    # The broker gives a task on when it takes its worker for dead (a connection cut); if
+    # that worker still runs, its journal refuses its next step once the task names the
+    # other worker, and it stops there, serving on.
+    api = start_api(database, broker=True)
+    worker = api.start_worker()
+    env_id, base, task_id = _deploy_stepper(api, steps=8, pause=1)
+    _wait("2 steps reported", lambda: sum(" step " in t for t in _texts(api, base, task_id))
+          >= 2)
+    store = db.Store(database)
+    try:
+        with store.write() as session:
+            session.execute(update(db.Task).where(db.Task.id == task_id)
+                            .values(worker="another-host:1"))
+    finally:
+        store.engine.dispose()
+    journaled = len(_journal(database, task_id))
+    time.sleep(3)  # three steps' time
+    assert len(_journal(database, task_id)) == journaled
+    steps = [t for t in _texts(api, base, task_id) if " step " in t]
+    assert 2 <= len(steps) <= 3, steps  # (one in flight as the task changed hands)
+    assert worker.poll() is None
+    log = (api.folder / "api.log").read_text()
+    assert f"task {task_id} stopped here: task {task_id} is no longer " \
+           f"{socket.gethostname()}:{worker.pid}'s: another-host:1 took it over" in log
+    assert api.ok("GET", f"/v1/environments/{env_id}")["status"] == "deploying"
