@@ -168,3 +168,27 @@ def test_a_task_whose_database_goes_away_goes_on_once_it_answers(start_api):
                             f"journal", again), again
         assert texts[-1] == "Deployment finished"
         assert _journal(url, task_id) == []
+
+
+@pytest.mark.parametrize("database", ["sqlite"], indirect=True)
+def test_a_second_sigterm_does_not_cut_the_stop_of_a_busy_run_short(start_api, database):
+    # The run counts for seconds between two steps (nothing outside the engine: it cannot
+    # be stopped before its next step). The API waits stop_grace (1 s) for it, leaves it
+    # with a short lease and exits; a second SIGTERM meanwhile changes nothing of that
+    # (it used to end the stop there, and the process then waited for the run).
+    first = start_api(database, engine={**LEASE, "stop_grace": "1"})
+    env_id, base, task_id = _deploy_stepper(first, steps=2, pause=0, busy=12)
+    _wait("a step reported", lambda: _steps(first, base, task_id))
+    started = time.monotonic()
+    first.process.terminate()
+    time.sleep(0.3)
+    first.process.terminate()
+    first.process.wait(timeout=60)
+    assert time.monotonic() - started < 3  # not the run's counting (about 3.5 s more)
+    assert first.process.returncode == 0
+    assert "1 tasks are unfinished" in (first.folder / "api.log").read_text()
+
+    second = start_api(database, engine=LEASE)
+    env = second.wait_env(env_id, timeout=90)
+    assert env["status"] == "ready"
+    assert _steps(second, base, task_id) == _all_steps(2)

@@ -60,7 +60,7 @@ def _wait(what: str, check: Any, timeout: float = 30) -> Any:
     raise TimeoutError(f"waited {timeout} s for {what}")
 
 
-def _deploy_stepper(api: Any, steps: int, pause: int) -> tuple[str, str, str]:
+def _deploy_stepper(api: Any, steps: int, pause: int, busy: int = 0) -> tuple[str, str, str]:
     """Deploy an environment holding one Stepper; its id, URL path and task id."""
     api.ok("POST", "/v1/catalog/packages", files={"p": ("p.zip", pack_folder(
         PACKAGES / "apitest"))})
@@ -69,7 +69,7 @@ def _deploy_stepper(api: Any, steps: int, pause: int) -> tuple[str, str, str]:
     sid = api.ok("POST", f"{base}/configure")["id"]
     api.ok("POST", f"{base}/services", headers={"X-Configuration-Session": sid},
            json={"?": {"type": "com.example.apitest.Stepper"}, "name": "stepper",
-                 "steps": steps, "pause": pause})
+                 "steps": steps, "pause": pause, "busy": busy})
     api.ok("POST", f"{base}/sessions/{sid}/deploy")
     task_id = api.ok("GET", f"{base}/deployments")["deployments"][0]["id"]
     return env["id"], base, task_id
