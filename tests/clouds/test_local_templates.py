@@ -331,3 +331,25 @@ def test_bad_update_leaves_the_stack_as_it_was(cloud, environment):
 def test_stack_names_are_checked(cloud):
     with pytest.raises(TemplateError, match="stack name '../etc'"):
         cloud.create("../etc", hot({"net": NET}))
+
+
+def test_resource_records_of_any_name_length_are_kept_and_dropped(tmp_path):
+    # Heat takes resource names of any length; a record's file name does not grow with it
+    # (file names end at 255 bytes), and each record stays its own.
+    import threading
+
+    from murano_engine.clouds.local.resource import ResourceRecord
+    from murano_engine.clouds.local.stack import StackFiles, StackState
+
+    files = StackFiles(tmp_path, threading.RLock())
+    stack = StackState(name="s", id="1", status="CREATE_COMPLETE", reason="", created="now")
+    keys = ["short", "h" * 300, "h" * 300 + "-2", "é" * 200, "a/b~c"]
+    for key in keys:
+        stack.resources[key] = ResourceRecord(name=key, type="OS::Heat::None")
+        files.save_stack(stack)
+        files.save_record(stack, "resources", key)
+    assert all(len(p.name) < 255 for p in (tmp_path / "s" / "resources").iterdir())
+    assert sorted(files.load("s").resources) == sorted(keys)
+    del stack.resources["h" * 300]
+    files.save_record(stack, "resources", "h" * 300)
+    assert sorted(files.load("s").resources) == sorted(set(keys) - {"h" * 300})

@@ -5,6 +5,7 @@ Every file is replaced atomically (written aside, then renamed).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -82,6 +83,20 @@ class StackState:
         return cls(**data)
 
 
+#: the longest resource key kept as its own file name (quoted); file names end at 255 bytes
+LONGEST_FILE_KEY = 120
+
+
+def _record_file(key: str) -> str:
+    """The file name of resource ``key``'s record: the key quoted, or for a long one (Heat
+    takes resource names of any length) its start and a digest of the whole."""
+    quoted = quote(key, safe="")
+    if len(quoted) <= LONGEST_FILE_KEY:
+        return f"{quoted}.json"
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+    return f"{quote(key[:40], safe='')[:LONGEST_FILE_KEY]}~{digest}.json"
+
+
 class StackFiles:
     """Stack folders: ``<name>/stack.json`` plus one file per resource record
     (``resources/`` and ``replaced/``), so a resource step rewrites only its own."""
@@ -121,7 +136,7 @@ class StackFiles:
     def save_record(self, stack: StackState, section: str, key: str) -> None:
         """Write one record of ``stack.resources`` or ``stack.replaced`` (or drop its
         file when the record is gone)."""
-        path = self.folder / stack.name / section / f"{quote(key, safe='')}.json"
+        path = self.folder / stack.name / section / _record_file(key)
         with self._lock:
             record = getattr(stack, section).get(key)
             entry = None if record is None else {"key": key, "record": record.to_json()}
