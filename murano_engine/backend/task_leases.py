@@ -41,8 +41,10 @@ def claim(store: db.Store, task_id: str, holder: str, seconds: float) -> bool:
 
 
 def renew(store: db.Store, holder: str, task_ids: Iterable[str], seconds: float) -> set[str]:
-    """Extend ``holder``'s leases on ``task_ids`` by ``seconds`` from now; the ids of those
-    another holder has taken over (a task deleted with its environment is not one)."""
+    """Make ``holder``'s leases on ``task_ids`` end ``seconds`` from now (extended while
+    their tasks run; shortened as the process is about to end, so another takes them over
+    that much sooner); the ids of those another holder has taken over (a task deleted
+    with its environment is not one)."""
     wanted = set(task_ids)
     if not wanted:
         return set()
@@ -55,21 +57,6 @@ def renew(store: db.Store, holder: str, task_ids: Iterable[str], seconds: float)
         holders = session.execute(select(db.Task.id, db.Task.worker)
                                   .where(db.Task.id.in_(wanted)))
         return {task_id for task_id, worker in holders if worker != holder}
-
-
-def expire_soon(store: db.Store, holder: str, task_ids: Iterable[str], seconds: float) -> None:
-    """Shorten ``holder``'s leases on ``task_ids`` to ``seconds`` from now: the process is
-    about to end, and another may take its tasks over that much sooner."""
-    wanted = set(task_ids)
-    if not wanted:
-        return
-    with store.write() as session:
-        session.execute(
-            update(db.Task)
-            .where(db.Task.id.in_(wanted), db.Task.worker == holder,
-                   db.Task.finished.is_(None))
-            .values(lease_until=_locked_now(session) + dt.timedelta(seconds=seconds))
-            .execution_options(synchronize_session=False))
 
 
 def _locked_now(session: db.DbSession) -> dt.datetime:

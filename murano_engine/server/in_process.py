@@ -172,7 +172,7 @@ class LocalDispatcher:
         try:
             environments.store_report(self.store, task_id, {"text": text, "level": "info",
                                                             "timestamp": time.time()})
-            task_leases.expire_soon(self.store, self.name, [task_id], STOPPING_LEASE)
+            task_leases.renew(self.store, self.name, [task_id], STOPPING_LEASE)
         except SQLAlchemyError as exc:  # its lease then runs out at its usual end
             LOG.warning("task %s: %s", task_id, exc)
 
@@ -271,7 +271,7 @@ class LocalDispatcher:
         running = self._running()
         if running:
             try:
-                task_leases.expire_soon(self.store, self.name, running, STOPPING_LEASE)
+                task_leases.renew(self.store, self.name, running, STOPPING_LEASE)
             except SQLAlchemyError as exc:
                 LOG.warning("could not shorten the leases of tasks %s: %s", sorted(running),
                             exc)
