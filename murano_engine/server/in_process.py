@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
@@ -43,6 +44,16 @@ PAUSED_RETRY = 1.0
 DATABASE_AWAY = (RecordingFailed, OperationalError, InterfaceError)
 
 
+@dataclass
+class _Held:
+    """A task this process claimed and has not finished."""
+
+    run: Future | None = None  # its run, waiting for a thread or going on
+    journal: Journal | None = None  # the journal of its run going on
+    lost: bool = False  # another process took it over
+    paused: bool = False  # its run stopped as the database went away: resumed here
+
+
 class LocalDispatcher:
     """Runs each task in a thread of the API process, under a lease."""
 
@@ -56,11 +67,7 @@ class LocalDispatcher:
         self.services = EngineServices(settings)
         self.static = StaticActions(store, settings, self.services)
         self._lock = threading.Lock()
-        self._held: set[str] = set()  # the tasks this process claimed and has not finished
-        self._journals: dict[str, Journal] = {}  # of the runs going on
-        self._queued: dict[str, Future] = {}  # the runs of the tasks held, by task
-        self._lost: set[str] = set()  # tasks held here that another process took over
-        self._paused: set[str] = set()  # held, their runs stopped as the database went away
+        self._held: dict[str, _Held] = {}  # by task id
         self._stopping = threading.Event()  # no task is taken any more
         self._closed = threading.Event()  # the leases are no longer renewed
         self._renewed = time.monotonic()  # when the leases were last renewed
@@ -73,15 +80,16 @@ class LocalDispatcher:
 
     def _start(self, task: dict[str, Any], *resumed: Any) -> None:
         task_id = task["task_id"]
-        future = self.pool.submit(self._run, task, *resumed)
         with self._lock:
-            self._queued[task_id] = future
-        future.add_done_callback(lambda done: self._unqueue(task_id, done))
-
-    def _unqueue(self, task_id: str, future: Future) -> None:
-        with self._lock:
-            if self._queued.get(task_id) is future:
-                del self._queued[task_id]
+            held = self._held.get(task_id)
+            if held is None:  # handed on by close() meanwhile
+                return
+            try:
+                held.run = self.pool.submit(self._run, task, *resumed)
+                return
+            except RuntimeError:  # the pool was shut down: the process stops
+                del self._held[task_id]
+        self._leave(task_id)
 
     def _claim(self, task_id: str) -> bool:
         with self._lock:
@@ -90,7 +98,7 @@ class LocalDispatcher:
             if not task_leases.claim(self.store, task_id, self.name, self.settings.task_lease):
                 LOG.info("task %s is finished or held by another process", task_id)
                 return False
-            self._held.add(task_id)
+            self._held[task_id] = _Held()
             return True
 
     def _run(self, task: dict[str, Any], taken_over: bool = False,
@@ -122,13 +130,14 @@ class LocalDispatcher:
             LOG.error("task %s stopped here: %s", task_id, exc)
         except DATABASE_AWAY as exc:  # neither failed nor handed on: resumed here later
             with self._lock:
-                if task_id not in self._lost and not self._stopping.is_set():
-                    self._paused.add(task_id)
+                held = self._held.get(task_id)
+                if held is not None and not held.lost and not self._stopping.is_set():
+                    held.paused = True
             LOG.error("task %s stopped: the database did not answer (%s); it resumes from "
                       "its journal once the database answers", task_id, exc)
         except Cancelled:  # the process stops: the task goes on in the next one
             with self._lock:  # (first: the keeper must not renew the lease _leave shortens)
-                self._held.discard(task_id)
+                self._held.pop(task_id, None)
             self._leave(task_id)
         except Exception:  # noqa: BLE001 - never leave an environment taken
             LOG.exception("task %s failed in the API process", task_id)
@@ -136,10 +145,11 @@ class LocalDispatcher:
                                        holder=self.name)
         finally:
             with self._lock:
-                if task_id not in self._paused:
-                    self._held.discard(task_id)
-                self._journals.pop(task_id, None)
-                self._lost.discard(task_id)
+                held = self._held.get(task_id)
+                if held is not None:
+                    held.journal = held.run = None
+                    if not held.paused:
+                        del self._held[task_id]
 
     def _journaled(self, task_id: str) -> Callable[[Journal], None]:
         """Keeps the run's journal, to stop the run at its next step when the process
@@ -147,7 +157,7 @@ class LocalDispatcher:
         def keep(journal: Journal) -> None:
             journal.fence = lambda: self._fence(task_id)
             with self._lock:
-                self._journals[task_id] = journal
+                self._held[task_id].journal = journal
             if self._stopping.is_set():
                 journal.cancel()
         return keep
@@ -156,7 +166,8 @@ class LocalDispatcher:
         """Stop a run before its next step once another process took its task over, or
         may have (this one could not renew its leases for most of a lease: it was frozen,
         or the database was away)."""
-        if task_id in self._lost:
+        held = self._held.get(task_id)
+        if held is not None and held.lost:
             raise LeaseLost(f"another process took task {task_id} over from {self.name}")
         late = time.monotonic() - self._renewed
         if late > self.settings.task_lease * 0.75:
@@ -189,7 +200,7 @@ class LocalDispatcher:
             except SQLAlchemyError as exc:  # the database is away: tried again next round
                 LOG.warning("task leases: the database is not reachable (%s)", exc)
             interval = self.settings.task_lease / 4
-            if self._paused:  # runs wait for the database: look again soon
+            if self._paused():  # runs wait for the database: look again soon
                 interval = min(interval, PAUSED_RETRY)
             if self._closed.wait(interval):
                 return
@@ -199,7 +210,9 @@ class LocalDispatcher:
         lost = task_leases.renew(self.store, self.name, self._running(),
                                  self.settings.task_lease)
         with self._lock:
-            self._lost |= lost
+            for task_id in lost:
+                if task_id in self._held:
+                    self._held[task_id].lost = True
         for task_id in lost:
             LOG.error("task %s: another process took it over while this one still runs it "
                       "(its lease was not renewed in time); the run stops at its next step",
@@ -207,23 +220,28 @@ class LocalDispatcher:
         self._renewed = asked
 
     def _running(self) -> set[str]:
-        """The tasks this process holds: running, or waiting for a thread."""
+        """The tasks this process holds: running, waiting for a thread or for the
+        database."""
         with self._lock:
             return set(self._held)
+
+    def _paused(self) -> list[str]:
+        """The tasks whose runs wait for the database."""
+        with self._lock:
+            return sorted(task_id for task_id, held in self._held.items() if held.paused)
 
     def _resume_paused(self) -> None:
         """Run again, from their journals, the tasks whose runs stopped as the database
         went away (the database answered the renewal just made)."""
-        with self._lock:
-            paused = sorted(self._paused)
-        for task_id in paused:
+        for task_id in self._paused():
             if self._stopping.is_set():
                 return
             task = environments.stored_task(self.store, task_id)
             with self._lock:
-                self._paused.discard(task_id)
-                if task is None or task_id in self._lost:  # finished, deleted, taken over
-                    self._held.discard(task_id)
+                held = self._held[task_id]
+                held.paused = False
+                if task is None or held.lost:  # finished, deleted, taken over
+                    del self._held[task_id]
                     continue
             LOG.info("task %s: the database answers again; resumed from its journal",
                      task_id)
@@ -250,15 +268,15 @@ class LocalDispatcher:
         ``grace`` is left to it too, once its shortened lease runs out (the caller then
         ends the process without waiting for its thread)."""
         self._stopping.set()
-        with self._lock:
-            queued = dict(self._queued)
         self.pool.shutdown(wait=False, cancel_futures=True)
-        never_run = {task_id for task_id, future in queued.items() if future.cancelled()}
         with self._lock:
-            journals = list(self._journals.values())
-            never_run |= self._paused  # (their runs stopped already)
-            self._paused.clear()
-            self._held -= never_run
+            # the tasks whose runs never started, or stopped already (paused)
+            never_run = {task_id for task_id, held in self._held.items()
+                         if held.paused or (held.run is not None and held.run.cancelled())}
+            journals = [held.journal for task_id, held in self._held.items()
+                        if held.journal is not None and task_id not in never_run]
+            for task_id in never_run:
+                del self._held[task_id]
         for journal in journals:
             journal.cancel()
         for task_id in sorted(never_run):
