@@ -16,7 +16,7 @@ import pytest
 
 from murano_engine.backend import db
 from tests.api.conftest import throwaway_pg_database
-from tests.api.test_worker_journal import _deploy_stepper, _journal, _texts, _wait
+from tests.api.test_worker_journal import _deploy_stepper, _journal, _steps, _texts, _wait
 from tests.databases import database_away
 
 LEASE = {"task_lease": "2", "stop_grace": "1"}
@@ -31,10 +31,6 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         return
     with throwaway_pg_database() as url:
         yield url
-
-
-def _steps(api, base: str, task_id: str) -> list[str]:
-    return [t for t in _texts(api, base, task_id) if " step " in t]
 
 
 def _took_over(api, base: str, task_id: str) -> list[str]:

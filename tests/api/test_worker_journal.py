@@ -50,6 +50,11 @@ def _texts(api: Any, base: str, task_id: str) -> list[str]:
     return [r["text"] for r in api.ok("GET", f"{base}/deployments/{task_id}")["reports"]]
 
 
+def _steps(api: Any, base: str, task_id: str) -> list[str]:
+    """The Stepper's step reports of the task, in order."""
+    return [t for t in _texts(api, base, task_id) if " step " in t]
+
+
 def _wait(what: str, check: Any, timeout: float = 30) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -93,7 +98,7 @@ def test_killed_worker_task_resumes_from_its_journal(start_api, database):
     _kill(first)
     before = _journal(database, task_id)
     steps = sum(1 for e in before if e["t"] != "begin")
-    sent = [t for t in _texts(api, base, task_id) if " step " in t]
+    sent = _steps(api, base, task_id)
     assert 3 <= len(sent) < 6, sent
 
     second = api.start_worker()
@@ -118,10 +123,9 @@ def test_a_tampered_journal_fails_the_task_and_runs_nothing(start_api, database)
     api = start_api(database, broker=True)
     first = api.start_worker()
     env_id, base, task_id = _deploy_stepper(api, steps=6, pause=1)
-    _wait("2 steps reported", lambda: sum(" step " in t for t in _texts(api, base, task_id))
-          >= 2)
+    _wait("2 steps reported", lambda: len(_steps(api, base, task_id)) >= 2)
     _kill(first)
-    sent = [t for t in _texts(api, base, task_id) if " step " in t]
+    sent = _steps(api, base, task_id)
     entries = _journal(database, task_id)
     seq = max(n for n, e in enumerate(entries) if e["t"] == "end" and "|report|" in e["k"])
     store = db.Store(database)
@@ -139,7 +143,7 @@ def test_a_tampered_journal_fails_the_task_and_runs_nothing(start_api, database)
     deployment = api.ok("GET", f"{base}/deployments")["deployments"][0]
     assert deployment["state"] == "completed_w_errors"
     assert deployment["result"]["result"]["message"] == reason
-    assert [t for t in _texts(api, base, task_id) if " step " in t] == sent  # none ran
+    assert _steps(api, base, task_id) == sent  # none ran
     assert env["acquired_by"] is None
 
 
@@ -212,8 +216,7 @@ def test_a_worker_whose_database_goes_away_runs_the_task_on_once_it_answers(star
     api = start_api(database, broker=True)
     worker = api.start_worker()
     env_id, base, task_id = _deploy_stepper(api, steps=5, pause=1)
-    _wait("2 steps reported", lambda: sum(" step " in t for t in _texts(api, base, task_id))
-          >= 2)
+    _wait("2 steps reported", lambda: len(_steps(api, base, task_id)) >= 2)
     with database_away(database):
         time.sleep(2.5)
     env = api.wait_env(env_id, timeout=60)
@@ -238,8 +241,7 @@ def test_a_worker_whose_task_another_worker_took_runs_no_step_more(start_api, da
     api = start_api(database, broker=True)
     worker = api.start_worker()
     env_id, base, task_id = _deploy_stepper(api, steps=8, pause=1)
-    _wait("2 steps reported", lambda: sum(" step " in t for t in _texts(api, base, task_id))
-          >= 2)
+    _wait("2 steps reported", lambda: len(_steps(api, base, task_id)) >= 2)
     store = db.Store(database)
     try:
         with store.write() as session:
@@ -250,7 +252,7 @@ def test_a_worker_whose_task_another_worker_took_runs_no_step_more(start_api, da
     journaled = len(_journal(database, task_id))
     time.sleep(3)  # three steps' time
     assert len(_journal(database, task_id)) == journaled
-    steps = [t for t in _texts(api, base, task_id) if " step " in t]
+    steps = _steps(api, base, task_id)
     assert 2 <= len(steps) <= 3, steps  # (one in flight as the task changed hands)
     assert worker.poll() is None
     log = (api.folder / "api.log").read_text()
