@@ -325,7 +325,7 @@ def take_task(store: Store, task_id: str, worker: str, again: bool = False) -> b
     """Note that ``worker`` runs the task (its journal then records for that worker only,
     see :class:`murano_engine.backend.journal_store.DbJournalStore`); False when there is
     nothing to run: its result is stored already, its environment was deleted or (taken
-    ``again`` by a worker that took it before) another worker took it since."""
+    ``again`` by the worker that took it last time) another worker took it since."""
     with store.write() as session:
         task = session.get(Task, task_id, with_for_update=True)
         if task is None or task.finished is not None:

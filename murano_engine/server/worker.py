@@ -348,19 +348,26 @@ class Worker(ConsumerMixin):
         """Run a task (the ``delivery``-th time it is handed out), unless its result is
         in; a run that could not record a step is run again from its journal after a
         pause. False when the worker stopped before the task ended."""
+        task_id = task["task_id"]
         pauses = itertools.chain(RETRY_PAUSES, itertools.repeat(RETRY_PAUSES[-1]))
-        retried = False
+        taken = retried = False
         while True:
             try:
+                # taken again only while no other worker took it meanwhile
+                if not db.take_task(self.store, task_id, self.name, again=taken):
+                    LOG.info("task %s is finished, its environment is gone or another "
+                             "worker runs it; nothing to run", task_id)
+                    return True
+                taken = True
                 self._run_message_task(task, delivery, retried)
                 return True
             except LeaseLost as exc:  # another worker has the task (the broker gave it on)
-                LOG.error("task %s stopped here: %s", task["task_id"], exc)
+                LOG.error("task %s stopped here: %s", task_id, exc)
                 return True
-            except RecordingFailed as exc:
+            except (RecordingFailed, SQLAlchemyError) as exc:
                 pause = next(pauses)
                 LOG.error("task %s stopped: %s; it runs again from its journal in %g s",
-                          task["task_id"], exc, pause)
+                          task_id, exc, pause)
                 if not self._pause(pause):
                     return False
                 retried = True
@@ -377,14 +384,6 @@ class Worker(ConsumerMixin):
 
     def _run_message_task(self, task: dict[str, Any], delivery: int, retried: bool) -> None:
         task_id = task["task_id"]
-        try:
-            # (run again, only while no other worker took the task meanwhile)
-            if not db.take_task(self.store, task_id, self.name, again=retried):
-                LOG.info("task %s is finished, its environment is gone or another worker "
-                         "runs it; nothing to run", task_id)
-                return
-        except SQLAlchemyError as exc:  # the run then stops, and is tried again
-            LOG.warning("task %s: the database is not reachable (%s)", task_id, exc)
 
         def reporter(report: dict[str, Any]) -> None:
             self.send({"kind": "report", "task_id": task_id, "report": report})
