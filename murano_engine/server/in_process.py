@@ -75,7 +75,15 @@ class LocalDispatcher:
         self._keeper.start()
 
     def submit(self, task: dict[str, Any]) -> None:
-        if self._claim(task["task_id"]):
+        """Run a task the API stored; if the database does not answer as it is claimed,
+        a keeper takes it over once it does (it was stored: it is not lost)."""
+        try:
+            claimed = self._claim(task["task_id"])
+        except SQLAlchemyError as exc:
+            LOG.warning("task %s waits for the database (%s); it is taken over once the "
+                        "database answers", task["task_id"], exc)
+            return
+        if claimed:
             self._start(task)
 
     def _start(self, task: dict[str, Any], *resumed: Any) -> None:
