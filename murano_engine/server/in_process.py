@@ -70,6 +70,7 @@ class LocalDispatcher:
         self._held: dict[str, _Held] = {}  # by task id
         self._stopping = threading.Event()  # no task is taken any more
         self._closed = threading.Event()  # the leases are no longer renewed
+        self._wake = threading.Event()  # the keeper looks again at once (a run paused)
         self._renewed = time.monotonic()  # when the leases were last renewed
         self._keeper = threading.Thread(target=self._keep, name="task leases", daemon=True)
         self._keeper.start()
@@ -141,6 +142,7 @@ class LocalDispatcher:
                 held = self._held.get(task_id)
                 if held is not None and not held.lost and not self._stopping.is_set():
                     held.paused = True
+            self._wake.set()  # the keeper then looks every PAUSED_RETRY
             LOG.error("task %s stopped: the database did not answer (%s); it resumes from "
                       "its journal once the database answers", task_id, exc)
         except Cancelled:  # the process stops: the task goes on in the next one
@@ -210,7 +212,9 @@ class LocalDispatcher:
             interval = self.settings.task_lease / 4
             if self._paused():  # runs wait for the database: look again soon
                 interval = min(interval, PAUSED_RETRY)
-            if self._closed.wait(interval):
+            self._wake.wait(interval)
+            self._wake.clear()
+            if self._closed.is_set():
                 return
 
     def _renew(self) -> None:
@@ -293,6 +297,7 @@ class LocalDispatcher:
         while self._running() and time.monotonic() < deadline:
             time.sleep(0.05)  # the keeper renews the leases meanwhile
         self._closed.set()
+        self._wake.set()
         self._keeper.join()
         running = self._running()
         if running:

@@ -340,7 +340,9 @@ class Worker(ConsumerMixin):
             # RabbitMQ's count of the earlier deliveries that no worker acknowledged.
             earlier = int((message.headers or {}).get("x-delivery-count") or 0)
             if not self.run_message_task(body["task"], earlier + 1):
-                message.requeue()  # the worker stops: another one takes the task on
+                # The worker stops: unacknowledged, the task goes back to the queue as its
+                # connection closes, for another worker (a requeue now would hand it back
+                # to this one first, and count a delivery more).
                 return
         message.ack()
 

@@ -259,3 +259,23 @@ def test_a_worker_whose_task_another_worker_took_runs_no_step_more(start_api, da
     assert f"task {task_id} stopped here: task {task_id} is no longer " \
            f"{socket.gethostname()}:{worker.pid}'s: another-host:1 took it over" in log
     assert api.ok("GET", f"/v1/environments/{env_id}")["status"] == "deploying"
+
+
+def test_a_worker_stopped_while_waiting_for_the_database_hands_its_task_on_once(
+        start_api, database):
+    # SIGTERM while its run waits for the database: the worker ends, and the task goes
+    # back to the queue once (one delivery counted), for the next worker.
+    api = start_api(database, broker=True)
+    first = api.start_worker()
+    env_id, base, task_id = _deploy_stepper(api, steps=4, pause=1)
+    _wait("2 steps reported", lambda: len(_steps(api, base, task_id)) >= 2)
+    with database_away(database):
+        time.sleep(2)
+        first.terminate()
+        first.wait(timeout=30)
+    api.start_worker()
+    env = api.wait_env(env_id, timeout=60)
+    assert env["status"] == "ready"
+    assert _steps(api, base, task_id) == [f"stepper step {n} of 4" for n in range(1, 5)]
+    taken = [t for t in _texts(api, base, task_id) if "took the task" in t]
+    assert taken[-1].endswith("(delivery 2 of at most 3)"), taken
