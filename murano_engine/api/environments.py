@@ -685,16 +685,15 @@ def store_report(store: db.Store, task_id: str, report: Mapping[str, Any]) -> No
                 return
             entity_id = report.get("id")
             if is_step(report):
-                add_status(session, task_id, str(report["step"].get("name") or ""), STEP,
-                           entity_id=entity_id, details=json.dumps(report["step"]),
-                           timestamp=str(report.get("timestamp") or ""), entity=STEP,
-                           status_id=report_id)
-                return
-            add_status(session, task_id, str(report.get("text") or ""),
-                       str(report.get("level") or "info"), entity_id=entity_id,
-                       details=report.get("details"),
-                       timestamp=str(report.get("timestamp") or ""),
-                       entity="environment" if entity_id == task.environment_id else "service",
+                text, level, details, entity = (str(report["step"].get("name") or ""), STEP,
+                                                 json.dumps(report["step"]), STEP)
+            else:
+                text, level, details = (str(report.get("text") or ""),
+                                        str(report.get("level") or "info"),
+                                        report.get("details"))
+                entity = "environment" if entity_id == task.environment_id else "service"
+            add_status(session, task_id, text, level, entity_id=entity_id, details=details,
+                       timestamp=str(report.get("timestamp") or ""), entity=entity,
                        status_id=report_id)
     except IntegrityError:
         if report_id is None:

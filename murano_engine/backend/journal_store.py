@@ -64,17 +64,12 @@ class DbJournalStore:
         # What a JSON column holds, as the journal file writes it (odd values as text).
         stored = json.loads(json.dumps(entry, default=str))
         with self._lock:
-            last = self._chain.last
-            digest = self._chain.seal(canonical(stored))
-            try:
-                with self.store.write() as session:
-                    if self.holder is not None:
-                        self._check_held(session)
-                    session.execute(insert(db.JournalEntry).values(
-                        task_id=self.task_id, seq=self._next, entry={**stored, "d": digest}))
-            except BaseException:
-                self._chain.last = last  # not appended: the chain goes on from before
-                raise
+            with self._chain.tentative(), self.store.write() as session:
+                digest = self._chain.seal(canonical(stored))
+                if self.holder is not None:
+                    self._check_held(session)
+                session.execute(insert(db.JournalEntry).values(
+                    task_id=self.task_id, seq=self._next, entry={**stored, "d": digest}))
             self._entries.append(stored)
             self._next += 1
 

@@ -33,6 +33,7 @@ line, so a run never replays what it did not record itself.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import hmac
@@ -42,7 +43,7 @@ import logging
 import os
 import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -103,6 +104,17 @@ class Chain:
         """The digest of the record ``body`` that follows the last one."""
         self.last = self._next(body)
         return self.last
+
+    @contextlib.contextmanager
+    def tentative(self) -> Iterator[None]:
+        """Records sealed in the block are taken back when it fails (they were not
+        stored): the chain goes on from the record before them."""
+        last = self.last
+        try:
+            yield
+        except BaseException:
+            self.last = last
+            raise
 
     def follows(self, body: bytes, digest: str) -> bool:
         """Whether ``digest`` is the one of ``body`` after the last record (then it is
@@ -496,18 +508,13 @@ class FileJournal:
     def append(self, entry: dict[str, Any]) -> None:
         """Write and sync ``entry``; OSError (the disk is full) leaves the file and the
         chain as they were before it."""
-        with self._lock:
-            last = self._chain.last
+        with self._lock, self._chain.tentative():
             line = _sealed(entry, self._chain)
-            try:
-                written = os.write(self._fd, line)
-                if written < len(line):  # the disk filled up in the middle of the line
-                    os.ftruncate(self._fd, os.fstat(self._fd).st_size - written)
-                    raise OSError(errno.ENOSPC, f"only {written} of {len(line)} bytes of "
-                                                f"the entry were written", str(self.path))
-            except BaseException:
-                self._chain.last = last
-                raise
+            written = os.write(self._fd, line)
+            if written < len(line):  # the disk filled up in the middle of the line
+                os.ftruncate(self._fd, os.fstat(self._fd).st_size - written)
+                raise OSError(errno.ENOSPC, f"only {written} of {len(line)} bytes of the "
+                                            f"entry were written", str(self.path))
             self._written += 1
             mine = self._written
         with self._syncs:
