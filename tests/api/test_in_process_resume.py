@@ -16,7 +16,14 @@ import pytest
 
 from murano_engine.backend import db
 from tests.api.conftest import throwaway_pg_database
-from tests.api.test_worker_journal import _deploy_stepper, _journal, _steps, _texts, _wait
+from tests.api.test_worker_journal import (
+    _all_steps,
+    _deploy_stepper,
+    _journal,
+    _steps,
+    _texts,
+    _wait,
+)
 from tests.databases import database_away
 
 LEASE = {"task_lease": "2", "stop_grace": "1"}
@@ -49,10 +56,6 @@ def _holder(database: str, task_id: str) -> str | None:
 def _name(api) -> str:
     """The pattern of an API process's name as a task's holder: host, pid and a token."""
     return f"murano-api {re.escape(socket.gethostname())}:{api.process.pid}:[0-9a-f]{{6}}"
-
-
-def _all_steps(count: int) -> list[str]:
-    return [f"stepper step {n} of {count}" for n in range(1, count + 1)]
 
 
 def test_a_killed_api_task_resumes_in_the_next_api(start_api, database):

@@ -55,6 +55,11 @@ def _steps(api: Any, base: str, task_id: str) -> list[str]:
     return [t for t in _texts(api, base, task_id) if " step " in t]
 
 
+def _all_steps(count: int) -> list[str]:
+    """The Stepper's step reports of a whole deployment of ``count`` steps."""
+    return [f"stepper step {n} of {count}" for n in range(1, count + 1)]
+
+
 def _wait(what: str, check: Any, timeout: float = 30) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -78,6 +83,15 @@ def _deploy_stepper(api: Any, steps: int, pause: int, busy: int = 0) -> tuple[st
     api.ok("POST", f"{base}/sessions/{sid}/deploy")
     task_id = api.ok("GET", f"{base}/deployments")["deployments"][0]["id"]
     return env["id"], base, task_id
+
+
+def _at_step_two(api: Any, steps: int) -> tuple[subprocess.Popen, str, str, str]:
+    """A worker deploying a Stepper of ``steps`` one-second steps, once it reported two:
+    the worker, and the environment's id, URL path and task id."""
+    worker = api.start_worker()
+    env_id, base, task_id = _deploy_stepper(api, steps=steps, pause=1)
+    _wait("2 steps reported", lambda: len(_steps(api, base, task_id)) >= 2)
+    return worker, env_id, base, task_id
 
 
 def _kill(worker: subprocess.Popen) -> None:
@@ -105,8 +119,7 @@ def test_killed_worker_task_resumes_from_its_journal(start_api, database):
     env = api.wait_env(env_id, timeout=60)
     texts = _texts(api, base, task_id)
     # The steps reported before the kill are not reported again; the rest once each.
-    assert [t for t in texts if " step " in t] == [f"stepper step {n} of 6"
-                                                   for n in range(1, 7)]
+    assert [t for t in texts if " step " in t] == _all_steps(6)
     taken = [t for t in texts if "took the task" in t]
     assert taken == [
         f"Worker {socket.gethostname()}:{first.pid} took the task",
@@ -121,9 +134,7 @@ def test_killed_worker_task_resumes_from_its_journal(start_api, database):
 
 def test_a_tampered_journal_fails_the_task_and_runs_nothing(start_api, database):
     api = start_api(database, broker=True)
-    first = api.start_worker()
-    env_id, base, task_id = _deploy_stepper(api, steps=6, pause=1)
-    _wait("2 steps reported", lambda: len(_steps(api, base, task_id)) >= 2)
+    first, env_id, base, task_id = _at_step_two(api, steps=6)
     _kill(first)
     sent = _steps(api, base, task_id)
     entries = _journal(database, task_id)
@@ -214,17 +225,14 @@ def test_a_worker_whose_database_goes_away_runs_the_task_on_once_it_answers(star
     # recorded is not one of them. The worker keeps the task (unacknowledged: no other
     # delivery) and runs it again from its journal once the database answers.
     api = start_api(database, broker=True)
-    worker = api.start_worker()
-    env_id, base, task_id = _deploy_stepper(api, steps=5, pause=1)
-    _wait("2 steps reported", lambda: len(_steps(api, base, task_id)) >= 2)
+    worker, env_id, base, task_id = _at_step_two(api, steps=5)
     with database_away(database):
         time.sleep(2.5)
     env = api.wait_env(env_id, timeout=60)
     texts = _texts(api, base, task_id)
     assert env["status"] == "ready"
     assert env["services"][0]["greeting"] == "hello from stepper after 5 steps"
-    assert [t for t in texts if " step " in t] == [f"stepper step {n} of 5"
-                                                   for n in range(1, 6)]
+    assert [t for t in texts if " step " in t] == _all_steps(5)
     taken = [t for t in texts if "took the task" in t]
     assert taken[0] == f"Worker {socket.gethostname()}:{worker.pid} took the task"
     assert len(taken) == 2 and taken[1].startswith(
@@ -239,9 +247,7 @@ def test_a_worker_whose_task_another_worker_took_runs_no_step_more(start_api, da
     # that worker still runs, its journal refuses its next step once the task names the
     # other worker, and it stops there, serving on.
     api = start_api(database, broker=True)
-    worker = api.start_worker()
-    env_id, base, task_id = _deploy_stepper(api, steps=8, pause=1)
-    _wait("2 steps reported", lambda: len(_steps(api, base, task_id)) >= 2)
+    worker, env_id, base, task_id = _at_step_two(api, steps=8)
     store = db.Store(database)
     try:
         with store.write() as session:
@@ -266,9 +272,7 @@ def test_a_worker_stopped_while_waiting_for_the_database_hands_its_task_on_once(
     # SIGTERM while its run waits for the database: the worker ends, and the task goes
     # back to the queue once (one delivery counted), for the next worker.
     api = start_api(database, broker=True)
-    first = api.start_worker()
-    env_id, base, task_id = _deploy_stepper(api, steps=4, pause=1)
-    _wait("2 steps reported", lambda: len(_steps(api, base, task_id)) >= 2)
+    first, env_id, base, task_id = _at_step_two(api, steps=4)
     with database_away(database):
         time.sleep(2)
         first.terminate()
@@ -276,6 +280,6 @@ def test_a_worker_stopped_while_waiting_for_the_database_hands_its_task_on_once(
     api.start_worker()
     env = api.wait_env(env_id, timeout=60)
     assert env["status"] == "ready"
-    assert _steps(api, base, task_id) == [f"stepper step {n} of 4" for n in range(1, 5)]
+    assert _steps(api, base, task_id) == _all_steps(4)
     taken = [t for t in _texts(api, base, task_id) if "took the task" in t]
     assert taken[-1].endswith("(delivery 2 of at most 3)"), taken
