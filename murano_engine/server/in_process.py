@@ -15,8 +15,6 @@ at their next step and hands their tasks on with short leases.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -33,7 +31,12 @@ from murano_engine.backend import db, task_leases
 from murano_engine.backend.journal_store import LeaseLost
 from murano_engine.backend.settings import Settings
 from murano_engine.engine.journal import Cancelled, Journal, RecordingFailed
-from murano_engine.server.worker import EngineServices, StaticActions, run_engine_task
+from murano_engine.server.worker import (
+    EngineServices,
+    StaticActions,
+    holder_name,
+    run_engine_task,
+)
 
 LOG = logging.getLogger(__name__)
 #: seconds a process that stops leaves its leases running (its threads end with it)
@@ -60,9 +63,7 @@ class LocalDispatcher:
     def __init__(self, store: db.Store, settings: Settings, threads: int = 2) -> None:
         self.store = store
         self.settings = settings
-        # host and pid, and a token of this process's own: two containers on one host
-        # network may both be pid 1 under one hostname
-        self.name = f"murano-api {socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
+        self.name = f"murano-api {holder_name()}"
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="engine")
         self.services = EngineServices(settings)
         self.static = StaticActions(store, settings, self.services)

@@ -308,6 +308,13 @@ def load_green_threads() -> None:
     concurrency.sleep(0)
 
 
+def holder_name() -> str:
+    """This process's name on the tasks it takes: host and pid, and a token of its own
+    (two containers on one host network may both be pid 1 under one hostname, and the
+    journal's fence must tell them apart)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(3).hex()}"
+
+
 class Worker(ConsumerMixin):
     """``murano-engine worker``: takes tasks one at a time, acknowledges when done."""
 
@@ -316,7 +323,7 @@ class Worker(ConsumerMixin):
         self.store = store
         self.settings = settings
         self.task_queue = task_queues(settings).tasks
-        self.name = f"{socket.gethostname()}:{os.getpid()}"
+        self.name = holder_name()
         self._results = connection.clone()
         self.services = EngineServices(settings)
         self.static = StaticActions(store, settings, self.services)

@@ -171,3 +171,20 @@ def test_a_lease_runs_from_when_it_is_written_not_from_a_wait_for_the_lock(
         release.set()
         holder.join()
         store.engine.dispose()
+
+
+def test_two_workers_of_one_host_and_pid_are_told_apart(store: db.Store) -> None:
+    """Two containers on one host network may both run their worker as pid 1 under one
+    hostname: their names still differ, so the second taking a task fences the first."""
+    from murano_engine.server.worker import holder_name
+    first, second = holder_name(), holder_name()
+    assert first != second
+    assert first.rsplit(":", 1)[0] == second.rsplit(":", 1)[0]  # same host and pid
+    task_id = new_task(store)
+    assert db.take_task(store, task_id, first)
+    journal = DbJournalStore(store, task_id, holder=first)
+    journal.append({"k": "0|id||0", "t": "end", "v": "x"})
+    assert db.take_task(store, task_id, second)  # the broker gave the task on
+    with pytest.raises(LeaseLost, match=f"no longer {first}'s: {second} took it over"):
+        journal.append({"k": "0|id||1", "t": "end", "v": "y"})
+    assert stored(store, task_id) == [0]

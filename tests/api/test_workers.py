@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import socket
 import time
@@ -30,7 +31,8 @@ def test_worker_killed_mid_deployment_is_replaced(start_api, pg_database):
         "parameters": {"a": 1, "b": 2}}) == 3
     # The worker says what it does (its INFO lines are not swallowed by the CLI's set-up).
     log = (api.folder / "api.log").read_text()
-    assert f"worker {socket.gethostname()}:{first.pid} takes tasks from" in log
+    assert re.search(f"worker {re.escape(socket.gethostname())}:{first.pid}:[0-9a-f]{{6}} "
+                     "takes tasks from", log)
     missing = api.request("POST", "/v1/actions", json={
         "className": "com.example.apitest.Echo", "methodName": "nope"})
     assert missing.status_code == 404
