@@ -179,11 +179,24 @@ def _plain(value: Any) -> bool:
         isinstance(value, list) and bool(value) and all(isinstance(v, scalars) for v in value))
 
 
+class StateNotWritten(Exception):
+    """The state file could not be written (a full disk, say); the journal of the run is
+    kept, so the same command carries it on."""
+
+
 def write_state(path: Path, model: Mapping[str, Any]) -> None:
+    """Write the state file whole, or raise :class:`StateNotWritten` leaving it as it was
+    (and no temporary file behind)."""
     temporary = path.with_suffix(path.suffix + ".tmp")
-    temporary.write_text(json.dumps(model, indent=2, sort_keys=True, default=str) + "\n",
-                         encoding="utf-8")
-    temporary.replace(path)
+    try:
+        temporary.write_text(json.dumps(model, indent=2, sort_keys=True, default=str) + "\n",
+                             encoding="utf-8")
+        temporary.replace(path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise StateNotWritten(
+            f"could not write the state file {path}: {exc.strerror or exc}; what the run "
+            f"did is kept in {journal_path(path)}. Run the same command to carry on.") from None
 
 
 def journal_path(state_path: Path) -> Path:

@@ -142,33 +142,68 @@ def test_the_parser_of_one_command_parses_as_the_whole_one_does(argv: list[str])
     assert cli.build_parser(argv[0]).format_usage() == cli.build_parser().format_usage()
 
 
-def test_a_deploy_whose_journal_cannot_be_written_stops_saying_why_and_resumes(tmp_path):
-    # A file size limit stands for a full disk: the run stops at the step it cannot
-    # record, says so, and the same command carries it on once there is room.
-    package = tmp_path / "packages" / "t.full"
+def _small_disk() -> None:
+    """A file size limit in the child, standing for a full disk: a write past 20,000
+    bytes fails with EFBIG."""
+    import resource
+    import signal
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, resource.RLIM_INFINITY))
+
+
+def _one_class_package(root: Path, body: str) -> None:
+    package = root / "packages" / "t.full"
     (package / "Classes").mkdir(parents=True)
     (package / "manifest.yaml").write_text(
         "Format: MuranoPL/1.4\nType: Application\nFullName: t.full\nName: t.full\n"
         "Classes:\n  t.full.Stamps: Stamps.yaml\n")
     (package / "Classes" / "Stamps.yaml").write_text(
         "Namespaces:\n  =: t.full\n  res: io.murano\nName: Stamps\nExtends: res:Application\n"
-        "Properties:\n  stamps:\n    Contract: [$.string()]\n    Usage: Out\n"
-        "Methods:\n  deploy:\n    Body:\n      - $.stamps: range(300).select(randomName())\n")
+        "Properties:\n  stamps:\n    Contract: $\n    Usage: Out\n"
+        f"Methods:\n  deploy:\n    Body:\n      - $.stamps: {body}\n")
     model = {"?": {"id": "e" * 32, "type": "io.murano.Environment"}, "name": "full",
              "applications": [{"?": {"id": "a" * 32, "type": "t.full.Stamps"}}]}
-    (tmp_path / "model.json").write_text(json.dumps(model))
-    command = [sys.executable, "-m", "murano_engine.cli.main", "deploy",
-               str(tmp_path / "model.json"), "-l", str(REPO / "meta"), "-l",
-               str(tmp_path / "packages"), "--state", str(tmp_path / "state.json")]
+    (root / "model.json").write_text(json.dumps(model))
 
-    def small_disk() -> None:
-        import resource
-        import signal
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit: EFBIG
-        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, resource.RLIM_INFINITY))
 
+def _deploy_command(root: Path) -> list[str]:
+    return [sys.executable, "-m", "murano_engine.cli.main", "deploy", str(root / "model.json"),
+            "-l", str(REPO / "meta"), "-l", str(root / "packages"), "--state",
+            str(root / "state.json")]
+
+
+def test_a_deploy_whose_state_file_cannot_be_written_says_so_and_resumes(tmp_path):
+    # The run records little (no step reaches outside) and ends with a state of some
+    # 30 KB: its last write, the state file's, is the one that meets the full disk.
+    _one_class_package(tmp_path, "range(400).select(concat('stamp ', str($), ' of a state "
+                                 "too large for the disk'))")
+    command = _deploy_command(tmp_path)
     stopped = subprocess.run(command, capture_output=True, text=True, timeout=120,
-                             preexec_fn=small_disk, cwd=tmp_path)  # noqa: PLW1509
+                             preexec_fn=_small_disk, cwd=tmp_path)  # noqa: PLW1509
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    assert stopped.stderr.splitlines()[-1] == (
+        f"error: could not write the state file {tmp_path / 'state.json'}: File too large; "
+        f"what the run did is kept in {tmp_path / 'state.json.journal'}. Run the same "
+        "command to carry on.")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "model.json", "packages", "state.json.journal"]  # no half-written file
+
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "resuming the run interrupted earlier" in done.stdout
+    stamps = json.loads((tmp_path / "state.json").read_text())[
+        "Objects"]["applications"][0]["stamps"]
+    assert stamps == [f"stamp {n} of a state too large for the disk" for n in range(400)]
+    assert not (tmp_path / "state.json.journal").exists()
+
+
+def test_a_deploy_whose_journal_cannot_be_written_stops_saying_why_and_resumes(tmp_path):
+    # A file size limit stands for a full disk: the run stops at the step it cannot
+    # record, says so, and the same command carries it on once there is room.
+    _one_class_package(tmp_path, "range(300).select(randomName())")
+    command = _deploy_command(tmp_path)
+    stopped = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                             preexec_fn=_small_disk, cwd=tmp_path)  # noqa: PLW1509
     assert stopped.returncode == 1, stopped.stdout + stopped.stderr
     assert re.search(r"^error: the journal could not record step \S*\|name\|\|\d+: ",
                      stopped.stderr, re.MULTILINE), stopped.stderr
