@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from kombu import Connection, Consumer, Queue
 from kombu.mixins import ConsumerMixin
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from murano_engine.api import environments
 from murano_engine.api.auth import Context
@@ -195,6 +196,13 @@ class ResultListener(ConsumerMixin):
     def _store(message: Any, handle: Callable[[], None]) -> None:
         try:
             handle()
+        except (OperationalError, InterfaceError) as exc:
+            # the database is away: a line a try, not a traceback a second
+            LOG.warning("could not store a result, the database does not answer (%s); "
+                        "it will be retried", str(exc.orig).strip() or type(exc.orig).__name__)
+            message.requeue()
+            time.sleep(1)
+            return
         except Exception:  # noqa: BLE001 - keep the message for the next try
             LOG.exception("could not store a result; it will be retried")
             message.requeue()

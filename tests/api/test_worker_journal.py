@@ -292,3 +292,23 @@ def test_a_worker_stopped_while_waiting_for_the_database_hands_its_task_on_once(
     assert _steps(api, base, task_id) == _all_steps(4)
     taken = [t for t in _texts(api, base, task_id) if "took the task" in t]
     assert taken[-1].endswith("(delivery 2 of at most 3)"), taken
+
+
+def test_a_report_met_while_the_database_is_away_is_stored_after_it_with_a_line_a_try(
+        start_api, database):
+    # The API keeps a report it cannot store on the queue and tries again each second; it
+    # logs a line a try, not a traceback, and stores the report once the database answers.
+    api = start_api(database, broker=True)
+    _env_id, base, task_id = _deploy_stepper(api, steps=1, pause=1)  # no worker takes it
+    report = {"kind": "report", "task_id": task_id, "report": {
+        "text": "sent while the database was away", "level": "info",
+        "report_id": uuid.uuid4().hex}}
+    with database_away(database), Connection(AMQP) as connection:
+        connection.Producer(serializer="json").publish(
+            report, routing_key=api.queues[2], delivery_mode=2)
+        time.sleep(2.5)
+    _wait("the report stored", lambda: report["report"]["text"] in _texts(api, base, task_id))
+    assert _texts(api, base, task_id).count(report["report"]["text"]) == 1
+    log = (api.folder / "api.log").read_text()
+    assert "could not store a result, the database does not answer (" in log
+    assert "Traceback" not in log
