@@ -87,7 +87,8 @@ class Task(Timestamped, Base):
     description: Mapped[dict[str, Any] | None] = deferred(mapped_column(JSON, nullable=True))
     action: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
-    # The engine worker that took the task last (``host:pid``), named if it never finishes.
+    # The engine worker that took the task last (``host:pid:token``), named if it never
+    # finishes.
     worker: Mapped[str | None] = mapped_column(String(255), nullable=True)
     # Until when ``worker``, a murano-api running tasks in its own process, holds the task
     # (it renews the lease while it runs it; another takes over a lease run out).
