@@ -231,6 +231,33 @@ def test_an_oversized_handshake_is_cut_before_it_is_sent(relay_for, caplog):
     assert any("at most" in r.getMessage() for r in caplog.records)
 
 
+def test_a_broker_outage_is_one_warning_however_often_the_agent_retries(caplog):
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    relay = Relay(socket.create_server(("127.0.0.1", 0)), ("127.0.0.1", port), "test-cut",
+                  "guest")
+    try:
+        with caplog.at_level(logging.DEBUG, logger=relay_module.__name__):
+            for _ in range(4):  # the agent connecting again each second, sped up
+                with _raw_client(relay) as client:
+                    assert _read_to_end(client) == b""  # cut at once
+            with socket.create_server(("127.0.0.1", port)) as broker:  # back
+                with _raw_client(relay):
+                    broker.settimeout(5)
+                    broker.accept()[0].close()
+                assert _drained(relay)
+    finally:
+        relay.close()
+    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert [m for level, m in said if level == "WARNING"] == [
+        f"relay test-cut: the broker 127.0.0.1:{port} is unreachable: "
+        "[Errno 111] Connection refused"]
+    assert sum("still unreachable" in m for level, m in said if level == "DEBUG") == 3
+    assert [m.rsplit(",", 1)[0] for level, m in said if level == "INFO"] == [
+        f"relay test-cut: the broker 127.0.0.1:{port} answers again"]
+
+
 @pytest.mark.skipif(bool(missing_for_namespaces()), reason="no namespaces here")
 def test_a_sandbox_refuses_a_tls_broker_its_relay_cannot_read(tmp_path):
     spec = ServerSpec(server_id=str(uuid.uuid4()), hostname="node-1", folder=tmp_path,

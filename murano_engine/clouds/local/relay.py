@@ -156,6 +156,7 @@ class Relay:
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._closed = False
+        self._down_since: float | None = None  # monotonic start of a broker outage
         self._threads = [threading.Thread(target=self._accept, name=f"relay {name}",
                                           daemon=True)]
         self._threads[0].start()
@@ -201,10 +202,10 @@ class Relay:
                 outer = socket.create_connection(self.target, timeout=10)
                 outer.settimeout(None)
             except OSError as exc:
-                LOG.warning("relay %s: the broker %s:%s is unreachable: %s",
-                            self.name, *self.target, exc)
+                self._note_unreachable(exc)
                 _shut(inner)
                 continue
+            self._note_reachable()
             for sock in (inner, outer):  # each chunk on at once: no Nagle's delay
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._lock:
@@ -220,6 +221,22 @@ class Relay:
                 with self._lock:
                     self._threads = [t for t in self._threads if t.is_alive()] + [pump]
                 pump.start()
+
+    def _note_unreachable(self, exc: OSError) -> None:
+        """An outage is a warning as it starts; the agent's retries in it (one a second)
+        are debug lines."""
+        if self._down_since is None:
+            self._down_since = time.monotonic()
+            LOG.warning("relay %s: the broker %s:%s is unreachable: %s", self.name,
+                        *self.target, exc)
+        else:
+            LOG.debug("relay %s: the broker is still unreachable: %s", self.name, exc)
+
+    def _note_reachable(self) -> None:
+        if self._down_since is not None:
+            LOG.info("relay %s: the broker %s:%s answers again, after %.1f s", self.name,
+                     *self.target, time.monotonic() - self._down_since)
+            self._down_since = None
 
     def _pump(self, source: socket.socket, sink: socket.socket, gated: bool) -> None:
         """Copy ``source`` to ``sink``; when ``gated`` (the client's side), only
