@@ -268,18 +268,21 @@ class Resources:
 
     def remove_queues(self, config: Values) -> list[str]:
         """Delete every queue still there (once nothing consumes them any more)."""
+        from kombu.exceptions import KombuError
+
         from murano_common import amqp
         from murano_engine.engine.config import broker_ssl, broker_url
         if not self.queues:
             return []
+        conn = amqp.connection(broker_url(config), "engine destroy", ssl=broker_ssl(config))
         try:
-            with amqp.connection(broker_url(config), "engine destroy",
-                                 ssl=broker_ssl(config)) as conn:
+            with conn:
                 channel = conn.default_channel
                 for name in sorted(self.queues):
                     channel.queue_delete(name)
-        except OSError as exc:
-            return [f"queues {', '.join(sorted(self.queues))}: {exc}"]
+        except (OSError, KombuError, *conn.connection_errors, *conn.channel_errors) as exc:
+            return [f"queues {', '.join(sorted(self.queues))} on the broker at "
+                    f"{conn.as_uri()}: {exc}"]
         return []
 
     def remove_identities(self, config: Values) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -218,3 +219,18 @@ def test_a_deploy_whose_journal_cannot_be_written_stops_saying_why_and_resumes(t
     state = json.loads((tmp_path / "state.json").read_text())
     stamps = state["Objects"]["applications"][0]["stamps"]
     assert len(set(stamps)) == 300
+
+
+def test_destroy_names_the_queues_it_could_not_delete_when_the_broker_is_away(tmp_path):
+    from murano_engine.cli.deploy import Resources
+    from murano_engine.engine.config import load_config
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = load_config(environ={"MURANO_RABBITMQ_URL": f"amqp://guest:guest@127.0.0.1:{port}//"})
+    resources = Resources({"queues": ["e1-h1", "e1-h2"]})
+    problems = resources.remove_queues(config)
+    assert len(problems) == 1
+    assert problems[0].startswith(f"queues e1-h1, e1-h2 on the broker at "
+                                  f"amqp://guest:**@127.0.0.1:{port}//: "), problems
+    assert "guest:guest" not in problems[0]  # no password in a message
