@@ -25,6 +25,13 @@ PREFETCH = 64
 INTERRUPT_POLL = 0.1
 
 
+def unreadable_result(plan_id: str, why: Exception) -> dict[str, Any]:
+    """The error result a plan gets when its agent's answer cannot be read (too large, not
+    JSON): a failure of the plan, as the agent reports one."""
+    return {"FormatVersion": "2.0.0", "SourceID": plan_id, "ErrorCode": 1,
+            "Body": {"Message": f"the agent's result could not be read: {why}"}}
+
+
 class Waiter:
     """Where one expected result arrives."""
 
@@ -129,6 +136,11 @@ class ResultListener(amqp.QueueConsumer):
             key = result.get("SourceID") or message.properties.get("message_id")
         except (LoadError, AttributeError) as exc:
             LOG.warning("dropping undecodable result on %s: %s", self.queue, exc)
+            key = message.properties.get("message_id")
+            with self._lock:
+                waiter = self._waiters.pop(str(key), None) if key else None
+            if waiter is not None:  # its plan fails now, not at its timeout
+                waiter.deliver(unreadable_result(str(key), exc))
             return
         with self._lock:
             waiter = self._waiters.pop(str(key), None)

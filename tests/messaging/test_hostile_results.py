@@ -6,6 +6,8 @@ import json
 import logging
 from types import SimpleNamespace
 
+import pytest
+
 from murano_engine.messaging.listener import ResultListener
 
 
@@ -32,3 +34,22 @@ def test_deep_huge_or_broken_results_are_dropped_and_the_listener_goes_on(caplog
     listener._on_message(_message(json.dumps({"SourceID": "plan-1", "Result": 42}), acked))
     assert waiter.wait(1) == {"SourceID": "plan-1", "Result": 42}
     assert len(acked) == 5
+
+
+def test_an_unreadable_result_of_a_waiting_plan_fails_it_at_once(caplog):
+    # The agent names the plan in the message's id: the plan fails with why, instead of
+    # waiting out its timeout (the agent answers a plan sent again with the same result).
+    from murano_engine.messaging import AgentError
+    from murano_engine.messaging.results import decode_result
+    listener = ResultListener("memory://", "results-hostile")
+    waiter = listener.subscribe("plan-2")
+    acked: list[str] = []
+    with caplog.at_level(logging.WARNING):
+        listener._on_message(_message("x" * (17 * 1024 * 1024), acked, "plan-2"))
+    result = waiter.wait(0)
+    assert result is not None and acked == ["plan-2"]
+    with pytest.raises(AgentError) as caught:
+        decode_result(result)
+    assert str(caught.value).startswith(
+        "the agent's result could not be read: result on results-hostile: ")
+    assert "larger than 16777216 bytes" in str(caught.value)
