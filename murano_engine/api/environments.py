@@ -21,7 +21,7 @@ from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from murano_engine.api.auth import Context
-from murano_engine.api.errors import BadRequest, Conflict, Forbidden, NotFound
+from murano_engine.api.errors import BadRequest, Conflict, Forbidden, NotFound, TooLarge
 from murano_engine.api.paths import insert_at, remove_at, replace_at, resolve
 from murano_engine.api.storable import storable
 from murano_engine.backend import db, journal_store
@@ -259,8 +259,23 @@ def patch_model(store: db.Store, context: Context, env_id: str, session_id: str 
             if object_id in types and types[object_id] != object_type:
                 raise Forbidden(f"the patch makes object {object_id} at {path} a {object_type}; "
                                 f"it stays a {types[object_id]}")
-        draft.description = {**draft.description, "Objects": objects}
+        draft.description = _bounded({**draft.description, "Objects": objects})
     return objects
+
+
+#: the most a session's model may grow to, as JSON (a request adds at most as much: many
+#: requests must not grow one past what the engine and the database are sized for)
+MODEL_LIMIT = 16 * 1024 * 1024
+
+
+def _bounded(description: dict[str, Any]) -> dict[str, Any]:
+    """``description``, refused (413) when its JSON is past :data:`MODEL_LIMIT` bytes."""
+    size = len(json.dumps(description, separators=(",", ":"), ensure_ascii=False)
+               .encode("utf-8"))
+    if size > MODEL_LIMIT:
+        raise TooLarge(f"the model would be {size} bytes; a model holds at most "
+                       f"{MODEL_LIMIT} bytes (16 MiB)")
+    return description
 
 
 def _check_patch_path(path: Any) -> None:
@@ -404,7 +419,7 @@ def edit_services(store: db.Store, context: Context, env_id: str, session_id: st
         description = copy.deepcopy(draft.description)
         description["Objects"]["services"] = services
         _check_services(services, before, description["Objects"])
-        draft.description = description
+        draft.description = _bounded(description)
     return result
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import shutil
 import zipfile
 
@@ -124,6 +125,32 @@ def test_services_stay_objects_of_their_own_id_and_type(api):
             **headers, "Content-Type": "application/json"})
         assert words in _error(response, status)["message"], (method, path, body)
     assert api.ok("GET", base, headers=headers) == [app]
+    api.ok("DELETE", f"/v1/environments/{env['id']}")
+
+
+def test_a_session_s_model_grows_no_bigger_than_a_model_may_be(api):
+    """Each request is within the body limit (here 2 MiB); many of them made one model of
+    60 MB."""
+    env = api.ok("POST", "/v1/environments", json={"name": "growing"})
+    headers = {"X-Configuration-Session": api.ok(
+        "POST", f"/v1/environments/{env['id']}/configure")["id"]}
+    base = f"/v1/environments/{env['id']}/services"
+    blob = "x" * 2_000_000
+    for number in range(8):
+        api.ok("POST", base, headers=headers, json={
+            "?": {"id": f"big{number}", "type": "com.example.apitest.Echo"}, "name": blob})
+    refused = api.request("POST", base, headers=headers, json={
+        "?": {"id": "big8", "type": "com.example.apitest.Echo"}, "name": blob})
+    message = _error(refused, 413)["message"]
+    assert re.fullmatch(r"the model would be \d+ bytes; a model holds at most 16777216 "
+                        r"bytes \(16 MiB\)", message), message
+    patched = api.request("PATCH", f"/v1/environments/{env['id']}/model/", headers=headers,
+                          json=[{"op": "add", "path": "/more", "value": blob}])
+    _error(patched, 413)
+    kept = api.ok("GET", base, headers=headers)
+    assert [s["?"]["id"] for s in kept] == [f"big{n}" for n in range(8)]
+    assert "more" not in api.ok("GET", f"/v1/environments/{env['id']}/model/",
+                                headers=headers)
     api.ok("DELETE", f"/v1/environments/{env['id']}")
 
 
