@@ -86,10 +86,14 @@ class Budget:
                                      if self.steps else CHECK_EVERY)
 
     def release(self) -> None:
-        """At the task's end: give the memory it freed back to the system when it grew
-        much (the C allocator keeps freed blocks: a process that once held gigabytes
-        for one task would go on holding them for every other)."""
+        """At the task's end: free what it left and give it back to the system when it
+        grew much. Its executor and objects refer to each other, so what they held is
+        freed by Python's cycle collector only, which counts allocations, not bytes: a
+        few big strings never wake it. And the C allocator keeps freed blocks: a process
+        that once held gigabytes for one task would go on holding them for every other."""
         if self.memory_mb and resident_mb() - self._base_mb > RELEASE_AFTER_MB:
+            import gc  # here: only a task that grew the process much needs it
+            gc.collect()
             release_freed_memory()
 
     def check_time(self) -> None:

@@ -191,6 +191,7 @@ def run_static_action(store: db.Store, settings: Settings, services: EngineServi
     method_name = str(request.get("methodName") or "")
     timeout = settings.static_action_timeout
     stopped_at_timeout = False
+    budget = None
     try:
         if request.get("packageName"):
             package = loader.find_package(str(request["packageName"]),
@@ -208,10 +209,7 @@ def run_static_action(store: db.Store, settings: Settings, services: EngineServi
         # Nobody waits past static_action_timeout: the call stops there too.
         budget = services.budget(timeout)
         stopped_at_timeout = bool(timeout) and budget.seconds == timeout
-        executor = Executor(loader, services={"reporter": None}, budget=budget)
-        result = executor.invoke(method, cls.ref, [], dict(request.get("parameters") or {}),
-                                 None)
-        return {"status": 200, "result": json_safe(serializer.serialize_value(result))}
+        return {"status": 200, "result": _invoke(loader, cls, method, request, budget)}
     except (errors.NoClassFound, errors.NoPackageFound, errors.NoMethodFound) as exc:
         return {"status": 404, "message": str(exc)}
     except (errors.ContractViolationException, errors.NoMatchingMethodException,
@@ -225,6 +223,18 @@ def run_static_action(store: db.Store, settings: Settings, services: EngineServi
         message = getattr(exc, "message", None) or str(exc)
         status = 400 if "ContractViolation" in type(exc).__name__ else 503
         return {"status": status, "message": message}
+    finally:
+        if budget is not None:
+            budget.release()
+
+
+def _invoke(loader: CatalogLoader, cls: Any, method: Any, request: Mapping[str, Any],
+            budget: Budget) -> Any:
+    """The static method's result as JSON data; its executor and objects end with this
+    call, before the budget's release collects what they held."""
+    executor = Executor(loader, services={"reporter": None}, budget=budget)
+    result = executor.invoke(method, cls.ref, [], dict(request.get("parameters") or {}), None)
+    return json_safe(serializer.serialize_value(result))
 
 
 def timed_out(name: str, timeout: float) -> dict[str, Any]:
