@@ -66,9 +66,21 @@ def _capture_file() -> IO[bytes]:
     return tempfile.TemporaryFile()
 
 
+#: the most of a command's standard output (and of its error output) a result carries:
+#: its end, past a line saying how much of its start was cut (the engine takes results
+#: of up to 16 MiB; a verbose install log must not make the whole plan's unreadable)
+OUTPUT_LIMIT = 4 << 20
+
+
 def read_output(stream: IO[bytes]) -> str:
-    stream.seek(0)
-    return stream.read().decode("utf-8", errors="replace")
+    size = stream.seek(0, os.SEEK_END)
+    cut = max(0, size - OUTPUT_LIMIT)
+    stream.seek(cut)
+    text = stream.read().decode("utf-8", errors="replace")
+    if not cut:
+        return text
+    return f"[the first {cut} bytes of this output were cut: its last {OUTPUT_LIMIT} follow]\n" \
+        + text
 
 
 def run(

@@ -103,6 +103,21 @@ def test_failing_script_error_carries_exit_code_and_output(client, make_agent):
     assert result == 3
 
 
+def test_a_script_s_output_past_its_limit_keeps_its_end_and_the_plan_s_result_is_read(
+        client, make_agent):
+    # 30 MiB of an install log: the result would be past the 16 MiB the engine reads, and
+    # the plan would wait out its timeout; it carries the log's last 4 MiB instead.
+    from murano_agent.process import OUTPUT_LIMIT
+    agent = make_agent(client)
+    out = call_script(client, agent, "#!/bin/sh\nhead -c 31457280 /dev/zero | tr '\\0' a\n"
+                      "echo\necho the install finished\n", timeout=60)
+    first, rest = out.split("\n", 1)
+    assert first == (f"[the first {31457281 + 21 - OUTPUT_LIMIT} bytes of this output were "
+                     f"cut: its last {OUTPUT_LIMIT} follow]")
+    assert rest.endswith("a\nthe install finished")
+    assert len(rest) == OUTPUT_LIMIT - 1  # stripped of its last newline
+
+
 def test_bad_plans_each_get_an_error_and_the_agent_keeps_serving(client, make_agent, tmp_path):
     agent = make_agent(client, extra="plan_timeout = 1")
     marker = tmp_path / "escaped"
