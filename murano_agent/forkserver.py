@@ -73,9 +73,10 @@ def _child(request: dict[str, Any]) -> None:
     """In the forked child: standard streams, session, environment, then the script."""
     null = os.open(os.devnull, os.O_RDONLY)
     # (never through a link: the engine names a file out of any guest's reach, and a
-    # link there would be someone's attempt to make root write elsewhere)
+    # link there would be someone's attempt to make root write elsewhere; readable too,
+    # for a setup script that keeps the file's size bounded)
     output = os.open(request["output"],
-                     os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+                     os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     os.dup2(null, 0)
     os.dup2(output, 1)
     os.dup2(output, 2)

@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 from murano_engine.clouds.base import remove_stack
 from murano_engine.clouds.local import netns
 from murano_engine.clouds.local.cloud import LocalCloud
 from murano_engine.clouds.local.guest import Guests
-from murano_engine.clouds.local.sandbox import ProcessLauncher, write_into
+from murano_engine.clouds.local.sandbox import OUTPUT_LIMIT, ProcessLauncher, write_into
 from tests.clouds.test_sandboxes import AMQP, NO_NAMESPACES, Region, _server_ids
 
 
@@ -109,3 +110,54 @@ def test_writing_into_a_guests_folder_replaces_a_link_and_never_follows_it(
     assert (folder / "agent.effective.conf").read_text() == "the engine's"
     assert not (folder / "agent.effective.conf").is_symlink()
     assert sorted(os.listdir(folder)) == ["agent.effective.conf"]
+
+
+#: run in a guest: take the agent's standard output with pidfd_getfd (the guest is root in
+#: its own user namespace), write 3 MiB into it, then try to empty what it names
+TAKE_THE_AGENTS_OUTPUT = r"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def name(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as comm:
+            return comm.read().strip()
+    except OSError:  # ended meanwhile
+        return None
+agent = next(int(p) for p in os.listdir("/proc") if p.isdigit() and name(p) == "murano-agent")
+fd = libc.syscall(438, os.pidfd_open(agent), 1, 0)  # pidfd_getfd(agent, 1)
+assert fd >= 0, os.strerror(ctypes.get_errno())
+for _ in range(48):
+    os.write(fd, b"G" * 65535 + b"\n")
+os.write(fd, b"the guest's last line\n")
+try:
+    os.ftruncate(fd, 0)
+    print("emptied")
+except OSError as exc:
+    print("not emptied:", exc.strerror)
+"""
+
+
+@NO_NAMESPACES
+def test_a_guest_holding_its_agents_output_cannot_grow_or_empty_the_host_file(
+        environment, tmp_path: Path) -> None:
+    region = Region(tmp_path / "state")
+    try:
+        outputs = region.boot(environment, "hostile", ("vm1",), "10.0.42.0/24")
+        queue = outputs["queues"]["vm1"]
+        (server_id,) = _server_ids(outputs, ("vm1",))
+        output = region.cloud.guests._spec(server_id).output_file
+        answer = region.sh(queue, f"cat > /tmp/take.py <<'EOF'\n{TAKE_THE_AGENTS_OUTPUT}\nEOF\n"
+                                  "python3 /tmp/take.py")
+        assert answer.strip() == "not emptied: Invalid argument"  # a pipe, not the file
+        deadline = time.monotonic() + 10
+        while b"the guest's last line" not in output.read_bytes() \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)  # the last of it on its way through the pipe
+        kept = output.read_bytes()
+        assert len(kept) <= OUTPUT_LIMIT
+        assert kept.startswith(b"[earlier output cut: the last ")
+        assert kept.count(b"G" * 65535) >= 7  # the end of what it wrote is there
+        assert region.sh(queue, "echo still up").strip() == "still up"
+    finally:
+        region.close()
+        _remove_left(tmp_path / "state", "hostile")

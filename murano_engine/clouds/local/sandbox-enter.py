@@ -3,15 +3,21 @@
 ``main(args, start_agent, name_process)`` runs in a process forked by
 ``murano_agent.forkserver`` (root, in the host's namespaces, the agent's
 modules already imported): ``args`` holds the server's control-group files
-(``cgroups``), its network namespace's file (``netns``), what its root is made
-of (``root``: where to build it, the host name, the server's folder, the host
-folders bound read-only, the init code), the unprivileged
-``uid`` the server runs as and the agent's arguments (``agent``).
+(``cgroups``), its network namespace's file (``netns``), the most of its output
+kept (``output_limit``), what its root is made of (``root``: where to build it,
+the host name, the server's folder, the host folders bound read-only, the init
+code), the unprivileged ``uid`` the server runs as and the agent's arguments
+(``agent``).
 
 This process joins the control groups and the network namespace, then makes
 new mount (private), UTS, IPC and PID namespaces and forks the sandbox's PID 1;
 it waits for it and ends with its status, ignoring INT and TERM (PID 1 takes
-those). PID 1 dies with it (SIGKILL). PID 1 builds the sandbox's root (system
+those). PID 1 dies with it (SIGKILL). The sandbox's output (PID 1's, its
+agents', what they start) comes to this process through a pipe, and this
+process keeps it in the engine's file (its own standard output), at most
+``output_limit`` bytes of it: a guest that takes a descriptor of its agent's (it is
+root in its own user namespace: ``pidfd_getfd``) holds the pipe, not the host
+file, which it could otherwise grow without end or empty. PID 1 builds the sandbox's root (system
 calls, not a mount command each: a server's set-up ran some twenty programs)
 and moves into it, gives up root for ``uid`` (no supplementary groups, no capabilities,
 an empty bounding set), makes a user namespace of its own where it is root,
@@ -180,10 +186,15 @@ def main(args, start_agent, name_process):
     _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None),
            "making the mounts private")
     parent_alive, held = os.pipe()  # readable once the parent (holding ``held``) died
+    output, into_output = os.pipe()
     child = os.fork()
     if child == 0:
         try:
             os.close(held)
+            os.close(output)
+            os.dup2(into_output, 1)
+            os.dup2(into_output, 2)
+            os.close(into_output)
             name_process(b"murano-init")
             _pid1(parent_alive, args, start_agent)
         except SystemExit:
@@ -193,7 +204,25 @@ def main(args, start_agent, name_process):
             os._exit(71)
         os._exit(0)
     os.close(parent_alive)
+    os.close(into_output)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _keep_output(output, 1, args["output_limit"])  # until the sandbox's last process ends
     _, status = os.waitpid(child, 0)
     sys.exit(os.waitstatus_to_exitcode(status))
+
+
+def _keep_output(source, sink, limit):
+    """Append what comes from ``source`` to the file ``sink``, keeping it under ``limit``
+    bytes: when it would grow past, its last half is kept and the rest cut."""
+    while data := os.read(source, 1 << 16):
+        try:
+            size = os.fstat(sink).st_size
+            if size + len(data) > limit:
+                kept = os.pread(sink, limit // 2, max(0, size - limit // 2))
+                os.ftruncate(sink, 0)
+                os.write(sink, b"[earlier output cut: the last %d bytes follow]\n"
+                         % len(kept) + kept)
+            os.write(sink, data)
+        except OSError:  # the host's disk is full: the output is lost, the sandbox lives on
+            pass

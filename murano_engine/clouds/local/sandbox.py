@@ -68,6 +68,9 @@ LOG = logging.getLogger(__name__)
 ISOLATIONS = ("namespaces", "none")
 INIT_CODE = Path(__file__).with_name("sandbox-init.py")
 ENTER_SCRIPT = Path(__file__).with_name("sandbox-enter.py")
+#: the most of a sandbox's output (its init's, its agents') kept in its ``.out`` file:
+#: past it, the older half is cut (sandbox-enter.py keeps it; a guest cannot reach it)
+OUTPUT_LIMIT = 1 << 20
 INSIDE = "/sandbox"
 RELAY_PORT = 5672
 DEFAULT_LOGIN = "guest"  # whom AMQP clients log in as when the URL names no user
@@ -341,6 +344,7 @@ class NamespaceLauncher:
             "cgroups": [str(path / "cgroup.procs") for path in self._group(spec).paths]
             if spec.flavor is not None else [],
             "netns": netns.namespace_file(name),
+            "output_limit": OUTPUT_LIMIT,
             "root": {"root": str(root), "hostname": _hostname(spec.hostname),
                      "folder": str(spec.folder), "read_only": _read_only_paths(),
                      "init": str(INIT_CODE), **_memory_folders(spec.flavor)},
