@@ -43,8 +43,11 @@ Journal = Callable[[int | None, int | None], None]
 #: What the wrapper writes to ``exit`` when its agent died before the go-ahead.
 NOT_STARTED = b"no go-ahead\n"
 #: $1 exit code file, $2 input file, then the command. Exit 125: the agent died before
-#: the go-ahead (the command never began).
+#: the go-ahead (the command never began). Where the kernel has it (Linux), the command's
+#: ``oom_score_adj`` is 500: a server out of memory kills a plan's processes before its
+#: agent and init (0), which a guest cannot lower again.
 WRAPPER = """IFS= read -r go || { printf 'no go-ahead\\n' >"$1"; exit 125; }
+{ echo 500 >/proc/self/oom_score_adj; } 2>/dev/null
 exit_file=$1 input=$2
 shift 2
 "$@" <"$input"

@@ -118,6 +118,14 @@ def test_a_script_s_output_past_its_limit_keeps_its_end_and_the_plan_s_result_is
     assert len(rest) == OUTPUT_LIMIT - 1  # stripped of its last newline
 
 
+def test_a_script_is_the_first_the_kernel_kills_for_memory(client, make_agent):
+    agent = make_agent(client)
+    assert call_script(client, agent, "#!/bin/sh\ncat /proc/self/oom_score_adj\n"
+                       "cat /proc/$PPID/oom_score_adj\n") == "500\n500"
+    assert (open(f"/proc/{agent.proc.pid}/oom_score_adj").read().strip()
+            == open("/proc/self/oom_score_adj").read().strip())  # the agent's own: as it was
+
+
 def test_bad_plans_each_get_an_error_and_the_agent_keeps_serving(client, make_agent, tmp_path):
     agent = make_agent(client, extra="plan_timeout = 1")
     marker = tmp_path / "escaped"
