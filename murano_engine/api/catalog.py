@@ -32,7 +32,7 @@ from murano_engine.dsl.packages import (
     generated_ui,
     parse_version,
     read_manifest,
-    unsafe_member,
+    unsafe_members,
     version_matches,
     zip_read_errors,
 )
@@ -59,12 +59,12 @@ def check_archive(data: bytes, settings: Settings) -> zipfile.ZipFile:
     if len(members) > settings.package_max_files:
         raise BadRequest(f"the package has {len(members)} files; at most "
                          f"{settings.package_max_files} are allowed")
+    unsafe = unsafe_members(members)
+    if unsafe is not None:
+        raise BadRequest(unsafe)
     total = 0
     for member in members:
         name = member.filename
-        unsafe = unsafe_member(member)
-        if unsafe is not None:
-            raise BadRequest(unsafe)
         total += member.file_size
         if member.file_size > 1024 * 1024 and \
                 member.file_size > MAX_RATIO * max(member.compress_size, 1):

@@ -153,15 +153,21 @@ class FolderSource(PackageSource):
         return sorted(found)
 
 
-def unsafe_member(member: Any) -> str | None:
-    """Why the zip member (a ``zipfile.ZipInfo``) may not be in a package: a path that
-    leaves it, or a symbolic link; None when it may."""
-    name = member.filename
-    parts = name.replace("\\", "/").split("/")
-    if name.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
-        return f"the package has a path outside the package: {name!r}"
-    if stat.S_ISLNK(member.external_attr >> 16):
-        return f"the package has a symbolic link: {name!r}"
+def unsafe_members(members: list[Any]) -> str | None:
+    """Why zip members (``zipfile.ZipInfo``) may not be a package: a path that leaves it,
+    a symbolic link, or a name held twice (which copy is read would depend on the
+    reader); None when they may."""
+    seen: set[str] = set()
+    for member in members:
+        name = member.filename
+        parts = name.replace("\\", "/").split("/")
+        if name.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+            return f"the package has a path outside the package: {name!r}"
+        if stat.S_ISLNK(member.external_attr >> 16):
+            return f"the package has a symbolic link: {name!r}"
+        if name in seen:
+            return f"the package holds {name!r} twice"
+        seen.add(name)
     return None
 
 
@@ -186,10 +192,9 @@ class ZipSource(PackageSource):
             members = self._zip.infolist()
         except (zipfile.BadZipFile, OSError) as exc:
             raise LoadError(f"broken package zip: {exc}", file=self.location) from None
-        for member in members:
-            unsafe = unsafe_member(member)
-            if unsafe is not None:
-                raise LoadError(f"broken package zip: {unsafe}", file=self.location)
+        unsafe = unsafe_members(members)
+        if unsafe is not None:
+            raise LoadError(f"broken package zip: {unsafe}", file=self.location)
         self._names = {member.filename for member in members}
         self._prefix = _zip_root(self._names)
 

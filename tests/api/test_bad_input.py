@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import re
 import shutil
+import warnings
 import zipfile
 
 import pytest
@@ -278,6 +279,13 @@ def test_archive_checks():
     with pytest.raises(ApiError) as error:
         check_archive(_zip({"a": "y" * 20_000}), settings)
     assert error.value.status == 413
+    twice = io.BytesIO()
+    with zipfile.ZipFile(twice, "w") as archive, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate it writes
+        archive.writestr("Classes/App.yaml", "Name: First")
+        archive.writestr("Classes/App.yaml", "Name: Second")
+    with pytest.raises(ApiError, match="the package holds 'Classes/App.yaml' twice"):
+        check_archive(twice.getvalue(), settings)
     assert status_of(["opened", "deployed"]) == "pending"
     assert status_of(["deploy failure", "opened"]) == "deploy failure"
     assert status_of(["opened", "deploying"]) == "deploying"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -78,6 +79,16 @@ def test_zip_package_loads_like_the_folder(tmp_path: Path, top: str | None) -> N
     assert zipped.manifest == plain.manifest
     assert zipped.source.names() == plain.source.names()
     assert zipped.read_resource("greeting.txt") == b"hi"
+
+
+def test_a_zip_holding_a_file_twice_is_refused_naming_it(tmp_path: Path) -> None:
+    with zipfile.ZipFile(tmp_path / "twice.zip", "w") as archive, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate it writes
+        archive.writestr("manifest.yaml", "Format: 1.4\nFullName: t.twice\n")
+        archive.writestr("manifest.yaml", "Format: 1.4\nFullName: t.other\n")
+    (problem,) = PackageLoader([tmp_path], INTERPRETER).problems
+    assert str(problem) == (f"{tmp_path / 'twice.zip'}: broken package zip: the package "
+                            "holds 'manifest.yaml' twice")
 
 
 def test_a_broken_zip_is_one_clear_error_naming_the_zip(tmp_path: Path) -> None:
