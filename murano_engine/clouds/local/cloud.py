@@ -18,6 +18,7 @@ never adopt each other's servers.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import logging
 import os
 import threading
@@ -290,7 +291,7 @@ class LocalCloud(StackService):
         with self.lock:
             absent = [n for n in self._owned if n not in self._stacks and n not in self._workers]
             for name in absent:
-                (self._locks / f"{name}.lock").unlink(missing_ok=True)
+                self._lock_path(name).unlink(missing_ok=True)
                 os.close(self._owned.pop(name))
 
     def _busy_check(self, name: str) -> StackState:
@@ -350,7 +351,7 @@ class LocalCloud(StackService):
                 del self._stacks[stack.name]
                 del self._templates[stack.name]
                 self._files.remove(stack.name)
-                (self._locks / f"{stack.name}.lock").unlink(missing_ok=True)
+                self._lock_path(stack.name).unlink(missing_ok=True)
             else:
                 self._files.save_stack(stack)
             self._workers.pop(stack.name, None)
@@ -369,13 +370,21 @@ class LocalCloud(StackService):
         for record in stack.records():
             self._reserve_addresses(record)
 
+    def _lock_path(self, name: str) -> Path:
+        """The lock file of stack ``name``: ``<name>.lock``, or for a name too long for
+        that (Heat takes 255 characters) its start and a digest of the whole."""
+        if len(name) <= 200:
+            return self._locks / f"{name}.lock"
+        return self._locks / f"{name[:200]}~{hashlib.sha256(name.encode()).hexdigest()[:24]}.lock"
+
     def _take(self, name: str) -> None:
         """Make stack ``name`` this process's (see the module's doc); StackConflict when
         another live process holds it."""
+        check_stack_name(name)
         with self.lock:
             if name in self._owned:
                 return
-            path = self._locks / f"{name}.lock"
+            path = self._lock_path(name)
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

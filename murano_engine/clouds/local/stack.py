@@ -25,6 +25,10 @@ _STACK_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,254}")
 
 
 def check_stack_name(name: str) -> None:
+    """Refuse a name Heat refuses (a stack's folder and lock are named by it)."""
+    if len(name) > 255:
+        raise TemplateError(f"stack name {name[:40]!r}... has {len(name)} characters; "
+                            "a stack name has 255 at most")
     if not _STACK_NAME.fullmatch(name):
         raise TemplateError(
             f"stack name {name!r} must start with a letter and hold only letters, "
