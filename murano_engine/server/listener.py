@@ -4,8 +4,11 @@ waitress reads every request whole before a thread serves it, so slow clients ho
 connections, not threads; and it closes a connection idle for ``channel_timeout``. A
 client that trickles a byte now and then is never idle, so here each request also has
 deadlines: its head must arrive within ``header_timeout`` seconds of its first byte,
-its body within ``body_timeout`` seconds of its head. Past one, the connection is closed
-(checked every second).
+its body within ``body_timeout`` seconds of its head. A new connection that sends
+nothing has ``header_timeout`` seconds for its first byte: it would otherwise hold one
+of the ``connection_limit`` places for ``idle_timeout``, which is for keep-alive
+connections between their requests. Past one, the connection is closed (checked every
+second).
 """
 
 from __future__ import annotations
@@ -33,8 +36,11 @@ class DeadlineChannel(HTTPChannel):
         super().__init__(*args, **kwargs)
         self.reading: Any = None  # the request being read
         self.started = self.head_read = 0.0
+        self.opened = time.monotonic()
+        self.spoke = False  # whether the client sent anything yet
 
     def received(self, data: bytes) -> bool:
+        self.spoke = self.spoke or bool(data)
         result = super().received(data)
         now, request = time.monotonic(), self.request
         if request is not self.reading:
@@ -44,7 +50,10 @@ class DeadlineChannel(HTTPChannel):
         return result
 
     def overdue(self, now: float) -> bool:
-        """Whether the request being read missed its head or body deadline."""
+        """Whether the request being read missed its head or body deadline, or a new
+        connection its first byte's."""
+        if not self.spoke:
+            return now - self.opened > self.adj.header_timeout
         if self.request is None or self.request is not self.reading:
             return False
         if not self.head_read:

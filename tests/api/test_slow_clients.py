@@ -3,6 +3,7 @@ not keep another client from its answers, and each is cut off at its read deadli
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 import time
@@ -91,6 +92,31 @@ def test_slow_connections_neither_lock_others_out_nor_outlive_their_deadline(sta
         assert latest < BODY_TIMEOUT + SLACK, latest
     finally:
         slow.close()
+
+
+def test_a_connection_that_sends_nothing_is_closed_at_the_head_deadline(start_api):
+    # Not at idle_timeout (60 s): a thousand such connections would hold every place of
+    # connection_limit that long, and a loop opening them would lock clients out.
+    api = start_api(header_timeout=str(HEADER_TIMEOUT))
+    opened = time.monotonic()
+    with socket.create_connection(("127.0.0.1", api.port), timeout=HEADER_TIMEOUT + SLACK
+                                  + 5) as silent:
+        assert silent.recv(4096) == b""  # closed by the server
+    assert time.monotonic() - opened < HEADER_TIMEOUT + SLACK
+    # A keep-alive connection waiting between its requests is kept past that deadline.
+    with socket.create_connection(("127.0.0.1", api.port), timeout=30) as kept:
+        for _ in range(2):
+            kept.sendall(b"GET /v1/environments HTTP/1.1\r\nHost: x\r\n"
+                         b"X-Auth-Token: tok-a\r\n\r\n")
+            answer = kept.recv(65536)
+            while b"\r\n\r\n" not in answer:
+                answer += kept.recv(65536)
+            head, body = answer.split(b"\r\n\r\n", 1)
+            assert head.startswith(b"HTTP/1.1 200 "), head
+            length = int(re.search(rb"(?i)content-length: (\d+)", head)[1])
+            while len(body) < length:  # the whole answer read: the next starts clean
+                body += kept.recv(65536)
+            time.sleep(HEADER_TIMEOUT + SLACK)
 
 
 def test_an_oversized_head_is_refused(start_api):
