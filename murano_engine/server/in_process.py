@@ -14,9 +14,11 @@ at their next step and hands their tasks on with short leases.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -47,6 +49,10 @@ PAUSED_RETRY = 1.0
 DATABASE_AWAY = (RecordingFailed, OperationalError, InterfaceError)
 
 
+def _project(task: Mapping[str, Any]) -> str:
+    return str(task.get("project_id"))
+
+
 @dataclass
 class _Held:
     """A task this process claimed and has not finished."""
@@ -58,13 +64,23 @@ class _Held:
 
 
 class LocalDispatcher:
-    """Runs each task in a thread of the API process, under a lease."""
+    """Runs each task in a thread of the API process, under a lease.
+
+    Runs wait for a thread in a queue per project; a thread that frees takes the oldest
+    run of the project that has fewest running: one project's many deployments do not
+    keep another's waiting behind all of them.
+    """
 
     def __init__(self, store: db.Store, settings: Settings, threads: int = 2) -> None:
         self.store = store
         self.settings = settings
         self.name = f"murano-api {holder_name()}"
+        self.threads = threads
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="engine")
+        #: runs waiting for a thread, by project: (arrival, task, how it is resumed)
+        self._waiting: dict[str, deque[tuple[int, dict[str, Any], tuple[Any, ...]]]] = {}
+        self._arrivals = itertools.count()
+        self._running_by_project: dict[str, int] = {}
         self.services = EngineServices(settings)
         self.static = StaticActions(store, settings, self.services)
         self._lock = threading.Lock()
@@ -89,17 +105,37 @@ class LocalDispatcher:
             self._start(task)
 
     def _start(self, task: dict[str, Any], *resumed: Any) -> None:
-        task_id = task["task_id"]
         with self._lock:
-            held = self._held.get(task_id)
-            if held is None:  # handed on by close() meanwhile
+            if task["task_id"] not in self._held:  # handed on by close() meanwhile
                 return
+            self._waiting.setdefault(_project(task), deque()).append(
+                (next(self._arrivals), task, resumed))
+            refused = self._dispatch()
+        for task_id in refused:
+            self._leave(task_id)
+
+    def _dispatch(self) -> list[str]:
+        """Start waiting runs while threads are free (under ``_lock``); the tasks whose
+        runs could not start (the pool was shut down: the process stops)."""
+        refused = []
+        while self._waiting and sum(self._running_by_project.values()) < self.threads:
+            project = min(self._waiting, key=lambda p: (self._running_by_project.get(p, 0),
+                                                        self._waiting[p][0][0]))
+            queue = self._waiting[project]
+            _, task, resumed = queue.popleft()
+            if not queue:
+                del self._waiting[project]
+            held = self._held.get(task["task_id"])
+            if held is None:
+                continue
             try:
                 held.run = self.pool.submit(self._run, task, *resumed)
-                return
-            except RuntimeError:  # the pool was shut down: the process stops
-                del self._held[task_id]
-        self._leave(task_id)
+            except RuntimeError:
+                del self._held[task["task_id"]]
+                refused.append(task["task_id"])
+                continue
+            self._running_by_project[project] = self._running_by_project.get(project, 0) + 1
+        return refused
 
     def _claim(self, task_id: str) -> bool:
         with self._lock:
@@ -161,6 +197,13 @@ class LocalDispatcher:
                     held.journal = held.run = None
                     if not held.paused:
                         del self._held[task_id]
+                project = _project(task)
+                self._running_by_project[project] -= 1
+                if not self._running_by_project[project]:
+                    del self._running_by_project[project]
+                refused = self._dispatch()
+            for waiting_id in refused:
+                self._leave(waiting_id)
 
     def _journaled(self, task_id: str) -> Callable[[Journal], None]:
         """Keeps the run's journal, to stop the run at its next step when the process
@@ -283,9 +326,14 @@ class LocalDispatcher:
         self._stopping.set()
         self.pool.shutdown(wait=False, cancel_futures=True)
         with self._lock:
-            # the tasks whose runs never started, or stopped already (paused)
+            # the tasks whose runs never started (waiting for a thread), or stopped
+            # already (paused)
+            waiting = {task["task_id"] for queue in self._waiting.values()
+                       for _, task, _ in queue}
+            self._waiting.clear()
             never_run = {task_id for task_id, held in self._held.items()
-                         if held.paused or (held.run is not None and held.run.cancelled())}
+                         if held.paused or task_id in waiting
+                         or (held.run is not None and held.run.cancelled())}
             journals = [held.journal for task_id, held in self._held.items()
                         if held.journal is not None and task_id not in never_run]
             for task_id in never_run:
