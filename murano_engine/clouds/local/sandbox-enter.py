@@ -15,9 +15,11 @@ it waits for it and ends with its status, ignoring INT and TERM (PID 1 takes
 those). PID 1 dies with it (SIGKILL). The sandbox's output (PID 1's, its
 agents', what they start) comes to this process through a pipe, and this
 process keeps it in the engine's file (its own standard output), at most
-``output_limit`` bytes of it: a guest that takes a descriptor of its agent's (it is
-root in its own user namespace: ``pidfd_getfd``) holds the pipe, not the host
-file, which it could otherwise grow without end or empty. PID 1 builds the sandbox's root (system
+``output_limit`` bytes of it: a guest that takes a descriptor of its agent's (it
+is root in its own user namespace: ``pidfd_getfd``) holds the pipe, not the host
+file, which it could otherwise grow without end or empty.
+
+PID 1 builds the sandbox's root (system
 calls, not a mount command each: a server's set-up ran some twenty programs)
 and moves into it, gives up root for ``uid`` (no supplementary groups, no capabilities,
 an empty bounding set), makes a user namespace of its own where it is root,
