@@ -216,11 +216,16 @@ echo "exit=$?"
 @NO_NAMESPACES
 def test_a_server_whose_init_the_oom_killer_takes_is_in_error_saying_so(region, environment):
     """A guest that offers its own init to the OOM killer ends its server: the ERROR says
-    the kernel killed its processes for want of memory (it said "could not start")."""
+    the kernel killed its processes for want of memory (it said "could not start").
+    A plan's processes come first for the OOM killer (oom_score_adj 500), so the guest
+    spreads its memory over processes of 40 MiB each, each a smaller victim than init."""
     queue, server_id = _boot(region, environment, "m1.tiny", "10.0.17.0/24")
     attack = r"""
 echo 1000 > /proc/1/oom_score_adj
-python3 -c 'held = [b"x" * (16 << 20) for _ in range(64)]'
+for i in 1 2 3 4 5 6 7 8; do
+    python3 -c 'import time; held = b"x" * (40 << 20); time.sleep(30)' &
+done
+wait
 """
     with pytest.raises(Exception):  # noqa: B017,PT011 - the plan's answer never comes
         region.sh(queue, attack, 30)
@@ -230,6 +235,24 @@ python3 -c 'held = [b"x" * (16 << 20) for _ in range(64)]'
     why = region.cloud.guests.failure(server_id) or ""
     assert "is in ERROR: its agent stopped; the kernel killed" in why
     assert "for want of memory (the m1.tiny flavor's 256 MiB)" in why
+
+
+@NO_NAMESPACES
+def test_a_plan_past_the_server_s_memory_is_killed_and_the_server_goes_on(region,
+                                                                         environment):
+    # Twenty processes of some 20 MiB each, each smaller than the agent: a plan's processes
+    # are the OOM killer's first choice (before, it took the agent and init, the biggest).
+    queue, server_id = _boot(region, environment, "m1.tiny", "10.0.18.0/24")
+    hogs = r"""
+for i in $(seq 20); do
+    python3 -c 'import time; held = b"x" * (14 << 20); time.sleep(5)' &
+done
+wait
+echo done
+"""
+    assert region.sh(queue, hogs, 60).strip() == "done"
+    assert region.cloud.guests.failure(server_id) is None
+    assert region.sh(queue, "echo still up").strip() == "still up"
 
 
 @NO_NAMESPACES
