@@ -520,6 +520,7 @@ def run_command(options: Any, action: str, interpreter: Interpreter | None = Non
 
 
 def _run_held(options: Any, action: str, interpreter: Interpreter | None) -> int:
+    from murano_engine.cli import held_environments
     from murano_engine.dsl import boundary
     from murano_engine.dsl.budget import Budget
     from murano_engine.dsl.packages import PackageLoader
@@ -551,6 +552,10 @@ def _run_held(options: Any, action: str, interpreter: Interpreter | None) -> int
     resuming_deploy = interrupted is not None and action == "deploy" == command
     wanted = None if resuming_deploy and not options.model else \
         _task_for(action, options, previous)
+    if action == "deploy" and wanted is not None and interrupted is None and wanted["id"]:
+        if previous is None:  # a new state file: not one another state file holds
+            held_environments.check_not_held_elsewhere(config, state_path, wanted["id"])
+        held_environments.hold(config, state_path, wanted["id"])
     resumed: int | None = None  # the finished steps of the interrupted run's journal
     if interrupted is not None:
         task = interrupted.header["task"]
@@ -633,6 +638,7 @@ def _run_held(options: Any, action: str, interpreter: Interpreter | None) -> int
                 print(f"error: could not remove {problem}", file=sys.stderr)
             return 1
         state_path.unlink(missing_ok=True)
+        held_environments.let_go(config, state_path, environment_id)
     elif outcome["isException"] and not _worth_keeping(options, previous, resources):
         close_services(services)
     else:
