@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from murano_common import amqp
 from murano_engine.clouds.base import push_stack, remove_stack
 from murano_engine.clouds.local import netns
 from murano_engine.clouds.local.cloud import LocalCloud
@@ -54,6 +55,8 @@ class Region:
     def close(self) -> None:
         self.cloud.close()
         self.client.close()
+        with amqp.connection(AMQP, "tests") as conn:  # its results queue, left empty
+            conn.default_channel.queue_delete(self.client.result_queue)
 
 
 @pytest.fixture
