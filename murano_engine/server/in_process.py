@@ -18,7 +18,7 @@ import itertools
 import logging
 import threading
 import time
-from collections import deque
+from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -49,15 +49,14 @@ PAUSED_RETRY = 1.0
 DATABASE_AWAY = (RecordingFailed, OperationalError, InterfaceError)
 
 
-def _project(task: Mapping[str, Any]) -> str:
-    return str(task.get("project_id"))
-
-
 @dataclass
 class _Held:
     """A task this process claimed and has not finished."""
 
-    run: Future | None = None  # its run, waiting for a thread or going on
+    project: str = ""  # the project whose task it is (known once it is started)
+    #: its run waiting for a thread: (arrival, task, how it is resumed)
+    waiting: tuple[int, dict[str, Any], tuple[Any, ...]] | None = None
+    run: Future | None = None  # its run, handed to a thread
     journal: Journal | None = None  # the journal of its run going on
     lost: bool = False  # another process took it over
     paused: bool = False  # its run stopped as the database went away: resumed here
@@ -77,10 +76,7 @@ class LocalDispatcher:
         self.name = f"murano-api {holder_name()}"
         self.threads = threads
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="engine")
-        #: runs waiting for a thread, by project: (arrival, task, how it is resumed)
-        self._waiting: dict[str, deque[tuple[int, dict[str, Any], tuple[Any, ...]]]] = {}
         self._arrivals = itertools.count()
-        self._running_by_project: dict[str, int] = {}
         self.services = EngineServices(settings)
         self.static = StaticActions(store, settings, self.services)
         self._lock = threading.Lock()
@@ -106,10 +102,11 @@ class LocalDispatcher:
 
     def _start(self, task: dict[str, Any], *resumed: Any) -> None:
         with self._lock:
-            if task["task_id"] not in self._held:  # handed on by close() meanwhile
+            held = self._held.get(task["task_id"])
+            if held is None:  # handed on by close() meanwhile
                 return
-            self._waiting.setdefault(_project(task), deque()).append(
-                (next(self._arrivals), task, resumed))
+            held.project = str(task.get("project_id"))
+            held.waiting = (next(self._arrivals), task, resumed)
             refused = self._dispatch()
         for task_id in refused:
             self._leave(task_id)
@@ -118,24 +115,21 @@ class LocalDispatcher:
         """Start waiting runs while threads are free (under ``_lock``); the tasks whose
         runs could not start (the pool was shut down: the process stops)."""
         refused = []
-        while self._waiting and sum(self._running_by_project.values()) < self.threads:
-            project = min(self._waiting, key=lambda p: (self._running_by_project.get(p, 0),
-                                                        self._waiting[p][0][0]))
-            queue = self._waiting[project]
-            _, task, resumed = queue.popleft()
-            if not queue:
-                del self._waiting[project]
-            held = self._held.get(task["task_id"])
-            if held is None:
-                continue
+        while True:
+            running = Counter(h.project for h in self._held.values() if h.run is not None)
+            waiting = [(task_id, held) for task_id, held in self._held.items()
+                       if held.waiting is not None]
+            if not waiting or sum(running.values()) >= self.threads:
+                return refused
+            task_id, held = min(waiting, key=lambda item: (running[item[1].project],
+                                                           item[1].waiting[0]))
+            _, task, resumed = held.waiting
+            held.waiting = None
             try:
                 held.run = self.pool.submit(self._run, task, *resumed)
             except RuntimeError:
-                del self._held[task["task_id"]]
-                refused.append(task["task_id"])
-                continue
-            self._running_by_project[project] = self._running_by_project.get(project, 0) + 1
-        return refused
+                del self._held[task_id]
+                refused.append(task_id)
 
     def _claim(self, task_id: str) -> bool:
         with self._lock:
@@ -197,10 +191,6 @@ class LocalDispatcher:
                     held.journal = held.run = None
                     if not held.paused:
                         del self._held[task_id]
-                project = _project(task)
-                self._running_by_project[project] -= 1
-                if not self._running_by_project[project]:
-                    del self._running_by_project[project]
                 refused = self._dispatch()
             for waiting_id in refused:
                 self._leave(waiting_id)
@@ -328,11 +318,8 @@ class LocalDispatcher:
         with self._lock:
             # the tasks whose runs never started (waiting for a thread), or stopped
             # already (paused)
-            waiting = {task["task_id"] for queue in self._waiting.values()
-                       for _, task, _ in queue}
-            self._waiting.clear()
             never_run = {task_id for task_id, held in self._held.items()
-                         if held.paused or task_id in waiting
+                         if held.paused or held.waiting is not None
                          or (held.run is not None and held.run.cancelled())}
             journals = [held.journal for task_id, held in self._held.items()
                         if held.journal is not None and task_id not in never_run]
