@@ -129,7 +129,8 @@ class ResultListener(amqp.QueueConsumer):
         message.ack()
 
     def _hand_over(self, message: kombu.Message) -> None:
-        """Give a result to its waiter, or drop it (logged)."""
+        """Give a result to its waiter (one that cannot be read: an error result, when the
+        message names its plan), or drop it (logged)."""
         try:
             # Results come from guests, which run tenants' code: bounded like any file.
             result = load_json(message.body, f"result on {self.queue}")
@@ -137,11 +138,9 @@ class ResultListener(amqp.QueueConsumer):
         except (LoadError, AttributeError) as exc:
             LOG.warning("dropping undecodable result on %s: %s", self.queue, exc)
             key = message.properties.get("message_id")
-            with self._lock:
-                waiter = self._waiters.pop(str(key), None) if key else None
-            if waiter is not None:  # its plan fails now, not at its timeout
-                waiter.deliver(unreadable_result(str(key), exc))
-            return
+            if not key:
+                return
+            result = unreadable_result(str(key), exc)  # its plan fails now, not at its timeout
         with self._lock:
             waiter = self._waiters.pop(str(key), None)
         if waiter is None:
