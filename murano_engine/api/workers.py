@@ -196,15 +196,14 @@ class ResultListener(ConsumerMixin):
     def _store(message: Any, handle: Callable[[], None]) -> None:
         try:
             handle()
-        except (OperationalError, InterfaceError) as exc:
-            # the database is away: a line a try, not a traceback a second
-            LOG.warning("could not store a result, the database does not answer (%s); "
-                        "it will be retried", str(exc.orig).strip() or type(exc.orig).__name__)
-            message.requeue()
-            time.sleep(1)
-            return
-        except Exception:  # noqa: BLE001 - keep the message for the next try
-            LOG.exception("could not store a result; it will be retried")
+        except Exception as exc:  # noqa: BLE001 - keep the message for the next try
+            if isinstance(exc, OperationalError | InterfaceError):
+                # the database is away: a line a try, not a traceback a second
+                LOG.warning("could not store a result, the database does not answer (%s); "
+                            "it will be retried",
+                            str(exc.orig).strip() or type(exc.orig).__name__)
+            else:
+                LOG.exception("could not store a result; it will be retried")
             message.requeue()
             time.sleep(1)
             return
