@@ -99,6 +99,28 @@ def connection(
     return prepare(kombu.Connection(url, **options), name, confirm_publish)
 
 
+class Outage:
+    """The start of a broker outage, for logging it once as it begins and once as it ends
+    (the tries between are debug lines)."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None  # monotonic
+
+    def begins(self) -> bool:
+        """Note a failed try; whether it begins an outage (else it is one more in it)."""
+        if self.since is not None:
+            return False
+        self.since = time.monotonic()
+        return True
+
+    def ends(self) -> float | None:
+        """Note a try that got through; the outage's length if it ends one."""
+        if self.since is None:
+            return None
+        length, self.since = time.monotonic() - self.since, None
+        return length
+
+
 class _Stopped(Exception):
     """Raised inside kombu's reconnection wait when the consumer is told to stop."""
 
@@ -127,7 +149,7 @@ class QueueConsumer(ConsumerMixin):
         self.retry_max_delay = max(retry_delay, retry_max_delay)
         #: Set by :meth:`stop`; cleared again to run once more.
         self.stopping = threading.Event()
-        self._down_since: float | None = None  # monotonic start of the current outage
+        self._outage = Outage()
 
     @property
     def should_stop(self) -> bool:  # read by ConsumerMixin
@@ -166,8 +188,7 @@ class QueueConsumer(ConsumerMixin):
 
     def _note_down(self, exc: Exception, interval: float | None = None) -> None:
         again = "" if interval is None else f"; trying again in {interval:.1f} s"
-        if self._down_since is None:
-            self._down_since = time.monotonic()
+        if self._outage.begins():
             LOG.warning("%s: broker connection lost or refused: %s%s", self.name, exc, again)
         else:
             LOG.debug("%s: broker still unreachable: %s%s", self.name, exc, again)
@@ -175,13 +196,9 @@ class QueueConsumer(ConsumerMixin):
     @contextlib.contextmanager
     def consumer_context(self, **kwargs: Any) -> Iterator[tuple[Any, Any, Any]]:
         with super().consumer_context(**kwargs) as context:
-            if self._down_since is not None:
-                LOG.info(
-                    "%s: broker connection back after %.1f s",
-                    self.name,
-                    time.monotonic() - self._down_since,
-                )
-                self._down_since = None
+            length = self._outage.ends()
+            if length is not None:
+                LOG.info("%s: broker connection back after %.1f s", self.name, length)
                 self.on_reconnected()
             yield context
 

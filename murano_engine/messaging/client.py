@@ -85,7 +85,7 @@ class AgentClient:
         self._publishing = threading.Lock()
         self._conn: kombu.Connection | None = None
         self._declared: set[str] = set()
-        self._down_since: float | None = None  # monotonic start of a publishing outage
+        self._outage = amqp.Outage()  # of publishing
         self._listener = ResultListener(
             broker_url, self.result_queue, ssl, on_reconnect=self._on_listener_back
         )
@@ -299,20 +299,15 @@ class AgentClient:
         self._conn = None
 
     def _note_down(self, exc: OSError) -> None:
-        if self._down_since is None:
-            self._down_since = time.monotonic()
+        if self._outage.begins():
             LOG.warning("engine %s: %s; trying again", self.result_queue, exc)
         else:
             LOG.debug("engine %s: %s", self.result_queue, exc)
 
     def _note_up(self) -> None:
-        if self._down_since is not None:
-            LOG.info(
-                "engine %s: publishing again after %.1f s",
-                self.result_queue,
-                time.monotonic() - self._down_since,
-            )
-            self._down_since = None
+        length = self._outage.ends()
+        if length is not None:
+            LOG.info("engine %s: publishing again after %.1f s", self.result_queue, length)
 
     def _on_listener_back(self) -> None:
         """The result listener reconnected: have the awaited plans published again."""

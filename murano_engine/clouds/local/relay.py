@@ -21,6 +21,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from murano_common.amqp import Outage
+
 LOG = logging.getLogger(__name__)
 CHUNK = 65536
 JOIN_TIMEOUT = 2.0
@@ -156,7 +158,7 @@ class Relay:
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._closed = False
-        self._down_since: float | None = None  # monotonic start of a broker outage
+        self._outage = Outage()
         self._threads = [threading.Thread(target=self._accept, name=f"relay {name}",
                                           daemon=True)]
         self._threads[0].start()
@@ -225,18 +227,17 @@ class Relay:
     def _note_unreachable(self, exc: OSError) -> None:
         """An outage is a warning as it starts; the agent's retries in it (one a second)
         are debug lines."""
-        if self._down_since is None:
-            self._down_since = time.monotonic()
+        if self._outage.begins():
             LOG.warning("relay %s: the broker %s:%s is unreachable: %s", self.name,
                         *self.target, exc)
         else:
             LOG.debug("relay %s: the broker is still unreachable: %s", self.name, exc)
 
     def _note_reachable(self) -> None:
-        if self._down_since is not None:
+        length = self._outage.ends()
+        if length is not None:
             LOG.info("relay %s: the broker %s:%s answers again, after %.1f s", self.name,
-                     *self.target, time.monotonic() - self._down_since)
-            self._down_since = None
+                     *self.target, length)
 
     def _pump(self, source: socket.socket, sink: socket.socket, gated: bool) -> None:
         """Copy ``source`` to ``sink``; when ``gated`` (the client's side), only
