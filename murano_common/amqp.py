@@ -113,6 +113,10 @@ class Outage:
         self.since = time.monotonic()
         return True
 
+    def lasted(self) -> float:
+        """Seconds since the outage began (0 when there is none)."""
+        return 0.0 if self.since is None else time.monotonic() - self.since
+
     def ends(self) -> float | None:
         """Note a try that got through; the outage's length if it ends one."""
         if self.since is None:

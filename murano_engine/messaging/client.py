@@ -59,7 +59,10 @@ class AgentClient:
     the result listener reconnects, every plan a call still waits for is
     published again with the same ID (an agent answers a plan it already ran
     from its store, and ignores one it still holds), so a result lost with the
-    connection is asked for again.
+    connection is asked for again. The broker is waited for once per outage:
+    after a publish gave up, the next ones try once until a publish gets through
+    again (a destroy's stop plans, one per server, each waited out the whole
+    timeout, one after the other).
     """
 
     def __init__(
@@ -86,6 +89,7 @@ class AgentClient:
         self._conn: kombu.Connection | None = None
         self._declared: set[str] = set()
         self._outage = amqp.Outage()  # of publishing
+        self._waited_out = False  # a publish gave up in this outage
         self._listener = ResultListener(
             broker_url, self.result_queue, ssl, on_reconnect=self._on_listener_back
         )
@@ -229,7 +233,8 @@ class AgentClient:
         wanted: Callable[[], bool] = lambda: True,
     ) -> None:
         """Publish ``plan``, trying again while the broker is unreachable (and ``wanted()``);
-        raises OSError once ``deadline`` (``time.monotonic()``) has passed."""
+        raises OSError once ``deadline`` (``time.monotonic()``) has passed, or after one
+        try when an earlier publish already gave up in the same outage."""
         delay = RETRY_DELAY
         while True:
             with self._publishing:
@@ -242,11 +247,18 @@ class AgentClient:
                         raise
                     self._note_down(exc)
                     error = exc
+                    if self._waited_out and not stale:
+                        raise OSError(f"{exc} (unreachable for {self._outage.lasted():.0f} "
+                                      f"s, and waited for once already)") from exc
                 else:
                     self._note_up()
                     return
             left = deadline - time.monotonic()
-            if left <= 0 or self._closed.is_set() or not wanted():
+            if left <= 0:
+                with self._publishing:
+                    self._waited_out = self._outage.since is not None
+                raise error
+            if self._closed.is_set() or not wanted():
                 raise error
             if not stale:
                 self._closed.wait(min(delay, left))
@@ -305,6 +317,7 @@ class AgentClient:
             LOG.debug("engine %s: %s", self.result_queue, exc)
 
     def _note_up(self) -> None:
+        self._waited_out = False
         length = self._outage.ends()
         if length is not None:
             LOG.info("engine %s: publishing again after %.1f s", self.result_queue, length)

@@ -181,14 +181,47 @@ def test_cut_longer_than_the_timeout_times_out_cleanly(
         client.call(agent.queue, script_log.plan(client, "never", 0), 1.5)
     assert 1.5 <= time.monotonic() - started < 3
     assert "the broker did not take the plan" in caught.value.info["details"]["reason"]
+
+    forwarder.restore()
+    assert client.call(agent.queue, script_log.plan(client, "after", 0), 20) == "ran after"
+    forwarder.cut()
     started = time.monotonic()
     with pytest.raises(OSError, match="cannot publish"):
         client.send(agent.queue, script_log.plan(client, "never-sent", 0), timeout=0.8)
     assert 0.8 <= time.monotonic() - started < 2.5
+    forwarder.restore()
+    assert script_log.tokens() == ["after"]  # the plans that timed out were never sent
+
+
+def test_the_broker_is_waited_for_once_per_outage(
+    forwarder, make_cut_client, make_agent, script_log
+):
+    """A call that gave up on an unreachable broker ends the waiting: the next plans of
+    the same outage try once (a destroy's stop plans, one per server, each waited the
+    whole timeout); a publish that gets through starts the waiting afresh."""
+    client = make_cut_client(forwarder)
+    agent = make_agent(client, port=forwarder.port)
+    forwarder.cut()
+    with pytest.raises(AgentTimeout):
+        client.call(agent.queue, script_log.plan(client, "first", 0), 1.0)
+    started = time.monotonic()
+    with pytest.raises(AgentTimeout) as caught:
+        client.call(agent.queue, script_log.plan(client, "second", 0), 30)
+    assert time.monotonic() - started < 1.0
+    reason = caught.value.info["details"]["reason"]
+    assert "the broker did not take the plan" in reason and "waited for once already" in reason
+    with pytest.raises(OSError, match="waited for once already"):
+        client.send(agent.queue, script_log.plan(client, "third", 0), timeout=30)
 
     forwarder.restore()
-    assert client.call(agent.queue, script_log.plan(client, "after", 0), 20) == "ran after"
-    assert script_log.tokens() == ["after"]  # the plans that timed out were never sent
+    assert client.call(agent.queue, script_log.plan(client, "back", 0), 20) == "ran back"
+    forwarder.cut()  # a new outage: waited for again, until the call's time is up
+    started = time.monotonic()
+    with pytest.raises(AgentTimeout):
+        client.call(agent.queue, script_log.plan(client, "later", 0), 1.5)
+    assert 1.5 <= time.monotonic() - started < 3
+    forwarder.restore()
+    assert script_log.tokens() == ["back"]
 
 
 def test_result_lost_in_a_cut_is_asked_for_again(make_cut_client, make_agent, script_log):
