@@ -277,6 +277,7 @@ class Resources:
         conn = amqp.connection(broker_url(config), "engine destroy", ssl=broker_ssl(config))
         try:
             with conn:
+                conn.ensure_connection(max_retries=0)  # one try; the state keeps the names
                 channel = conn.default_channel
                 for name in sorted(self.queues):
                     channel.queue_delete(name)
