@@ -187,16 +187,38 @@ class StateNotWritten(Exception):
 def write_state(path: Path, model: Mapping[str, Any]) -> None:
     """Write the state file whole, or raise :class:`StateNotWritten` leaving it as it was
     (and no temporary file behind)."""
+    text = json.dumps(model, indent=2, sort_keys=True, default=str) + "\n"
+    unreadable = _unreadable_state(text)
+    if unreadable:
+        raise StateNotWritten(
+            f"the state file {path} is not written: {unreadable}; what the run did is kept "
+            f"in {journal_path(path)}: `murano-engine destroy --state {path}` removes what "
+            f"it made")
     temporary = path.with_suffix(path.suffix + ".tmp")
     try:
-        temporary.write_text(json.dumps(model, indent=2, sort_keys=True, default=str) + "\n",
-                             encoding="utf-8")
+        temporary.write_text(text, encoding="utf-8")
         temporary.replace(path)
     except OSError as exc:
         temporary.unlink(missing_ok=True)
         raise StateNotWritten(
             f"could not write the state file {path}: {exc.strerror or exc}; what the run "
             f"did is kept in {journal_path(path)}. Run the same command to carry on.") from None
+
+
+def _unreadable_state(text: str) -> str:
+    """Why :func:`read_json` would refuse ``text`` as a state file ('' if it would not):
+    a package can build a model deeper or larger than a state file may hold."""
+    from murano_common.jsontext import nesting_depth
+    from murano_engine.dsl.yaml_loader import MAX_BYTES, MAX_DEPTH
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_BYTES:
+        return (f"the model after the run is {size} bytes (a state file holds at most "
+                f"{MAX_BYTES})")
+    depth = nesting_depth(text)
+    if depth > MAX_DEPTH:
+        return (f"the model after the run nests {depth} levels deep (a state file holds at "
+                f"most {MAX_DEPTH})")
+    return ""
 
 
 def journal_path(state_path: Path) -> Path:

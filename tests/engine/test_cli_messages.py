@@ -237,3 +237,26 @@ def test_destroy_names_the_queues_it_could_not_delete_when_the_broker_is_away(tm
     assert problems[0].startswith(f"queues e1-h1, e1-h2 on the broker at "
                                   f"amqp://guest:**@127.0.0.1:{port}//: "), problems
     assert "guest:guest" not in problems[0]  # no password in a message
+
+
+def test_a_model_too_deep_for_a_state_file_is_not_written_and_destroy_removes_the_run(
+        tmp_path):
+    # A value nested 300 levels (a value may nest 500) made a state file that every
+    # later command refused (a state nests at most 200 levels): nothing could destroy it.
+    _one_class_package(tmp_path, "range(300).aggregate([$1], 1)")
+    stopped = subprocess.run(_deploy_command(tmp_path), capture_output=True, text=True,
+                             timeout=120, cwd=tmp_path)
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    state, journal = tmp_path / "state.json", tmp_path / "state.json.journal"
+    assert stopped.stderr.splitlines()[-1] == (
+        f"error: the state file {state} is not written: the model after the run nests "
+        f"304 levels deep (a state file holds at most 200); what the run did is kept in "
+        f"{journal}: `murano-engine destroy --state {state}` removes what it made")
+    assert not state.exists() and journal.exists()
+
+    destroyed = subprocess.run(
+        [sys.executable, "-m", "murano_engine.cli.main", "destroy", "--state", str(state)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert destroyed.returncode == 0, destroyed.stdout + destroyed.stderr
+    assert "destroy finished; state removed" in destroyed.stdout
+    assert not state.exists() and not journal.exists()
