@@ -39,7 +39,6 @@ from murano_engine.dsl.packages import (
 from murano_engine.dsl.validation import validate_package
 
 SEP = "\x1f"
-MAX_RATIO = 200
 ORDER_KEYS = {"fqn": db.Package.fully_qualified_name, "name": db.Package.name,
               "created": db.Package.created}
 
@@ -62,14 +61,7 @@ def check_archive(data: bytes, settings: Settings) -> zipfile.ZipFile:
     unsafe = unsafe_members(members)
     if unsafe is not None:
         raise BadRequest(unsafe)
-    total = 0
-    for member in members:
-        name = member.filename
-        total += member.file_size
-        if member.file_size > 1024 * 1024 and \
-                member.file_size > MAX_RATIO * max(member.compress_size, 1):
-            raise BadRequest(f"{name!r} expands {member.file_size // max(member.compress_size, 1)}"
-                             f" times; the package looks like a zip bomb")
+    total = sum(member.file_size for member in members)
     if total > settings.package_unpacked_limit:
         raise TooLarge(f"the package unpacks to {total} bytes; the limit is "
                        f"{settings.package_unpacked_limit} bytes")

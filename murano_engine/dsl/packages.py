@@ -153,13 +153,22 @@ class FolderSource(PackageSource):
         return sorted(found)
 
 
+#: how many times its compressed size a zip member over a MiB may expand to (more is
+#: a zip bomb: 3 MB unpacking to 3 GB)
+MAX_RATIO = 200
+
+
 def unsafe_members(members: list[Any]) -> str | None:
     """Why zip members (``zipfile.ZipInfo``) may not be a package: a path that leaves it,
-    a symbolic link, or a name held twice (which copy is read would depend on the
-    reader); None when they may."""
+    a symbolic link, a name held twice (which copy is read would depend on the reader)
+    or a member expanding more than MAX_RATIO times; None when they may."""
     seen: set[str] = set()
     for member in members:
         name = member.filename
+        if member.file_size > 1024 * 1024 and \
+                member.file_size > MAX_RATIO * max(member.compress_size, 1):
+            return (f"{name!r} expands {member.file_size // max(member.compress_size, 1)} "
+                    f"times; the package looks like a zip bomb")
         parts = name.replace("\\", "/").split("/")
         if name.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
             return f"the package has a path outside the package: {name!r}"

@@ -145,6 +145,21 @@ def test_validate_a_broken_zip(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_validate_refuses_a_zip_bomb_before_unpacking_it(tmp_path: Path) -> None:
+    # 64 MiB of one byte deflate to some 64 KB: validate unpacked a 3 GB one whole (its
+    # memory ran out) before checking a class file's size
+    bomb = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("manifest.yaml", "Format: 1.4\nFullName: t.bomb\nType: Library\n"
+                                          "Classes:\n  t.bomb.C: C.yaml\n")
+        archive.writestr("Classes/C.yaml", b"#" * (64 << 20))
+    done = cli("validate", str(bomb))
+    assert done.returncode == 1
+    assert done.stdout.startswith(f"{bomb}: broken package zip: 'Classes/C.yaml' expands ")
+    assert "times; the package looks like a zip bomb" in done.stdout
+    assert "Traceback" not in done.stderr
+
+
 def test_validate_names_a_damaged_file_of_a_zip(tmp_path: Path) -> None:
     path = write_package(tmp_path, "t.ok", {"Good": BROKEN_CLASSES["Good"].replace("t.v", "t.ok")})
     packed = tmp_path / "p.zip"
