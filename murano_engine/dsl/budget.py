@@ -46,7 +46,7 @@ class Budget:
     meanwhile; exhausted, it stays exhausted."""
 
     __slots__ = ("seconds", "steps", "memory_mb", "left", "_stretch", "_spent", "_deadline",
-                 "_base_mb")
+                 "_base_mb", "_memory_spent")
 
     def __init__(self, seconds: float | None = DEFAULT_TASK_TIME_LIMIT,
                  steps: int | None = DEFAULT_TASK_STEP_LIMIT,
@@ -59,6 +59,7 @@ class Budget:
         self._base_mb = resident_mb() if memory_mb else 0
         self._deadline = boundary.outside().monotonic() + seconds if seconds else None
         self._spent = 0
+        self._memory_spent = ""  # the error's message once the memory limit was passed
         self._stretch = self.left = min(CHECK_EVERY, steps) if steps else CHECK_EVERY
 
     @classmethod
@@ -70,6 +71,14 @@ class Budget:
                    int(engine["task_step_limit"]) or None,
                    int(engine["task_memory_limit"]) or None)
 
+    def spend(self, steps: int) -> None:
+        """Count ``steps`` steps at once (the branches a ``pselect`` starts: spawning
+        green threads otherwise spends none, and a nested one made millions before the
+        memory was next read)."""
+        self.left -= steps
+        if self.left < 0:
+            self.checkpoint()
+
     def checkpoint(self) -> None:
         """Called when ``left`` ran below zero: count the steps, read the clock."""
         self._spent += self._stretch - self.left
@@ -78,10 +87,14 @@ class Budget:
             raise errors.StepBudgetExceededError(
                 f"the task's step budget of {self.steps} steps is spent")
         self.check_time()
-        if self.memory_mb and resident_mb() - self._base_mb > self.memory_mb:
-            raise errors.MemoryBudgetExceededError(
-                f"the engine process grew by {resident_mb() - self._base_mb} MB while the "
-                f"task ran, past the task's memory limit of {self.memory_mb} MB")
+        if self._memory_spent:
+            raise errors.MemoryBudgetExceededError(self._memory_spent)
+        grown = resident_mb() - self._base_mb if self.memory_mb else 0
+        if self.memory_mb and grown > self.memory_mb:
+            self._stretch = self.left = 0
+            self._memory_spent = (f"the engine process grew by {grown} MB while the task "
+                                  f"ran, past the task's memory limit of {self.memory_mb} MB")
+            raise errors.MemoryBudgetExceededError(self._memory_spent)
         self._stretch = self.left = (min(CHECK_EVERY, self.steps - self._spent)
                                      if self.steps else CHECK_EVERY)
 

@@ -187,7 +187,8 @@ def run_all(funcs: Iterable[Callable[[], Any]], limit: int | None = None) -> lis
     ``limit`` at once.
 
     Returns the results in order. When any of them failed, every one is still
-    waited for and then the first failure (in order) is raised.
+    waited for and then the first failure (in order) is raised; the others are let
+    go as they happen (each holds its branch's frames, and what they made, until then).
     """
     parent = _branch.get()
     spawn = next(parent.spawns)
@@ -196,13 +197,13 @@ def run_all(funcs: Iterable[Callable[[], Any]], limit: int | None = None) -> lis
         return []
     if len(funcs) == 1:
         return [funcs[0]()]
+    failure = _FirstFailure()
     pool = _eventlet().greenpool.GreenPool(max(1, limit or len(funcs)))
-    threads = [pool.spawn(_capture, f) for f in funcs]
-    outcomes = [t.wait() for t in threads]
-    for ok, value in outcomes:
-        if not ok:
-            raise value
-    return [value for _, value in outcomes]
+    threads = [pool.spawn(failure.capture, index, f) for index, f in enumerate(funcs)]
+    results = [t.wait() for t in threads]
+    if failure.error is not None:
+        raise failure.error
+    return results
 
 
 def _in_branch(path: str, func: Callable[[], Any]) -> Callable[[], Any]:
@@ -215,8 +216,19 @@ def _in_branch(path: str, func: Callable[[], Any]) -> Callable[[], Any]:
     return run
 
 
-def _capture(func: Callable[[], Any]) -> tuple[bool, Any]:
-    try:
-        return True, func()
-    except BaseException as exc:  # noqa: BLE001 - re-raised by run_all
-        return False, exc
+class _FirstFailure:
+    """The failure of the first branch (in order) that failed, of those run so far."""
+
+    __slots__ = ("index", "error")
+
+    def __init__(self) -> None:
+        self.index = -1
+        self.error: BaseException | None = None
+
+    def capture(self, index: int, func: Callable[[], Any]) -> Any:
+        try:
+            return func()
+        except BaseException as exc:  # noqa: BLE001 - re-raised by run_all
+            if self.error is None or index < self.index:
+                self.index, self.error = index, exc
+            return None

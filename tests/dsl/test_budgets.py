@@ -171,6 +171,14 @@ CODE = class_text("t.bud", "Code", """
         Body:
           - sleep(0.01)
           - Return: woke
+      fanOut:
+        Body:
+          - Return: range(2000).pselect(range(2000).pselect(sleep(0)).len()).sum()
+      joinBig:
+        Body:
+          - $b: range(64).select('abcd').join('')
+          - $s: range(256).select($b).join('')
+          - Return: len(range(2000).select($s).join(','))
 """)
 
 
@@ -252,6 +260,44 @@ def test_the_memory_limit_is_on_what_a_task_adds_not_what_the_process_holds() ->
     assert resident_mb() > 150
     Budget(memory_mb=100).checkpoint()  # this task added nothing: within its limit
     del held
+
+
+def test_a_fan_out_of_green_threads_stops_at_the_memory_limit(pkgs: list[Path]) -> None:
+    """4,000,000 branches (pselect in pselect) are made and parked without a step
+    counted: the process grew to its address space's end (a raw MemoryError or
+    SystemError) without the memory limit being read. Each branch started now counts,
+    and once the limit is passed no parked branch starts."""
+    import resource
+    import subprocess
+    import sys
+
+    def small_address_space() -> None:
+        limit = 1536 * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "murano_engine.cli.main", "run", "-l", str(pkgs[0]),
+         "t.bud.Code.fanOut"], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "MURANO_ENGINE_TASK_MEMORY_LIMIT": "100"},
+        preexec_fn=small_address_space)  # noqa: PLW1509
+    assert done.returncode == 1
+    assert "MemoryBudgetExceededError" in done.stderr, done.stderr[-2000:]
+    assert "past the task's memory limit of 100 MB" in done.stderr
+    assert "t.bud.Code.fanOut at " in done.stderr  # the MuranoPL stack
+
+
+def test_a_join_past_the_memory_quota_is_refused_before_it_is_made(
+        loader: PackageLoader) -> None:
+    """2,000 texts of 64 KiB: 128 MB joined (and only then refused), past the 512 KiB
+    quota."""
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        _, executor = _fails(loader, "joinBig", yaql_exceptions.MemoryQuotaExceededException)
+        assert tracemalloc.get_traced_memory()[1] < 50 * 1024 * 1024
+    finally:
+        tracemalloc.stop()
+    _healthy(executor)
 
 
 def test_list_repetition_is_refused_before_it_is_made(loader: PackageLoader) -> None:

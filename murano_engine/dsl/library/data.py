@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from yaql.language.utils import FrozenDict
 
 from murano_engine.dsl import concurrency, values
+from murano_engine.dsl.budget import budget_of
 from murano_engine.dsl.contexts import DslContext
 from murano_engine.dsl.runtime import FunctionSpec
 
@@ -20,8 +21,13 @@ if TYPE_CHECKING:
 def pselect(ctx: Any, collection: Any, args: list, kwargs: dict) -> Any:
     items = values.freeze(collection)
     selector = args[0] if args else kwargs["selector"]
+    budget = budget_of(ctx)
+    if budget is not None:
+        budget.spend(len(items))
 
     def run(item: Any) -> Any:
+        if budget is not None and budget.left <= 0:  # spent while the branch waited to start
+            budget.checkpoint()
         child = DslContext(ctx)
         child["$"] = item
         return selector(child)
