@@ -218,9 +218,34 @@ def _run(options: argparse.Namespace) -> int:
         receiver = cls.ref
     else:
         receiver = executor.new_object(cls)
-    result = executor.invoke(method, receiver, [], kwargs, None)
-    print(json.dumps(serializer.serialize_value(result), indent=2, sort_keys=True))
+    result = serializer.serialize_value(executor.invoke(method, receiver, [], kwargs, None))
+    if _deeper_than(result, RESULT_DEPTH):
+        raise SystemExit(f"error: the result of {options.target} nests more than "
+                         f"{RESULT_DEPTH} levels deep (a chain of objects, each holding the "
+                         f"next?); it is not written")
+    print(json.dumps(result, indent=2, sort_keys=True))
     return 0
+
+
+#: how deep a result ``run`` writes may nest (indented, 10,000 levels wrote 1 GB)
+RESULT_DEPTH = 500
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether the lists and dicts of ``value`` nest more than ``limit`` levels."""
+    level, todo = 0, [value]
+    while todo:
+        level += 1
+        if level > limit:
+            return True
+        inner = []
+        for item in todo:
+            if isinstance(item, dict):
+                inner.extend(v for v in item.values() if isinstance(v, (dict, list)))
+            elif isinstance(item, list):
+                inner.extend(v for v in item if isinstance(v, (dict, list)))
+        todo = inner
+    return False
 
 
 def _environment(options: argparse.Namespace, action: str) -> int:

@@ -4,6 +4,7 @@ and the file:line, and the process (the same executor, or a new task) goes on.""
 from __future__ import annotations
 
 import gc
+import json
 import os
 import time
 from pathlib import Path
@@ -171,6 +172,25 @@ CODE = class_text("t.bud", "Code", """
         Body:
           - sleep(0.01)
           - Return: woke
+      chain:
+        Usage: Static
+        Arguments:
+          - n:
+              Contract: $.int()
+        Body:
+          - $last: null
+          - For: i
+            In: range($n)
+            Do:
+              - For: j
+                In: range(100)
+                Do:
+                  - $last: new(Link, next => $last)
+          - Return: $last
+      dumpChain:
+        Usage: Static
+        Body:
+          - Return: dump(type('t.bud.Code').chain(100))
       fanOut:
         Body:
           - Return: range(2000).pselect(range(2000).pselect(sleep(0)).len()).sum()
@@ -182,10 +202,17 @@ CODE = class_text("t.bud", "Code", """
 """)
 
 
+LINK = class_text("t.bud", "Link", """
+    Properties:
+      next:
+        Contract: $.class(Link)
+""")
+
+
 @pytest.fixture(scope="module")
 def pkgs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     root = tmp_path_factory.mktemp("budgets")
-    write_package(root, "t.bud", {"Code": CODE})
+    write_package(root, "t.bud", {"Code": CODE, "Link": LINK})
     return [root]
 
 
@@ -284,6 +311,29 @@ def test_a_fan_out_of_green_threads_stops_at_the_memory_limit(pkgs: list[Path]) 
     assert "MemoryBudgetExceededError" in done.stderr, done.stderr[-2000:]
     assert "past the task's memory limit of 100 MB" in done.stderr
     assert "t.bud.Code.fanOut at " in done.stderr  # the MuranoPL stack
+
+
+def test_a_chain_of_objects_is_dumped_in_one_pass_and_refused_when_too_deep(
+        pkgs: list[Path]) -> None:
+    """10,000 objects, each holding the next and owned by none: every pass of the
+    writer walked the whole output again to write one more (minutes, past any time
+    budget); now the dump ends at once in the depth limit, and ``run`` does not write
+    a result 20,000 levels deep (indented, 1 GB)."""
+    dumped = cli("run", "-l", str(pkgs[0]), "t.bud.Code.dumpChain")
+    assert dumped.returncode == 1
+    assert "ValueLimitExceededError: a value is nested more than 500 levels deep" in \
+        dumped.stderr, dumped.stderr[-2000:]
+    returned = cli("run", "-l", str(pkgs[0]), "t.bud.Code.chain", "--arg", "n=100")
+    assert returned.returncode == 1
+    assert returned.stderr.splitlines()[-1] == (
+        "error: the result of t.bud.Code.chain nests more than 500 levels deep (a chain "
+        "of objects, each holding the next?); it is not written")
+    short = cli("run", "-l", str(pkgs[0]), "t.bud.Code.chain", "--arg", "n=1")
+    assert short.returncode == 0, short.stderr
+    depth, link = 0, json.loads(short.stdout)
+    while link is not None:
+        depth, link = depth + 1, link["next"]
+    assert depth == 100
 
 
 def test_a_join_past_the_memory_quota_is_refused_before_it_is_made(
