@@ -418,8 +418,10 @@ def _list_contract(spec: list, position: Position | None) -> Any:
     kept = _kept_whole(items, bounds)
 
     def apply(value: Any, scope: ContractScope) -> Any:
-        if kept and type(value) is tuple and kept.issuperset(map(type, value)):
-            return value
+        if kept and type(value) is tuple:
+            _spend(scope, len(value))
+            if kept.issuperset(map(type, value)):
+                return value
         if value is None:
             value = ()
         elif isinstance(value, (str, Mapping, MuranoObject, ObjectView)) \
@@ -435,6 +437,8 @@ def _list_contract(spec: list, position: Position | None) -> Any:
             raise scope.violation(f"list must have at most {maximum} items, got {len(value)}")
         if not item_contracts:
             return value
+        if not kept or type(value) is not tuple:  # (else counted above)
+            _spend(scope, len(value))
         out = []
         for index, item in enumerate(value):
             contract = item_contracts[min(index, len(item_contracts) - 1)]
@@ -447,6 +451,13 @@ def _list_contract(spec: list, position: Position | None) -> Any:
         return value if all(map(operator.is_, result, value)) else result
 
     return apply
+
+
+def _spend(scope: ContractScope, items: int) -> None:
+    """Count a step per item a list contract checks: a contract on a list of lists is
+    as much work as a loop over every item (a million items in one call checked
+    without a step, so the time limit was read minutes apart)."""
+    scope.frame.executor.budget.spend(items)
 
 
 def _dict_contract(spec: dict, position: Position | None) -> Any:

@@ -191,6 +191,17 @@ CODE = class_text("t.bud", "Code", """
         Usage: Static
         Body:
           - Return: dump(type('t.bud.Code').chain(100))
+      checked:
+        Usage: Static
+        Arguments:
+          - rows:
+              Contract: [[$.int().check($ >= 0)]]
+        Body:
+          - Return: len($rows)
+      checkMany:
+        Body:
+          - $row: range(1000).toList()
+          - Return: type('t.bud.Code').checked(range(100).select($row))
       fanOut:
         Body:
           - Return: range(2000).pselect(range(2000).pselect(sleep(0)).len()).sum()
@@ -334,6 +345,15 @@ def test_a_chain_of_objects_is_dumped_in_one_pass_and_refused_when_too_deep(
     while link is not None:
         depth, link = depth + 1, link["next"]
     assert depth == 100
+
+
+def test_a_contract_counts_a_step_per_item_it_checks(loader: PackageLoader) -> None:
+    """100 lists of 1,000 numbers through ``[[$.int().check($ >= 0)]]``: 100,000 checks
+    spent no step, so a budget of 50,000 steps (and the clock, read each 1,000 steps)
+    did not stop a loop of such calls."""
+    with pytest.raises(errors.StepBudgetExceededError, match="step budget of 50000 steps"):
+        run_method([], "t.bud.Code.checkMany", Executor(loader, budget=Budget(steps=50_000)))
+    assert run_method([], "t.bud.Code.checkMany", Executor(loader)) == 100
 
 
 def test_a_join_past_the_memory_quota_is_refused_before_it_is_made(
