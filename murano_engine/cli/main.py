@@ -223,7 +223,8 @@ def _run(options: argparse.Namespace) -> int:
         raise SystemExit(f"error: the result of {options.target} nests more than "
                          f"{RESULT_DEPTH} levels deep (a chain of objects, each holding the "
                          f"next?); it is not written")
-    print(json.dumps(result, indent=2, sort_keys=True))
+    # YAML timestamps are datetimes: written as text, as deploy writes them in a state
+    print(json.dumps(result, indent=2, sort_keys=True, default=str))
     return 0
 
 

@@ -360,3 +360,18 @@ def test_a_break_outside_a_loop_is_shown_at_its_line(tmp_path: Path) -> None:
         "used on method level",
         "MuranoPL stack (most recent call last):",
         f"  t.brk t.brk.App.run at {app_file}:10:13"]  # the Continue
+
+
+def test_run_writes_a_yaml_timestamp_as_text(tmp_path: Path) -> None:
+    """A YAML timestamp is a datetime, which json could not write: the result was a
+    Python TypeError and no file or line."""
+    write_package(tmp_path, "t.when", {"C": class_text("t.when", "C", """
+        Methods:
+          m:
+            Usage: Static
+            Body:
+              - Return: [2001-12-14t21:59:43.10-05:00]
+        """)})
+    done = cli("run", "-l", str(tmp_path), "t.when.C.m")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["2001-12-14 21:59:43.100000-05:00"]
