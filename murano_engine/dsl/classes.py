@@ -481,10 +481,22 @@ class MuranoClass:
         return self.namespaces.resolve(name)
 
 
+def _check_member_name(class_name: str, kind: str, name: str, position: Position | None,
+                       section: str) -> None:
+    """Refuse a name with a control or format character (a right-to-left override
+    shows an error message's text reversed)."""
+    if not name.isprintable():
+        raise LoadError(f"class {class_name}: {kind} name {name!r} holds a control or "
+                        f"format character", position, field=(section, name))
+
+
 def build_class(name: str, doc: dict, package: Package, namespaces: NamespaceResolver,
                 resolve_parent: Callable[[str, Position | None], MuranoClass]) -> MuranoClass:
     """Build a class from its YAML document (parents resolved by the caller)."""
     position = position_of(doc)
+    if not name.isprintable():
+        raise LoadError(f"class name {name!r} holds a control or format character",
+                        position, field=("Name",))
     usage = doc.get("Usage", "Class")
     if not _one_of(usage, ("Class", "Meta")):
         raise LoadError(f"class {name}: unknown Usage {usage!r}", position, field=("Usage",))
@@ -519,6 +531,7 @@ def build_class(name: str, doc: dict, package: Package, namespaces: NamespaceRes
     problems: list[LoadError] = []  # every declaration's, not only the first's
     for prop_name, decl in (doc.get("Properties") or {}).items():
         try:
+            _check_member_name(name, "property", str(prop_name), position, "Properties")
             cls.properties[str(prop_name)] = PropertySpec(str(prop_name), decl, cls)
         except LoadError as exc:
             problems.append(exc)
@@ -528,6 +541,8 @@ def build_class(name: str, doc: dict, package: Package, namespaces: NamespaceRes
     for method_name, decl in (methods or {}).items():
         method_name = _SPECIAL_METHODS.get(str(method_name), str(method_name))
         try:
+            _check_member_name(name, "method", method_name, position,
+                               "Methods" if "Methods" in doc else "Workflow")
             cls.methods[method_name] = MethodSpec.from_yaml(method_name, decl, cls)
         except LoadError as exc:
             problems.append(exc)

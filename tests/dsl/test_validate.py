@@ -250,3 +250,24 @@ def test_a_package_without_description_passes_with_a_warning_naming_the_client_c
     assert done.stderr == (f"warning: {path / 'manifest.yaml'}: no Description: the murano "
                            "client's package check (murano-pkg-check E020) refuses such a "
                            "package in 'murano package-import'\n")
+
+
+def test_validate_refuses_names_with_control_or_format_characters(tmp_path: Path) -> None:
+    """A right-to-left override in a method's name passed validate and was printed raw
+    in messages, showing their text reversed."""
+    path = write_package(tmp_path, "t.names", {"C": class_text("t.names", "C", """
+        Properties:
+          "bad\\u0000prop":
+            Contract: $
+        Methods:
+          "m\\u202e":
+            Body:
+              - Return: 1
+        """)})
+    done = cli("validate", str(path))
+    assert done.returncode == 1
+    assert "class t.names.C: property name 'bad\\x00prop' holds a control or format " \
+        "character" in done.stdout, done.stdout
+    assert "class t.names.C: method name 'm\\u202e' holds a control or format character" \
+        in done.stdout, done.stdout
+    assert "\u202e" not in done.stdout + done.stderr
