@@ -356,26 +356,18 @@ def test_a_contract_counts_a_step_per_item_it_checks(loader: PackageLoader) -> N
     assert run_method([], "t.bud.Code.checkMany", Executor(loader)) == 100
 
 
-def test_a_join_past_the_memory_quota_is_refused_before_it_is_made(
-        loader: PackageLoader) -> None:
-    """2,000 texts of 64 KiB: 128 MB joined (and only then refused), past the 512 KiB
-    quota."""
+@pytest.mark.parametrize(("method", "error"), [
+    # yaql makes ``[1, 2] * 10^8`` (1.6 GB) and only then finds it too big
+    ("repeatList", yaql_exceptions.CollectionTooLargeException),
+    # 2,000 texts of 64 KiB: 128 MB joined (and only then refused), past the 512 KiB quota
+    ("joinBig", yaql_exceptions.MemoryQuotaExceededException),
+])
+def test_a_value_past_its_limit_is_refused_before_it_is_made(
+        loader: PackageLoader, method: str, error: type[BaseException]) -> None:
     import tracemalloc
     tracemalloc.start()
     try:
-        _, executor = _fails(loader, "joinBig", yaql_exceptions.MemoryQuotaExceededException)
-        assert tracemalloc.get_traced_memory()[1] < 50 * 1024 * 1024
-    finally:
-        tracemalloc.stop()
-    _healthy(executor)
-
-
-def test_list_repetition_is_refused_before_it_is_made(loader: PackageLoader) -> None:
-    """yaql makes ``[1, 2] * 10^8`` (1.6 GB) and only then finds it too big."""
-    import tracemalloc
-    tracemalloc.start()
-    try:
-        _, executor = _fails(loader, "repeatList", yaql_exceptions.CollectionTooLargeException)
+        _, executor = _fails(loader, method, error)
         assert tracemalloc.get_traced_memory()[1] < 50 * 1024 * 1024
     finally:
         tracemalloc.stop()
