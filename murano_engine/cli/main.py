@@ -180,7 +180,7 @@ def long_lived() -> Iterator[None]:
 
 def _run(options: argparse.Namespace) -> int:
     with long_lived():
-        from murano_engine.dsl import errors, model, serializer
+        from murano_engine.dsl import errors, model, serializer, values
         from murano_engine.dsl.budget import Budget
         from murano_engine.dsl.executor import Executor
         from murano_engine.dsl.packages import PackageLoader
@@ -219,17 +219,13 @@ def _run(options: argparse.Namespace) -> int:
     else:
         receiver = executor.new_object(cls)
     result = serializer.serialize_value(executor.invoke(method, receiver, [], kwargs, None))
-    if _deeper_than(result, RESULT_DEPTH):
+    if _deeper_than(result, values.MAX_DEPTH):  # (indented, 10,000 levels wrote 1 GB)
         raise SystemExit(f"error: the result of {options.target} nests more than "
-                         f"{RESULT_DEPTH} levels deep (a chain of objects, each holding the "
-                         f"next?); it is not written")
+                         f"{values.MAX_DEPTH} levels deep (a chain of objects, each holding "
+                         f"the next?); it is not written")
     # YAML timestamps are datetimes: written as text, as deploy writes them in a state
     print(json.dumps(result, indent=2, sort_keys=True, default=str))
     return 0
-
-
-#: how deep a result ``run`` writes may nest (indented, 10,000 levels wrote 1 GB)
-RESULT_DEPTH = 500
 
 
 def _deeper_than(value: object, limit: int) -> bool:

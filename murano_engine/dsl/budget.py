@@ -89,12 +89,14 @@ class Budget:
         self.check_time()
         if self._memory_spent:
             raise errors.MemoryBudgetExceededError(self._memory_spent)
-        grown = resident_mb() - self._base_mb if self.memory_mb else 0
-        if self.memory_mb and grown > self.memory_mb:
-            self._stretch = self.left = 0
-            self._memory_spent = (f"the engine process grew by {grown} MB while the task "
-                                  f"ran, past the task's memory limit of {self.memory_mb} MB")
-            raise errors.MemoryBudgetExceededError(self._memory_spent)
+        if self.memory_mb:
+            grown = resident_mb() - self._base_mb
+            if grown > self.memory_mb:
+                self._stretch = self.left = 0
+                self._memory_spent = (
+                    f"the engine process grew by {grown} MB while the task ran, past the "
+                    f"task's memory limit of {self.memory_mb} MB")
+                raise errors.MemoryBudgetExceededError(self._memory_spent)
         self._stretch = self.left = (min(CHECK_EVERY, self.steps - self._spent)
                                      if self.steps else CHECK_EVERY)
 
