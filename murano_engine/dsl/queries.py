@@ -388,9 +388,8 @@ def join(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
     half a gigabyte, then refused it); other arguments go to yaql's overloads."""
     if len(args) != 1 or kwargs or not (type(receiver) is str or is_collection(receiver)):
         return NOT_HANDLED
-    if type(receiver) is not str:
-        receiver = tuple(limited(receiver))  # (an iterator is read once, here)
-    given = args[0](ctx)
+    receiver = _read_once(receiver)
+    given = _read_once(args[0](ctx))
     texts, separator = (given, receiver) if type(receiver) is str else (receiver, given)
     if type(separator) is str and type(texts) is tuple and \
             all(type(text) is str for text in texts):
@@ -399,6 +398,11 @@ def join(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
             raise yaql_exceptions.MemoryQuotaExceededException()
         return separator.join(texts)
     return ctx("join", _engine(ctx), receiver, ctx)(given)
+
+
+def _read_once(value: Any) -> Any:
+    """A collection as a tuple (an iterator is read here, once), anything else as it is."""
+    return value if type(value) is str or not is_collection(value) else tuple(limited(value))
 
 
 def _text_method(convert: Callable[[str], str]) -> Method:

@@ -210,6 +210,11 @@ CODE = class_text("t.bud", "Code", """
           - $b: range(64).select('abcd').join('')
           - $s: range(256).select($b).join('')
           - Return: len(range(2000).select($s).join(','))
+      joinBigSeparatorFirst:
+        Body:
+          - $b: range(64).select('abcd').join('')
+          - $s: range(256).select($b).join('')
+          - Return: len(','.join(range(2000).select($s)))
 """)
 
 
@@ -361,6 +366,7 @@ def test_a_contract_counts_a_step_per_item_it_checks(loader: PackageLoader) -> N
     ("repeatList", yaql_exceptions.CollectionTooLargeException),
     # 2,000 texts of 64 KiB: 128 MB joined (and only then refused), past the 512 KiB quota
     ("joinBig", yaql_exceptions.MemoryQuotaExceededException),
+    ("joinBigSeparatorFirst", yaql_exceptions.MemoryQuotaExceededException),
 ])
 def test_a_value_past_its_limit_is_refused_before_it_is_made(
         loader: PackageLoader, method: str, error: type[BaseException]) -> None:
