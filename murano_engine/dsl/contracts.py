@@ -418,7 +418,8 @@ def _list_contract(spec: list, position: Position | None) -> Any:
     kept = _kept_whole(items, bounds)
 
     def apply(value: Any, scope: ContractScope) -> Any:
-        if kept and type(value) is tuple:
+        counted = bool(kept) and type(value) is tuple
+        if counted:
             _spend(scope, len(value))
             if kept.issuperset(map(type, value)):
                 return value
@@ -437,7 +438,7 @@ def _list_contract(spec: list, position: Position | None) -> Any:
             raise scope.violation(f"list must have at most {maximum} items, got {len(value)}")
         if not item_contracts:
             return value
-        if not kept or type(value) is not tuple:  # (else counted above)
+        if not counted:
             _spend(scope, len(value))
         out = []
         for index, item in enumerate(value):
