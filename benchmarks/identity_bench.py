@@ -2,8 +2,9 @@
 it when the server goes (:class:`murano_engine.messaging.identities.BrokerIdentities`,
 RabbitMQ's management API on 127.0.0.1:15672 with the default ``[rabbitmq]`` login).
 
-Minting is five management requests on one connection (the environment's result
-exchange, the result queue, their binding, the user, its permissions); revoking
+Minting is seven management requests on one connection (the environment's result
+exchange, the result queue, their binding, the user, its permissions, its two
+limits; the first mint of an object sets the results queues' policy too); revoking
 is two (the user, the server's queue). Each server of one environment is minted,
 then each revoked, every call timed. Target: under 50 ms each.
 """

@@ -29,6 +29,18 @@ class SignatureVerifier:
         self._key = key
         self._prefix = queue.encode("utf-8")
 
+    def verify_any(self, body: bytes, headers: dict) -> None:
+        """Raise :class:`Rejected` unless the message's ``signature`` header, or during
+        a rotation of its environment's key its ``previous-signature``, signs it with
+        this agent's key (the engine signs with both keys while servers booted before
+        the rotation still trust the previous one)."""
+        try:
+            self.verify(body, headers.get("signature"))
+        except Rejected:
+            if not headers.get("previous-signature"):
+                raise
+            self.verify(body, headers.get("previous-signature"))
+
     def verify(self, body: bytes, signature: bytes | str | None) -> None:
         """Raise :class:`Rejected` unless ``signature`` signs this queue and ``body``."""
         if not signature:

@@ -200,7 +200,7 @@ class AgentService(amqp.QueueConsumer):
         signed = self._verifier is not None
         if signed:
             try:
-                self._verifier.verify(body, headers.get("signature"))
+                self._verifier.verify_any(body, headers)
             except Rejected as exc:
                 self._notify(_claimed_id(body, self._cfg.max_message_bytes) or amqp_id,
                              None, str(exc))

@@ -36,6 +36,12 @@ def agent_queue_name(environment_id: str, instance_id: str) -> str:
     return f"e{environment_id}-h{instance_id}".lower()
 
 
+def environment_region(environment_id: str, region: str) -> str:
+    """A region's name scoped to its environment (the engine's id of it), which names
+    the region's result queue: ``e<envId>-<region>``, ``e<envId>`` for the default."""
+    return f"e{environment_id}-{region}" if region else f"e{environment_id}"
+
+
 def result_queue_name(region: str) -> str:
     """The queue a region's agents send results to: ``-execution-results-<region>``."""
     return f"-execution-results-{region}".lower()

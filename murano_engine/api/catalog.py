@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import and_, delete, func, insert, or_, select
 from sqlalchemy.orm import Session as DbSession
 
+from murano_engine.api import quotas
 from murano_engine.api.auth import Context
 from murano_engine.api.errors import BadRequest, Conflict, Forbidden, NotFound, TooLarge
 from murano_engine.api.storable import NUL, nul_at
@@ -224,11 +225,14 @@ def create_package(store: db.Store, settings: Settings, interpreter: Interpreter
                    ) -> dict[str, Any]:
     """Validate an upload (with ``interpreter``'s native classes) and add it to the catalog.
 
-    Packages taking a name of the core library are refused; only admins publish.
+    Packages taking a name of the core library are refused; only admins publish; a
+    project past its ``packages`` quota is refused before its upload is looked at.
     """
     is_public = _flag(metadata.get("is_public", False))
     if is_public:
         _check_admin(context, "publishing a package (is_public)")
+    with store.read() as session:  # (checked again, counting, as the package is added)
+        quotas.check_packages(session, store.quotas, context.project_id, held=False)
     upload = inspect_upload(store, settings, interpreter, context, data, ui_problems)
     manifest = upload.manifest
     fqn = str(manifest["FullName"])
@@ -245,6 +249,7 @@ def create_package(store: db.Store, settings: Settings, interpreter: Interpreter
                 and_(db.Package.is_public.is_(True), is_public)))
         if session.scalar(clash) is not None:
             raise Conflict(f"package {fqn} version {version} is already in the catalog")
+        quotas.check_packages(session, store.quotas, context.project_id)
         supplier = manifest.get("Supplier")
         row = db.Package(
             fully_qualified_name=fqn, version=version,

@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import jsonpatch
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import Text, bindparam, cast, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from murano_engine.api import quotas
 from murano_engine.api.auth import Context
 from murano_engine.api.errors import BadRequest, Conflict, Forbidden, NotFound, TooLarge
 from murano_engine.api.paths import insert_at, remove_at, replace_at, resolve
@@ -157,12 +158,14 @@ def list_envs(store: db.Store, context: Context,
 
 def create_env(store: db.Store, context: Context, body: Mapping[str, Any], env_class: str,
                services: list | None = None) -> db.Environment:
-    """A new environment from a body valid against the ``Environment`` schema."""
+    """A new environment from a body valid against the ``Environment`` schema (within the
+    project's ``environments`` quota)."""
     name = body["name"]
     with store.write() as session:
         if session.scalar(select(db.Environment.id).where(
                 db.Environment.tenant_id == context.project_id, db.Environment.name == name)):
             raise Conflict(f"environment {name!r} already exists")
+        quotas.check_environments(session, store.quotas, context.project_id)
         env = db.Environment(id=db.new_id(), name=name, tenant_id=context.project_id)
         env.description = new_model(env.id, name, body, env_class)
         if services:
@@ -259,8 +262,42 @@ def patch_model(store: db.Store, context: Context, env_id: str, session_id: str 
             if object_id in types and types[object_id] != object_type:
                 raise Forbidden(f"the patch makes object {object_id} at {path} a {object_type}; "
                                 f"it stays a {types[object_id]}")
+        _refuse_foreign_ids(session, env.id, objects, types)
         draft.description = _bounded({**draft.description, "Objects": objects})
     return objects
+
+
+def _held_elsewhere(session: db.DbSession, env_id: str, ids: list[str]) -> str | None:
+    """The first of ``ids`` that is an object of another environment's model or of one
+    of its sessions' models, else None."""
+    needles = [f'"id": {json.dumps(i)}' for i in ids]  # as the JSON columns are written
+    for table, owner in ((db.Environment, db.Environment.id),
+                         (db.Session, db.Session.environment_id)):
+        text = cast(table.description, Text)
+        found = session.scalars(select(text).where(
+            owner != env_id, or_(*(text.contains(n, autoescape=True) for n in needles)))
+            .limit(1)).first()
+        if found is not None:
+            return next(i for i, n in zip(ids, needles, strict=True) if n in found)
+    return None
+
+
+def _refuse_foreign_ids(session: db.DbSession, env_id: str, objects: Any,
+                        before: Mapping[Any, Any]) -> None:
+    """Refuse (403) a model gaining an object whose id is another environment's, or an
+    object of another environment's model or open sessions: a model is tenant input,
+    and an id in it is a claim (the engine addresses servers, queues and keys by its
+    own record of the environment, whatever ids a model holds; this keeps models
+    from even claiming another's objects)."""
+    new = sorted({str(i) for i in _objects(objects) if i not in before})
+    if not new:
+        return
+    taken = session.scalars(select(db.Environment.id).where(
+        db.Environment.id.in_(new), db.Environment.id != env_id).limit(1)).first() \
+        or _held_elsewhere(session, env_id, new)
+    if taken is not None:
+        raise Forbidden(f"object id {taken!r} belongs to another environment; a model "
+                        "holds its own objects only (leave '?/id' out for a new one)")
 
 
 #: the most a session's model may grow to, as JSON (a request adds at most as much: many
@@ -363,6 +400,32 @@ def delete_session(store: db.Store, context: Context, env_id: str, session_id: s
         session.delete(row)
 
 
+def pending_changes(store: db.Store, context: Context, env_id: str) -> dict[str, Any]:
+    """What waits to be deployed in ``env_id``: the caller's open sessions whose model
+    differs from the environment's, newest first (``mine``, their ids), how many other
+    users' sessions do (``others``), and the environment's status counting no open
+    session that changes nothing (``status``; :func:`status_of` counts every one)."""
+    with store.read() as session:
+        env = get_env(session, context, env_id)
+        rows = session.execute(
+            select(db.Session.id, db.Session.user_id, db.Session.state, db.Session.version)
+            .where(db.Session.environment_id == env_id)
+            .order_by(db.Session.updated.desc())).all()
+        objects = (env.description or {}).get("Objects")
+        states, mine, others = [], [], 0
+        for session_id, user_id, state, version in rows:
+            if state == "opened":
+                if version != env.version or (session.get(db.Session, session_id).description
+                                              or {}).get("Objects") == objects:
+                    continue  # stale, or the environment as it is
+                if user_id == context.user_id:
+                    mine.append(session_id)
+                else:
+                    others += 1
+            states.append(state)
+    return {"mine": mine, "others": others, "status": status_of(states)}
+
+
 # -- services --------------------------------------------------------------------
 
 def get_services(store: db.Store, context: Context, env_id: str, path: str,
@@ -419,6 +482,7 @@ def edit_services(store: db.Store, context: Context, env_id: str, session_id: st
         description = copy.deepcopy(draft.description)
         description["Objects"]["services"] = services
         _check_services(services, before, description["Objects"])
+        _refuse_foreign_ids(session, env.id, description["Objects"], before)
         draft.description = _bounded(description)
     return result
 
@@ -590,14 +654,17 @@ def stored_task(store: db.Store, task_id: str) -> dict[str, Any] | None:
 
 
 def deploy(store: db.Store, context: Context, env_id: str, session_id: str) -> dict | None:
-    """Hand a session to the engine; returns the task to dispatch (None if just deleted)."""
+    """Hand a session to the engine; returns the task to dispatch (None if just deleted).
+    A deployment past the project's ``deployments`` quota is refused; a deletion never."""
     with store.write() as session:
         env = get_env(session, context, env_id)
         row = _session(session, env, session_id)
         if row.state != "opened":
             raise Forbidden(f"session {session_id} is {row.state}; it cannot be deployed again")
-        _acquire(session, env, session_id, row.version)
         objects = row.description.get("Objects")
+        if objects is not None:
+            quotas.check_deployments(session, store.quotas, env.tenant_id)
+        _acquire(session, env, session_id, row.version)
         if objects is None and not session.scalar(
                 select(func.count()).select_from(db.Task)
                 .where(db.Task.environment_id == env_id)):
@@ -652,12 +719,14 @@ def _find_action(objects: Any, action_id: str) -> tuple[str, str] | None:
 
 def call_action(store: db.Store, context: Context, env_id: str, action_id: str,
                 args: dict[str, Any]) -> dict[str, Any]:
-    """Run an object's public method on the deployed model in a fresh session."""
+    """Run an object's public method on the deployed model in a fresh session (within
+    the project's ``deployments`` quota)."""
     with store.write() as session:
         env = get_env(session, context, env_id)
         found = _find_action((env.description or {}).get("Objects"), action_id)
         if found is None:
             raise NotFound(f"action {action_id} is not found in environment {env_id}")
+        quotas.check_deployments(session, store.quotas, env.tenant_id)
         object_id, method = found
         row = db.Session(id=db.new_id(), environment_id=env_id, user_id=context.user_id,
                          state="opened", version=env.version,

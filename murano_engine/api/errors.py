@@ -2,15 +2,17 @@
 
 The body is JSON (``{code, title, explanation, error: {message, type,
 traceback, request_id}}``) when the client accepts ``application/json``
-explicitly or sends no ``Accept``; like Murano's WSGI stack, ``*/*`` and
-``text/html`` get a small HTML page, which is what python-muranoclient's error
-parser reads. No body carries a traceback (``traceback`` is always null, as
-in Murano without debug) or a server path: an unexpected failure is logged
-with the request id and the body gives only that id.
+explicitly or sends no ``Accept``; otherwise plain text, except for
+python-muranoclient, which gets a small HTML page as Murano's WSGI stack sends
+(the only text its error parser reads: its plain-text branch fails on Python 3,
+and its JSON one on the ``code`` of Murano's shape). No body carries a traceback
+(``traceback`` is always null, as in Murano without debug) or a server path: an
+unexpected failure is logged with the request id and the body gives only that id.
 """
 
 from __future__ import annotations
 
+import html
 import json
 from typing import Any
 
@@ -58,6 +60,15 @@ class Forbidden(ApiError):
     status = 403
 
 
+class QuotaExceeded(Forbidden):
+    """A project past one of its quotas (403, as Nova's); the body's ``error`` names the
+    quota, its value and what the project has (``quota``: ``{name, limit, in_use}``)."""
+
+    def __init__(self, message: str, *, name: str, limit: int, in_use: int) -> None:
+        super().__init__(message)
+        self.quota = {"name": name, "limit": limit, "in_use": in_use}
+
+
 class NotFound(ApiError):
     status = 404
 
@@ -84,17 +95,33 @@ def wants_json(accept: str | None) -> bool:
     return "application/json" in accept or "+json" in accept
 
 
-def render(error: ApiError, accept: str | None, request_id: str) -> tuple[str, bytes]:
-    """Content type and body for ``error``."""
+def for_muranoclient(user_agent: str | None) -> bool:
+    """Whether the request comes from python-muranoclient (the ``murano`` command)."""
+    return bool(user_agent) and "muranoclient" in str(user_agent)
+
+
+def render(error: ApiError, accept: str | None, request_id: str,
+           user_agent: str | None = None) -> tuple[str, bytes]:
+    """Content type and body for ``error`` (``user_agent``: the request's)."""
     title, explanation = TITLES.get(error.status, ("Error", ""))
     if wants_json(accept):
         inner: dict[str, Any] = {"message": error.message, "type": type(error).__name__,
                                  "traceback": None, "request_id": request_id}
         if error.problems is not None:
             inner["problems"] = error.problems
+        if isinstance(error, QuotaExceeded):
+            inner["quota"] = error.quota
         body = {"code": error.status, "title": title, "explanation": explanation,
                 "error": inner}
         return "application/json", json.dumps(body).encode()
+    if for_muranoclient(user_agent):  # the client strips the tags, joins the lines
+        status = f"{error.status} {title}"
+        text = [error.message, *(error.problems or []), f"Request id: {request_id}"]
+        page = ["<html>", " <head>", f"  <title>{status}</title>", " </head>", " <body>",
+                f"  <h1>{status}</h1>", f"  {explanation}<br /><br />",
+                *(f"{html.escape(line, quote=False)}<br />" for line in text),
+                " </body>", "</html>"]
+        return "text/html; charset=UTF-8", ("\n".join(page) + "\n").encode()
     lines = [f"{error.status} {title}", "", error.message, *(error.problems or []),
              f"Request id: {request_id}"]
     return "text/plain; charset=UTF-8", ("\n".join(lines) + "\n").encode()

@@ -32,6 +32,8 @@ from sqlalchemy.orm import Session as DbSession
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
+from murano_engine.engine.quotas import QuotaTable
+
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
@@ -274,13 +276,15 @@ _READ_ONLY = {"postgresql": {"postgresql_readonly": True}}
 
 class Store:
     """Database access: ``read()`` sessions, each on one snapshot of the database, and
-    ``write()`` transactions.
+    ``write()`` transactions; ``quotas``, the projects' quotas the API checks against what
+    the database holds (none unless given).
 
     On SQLite a write transaction takes the write lock when it starts, so a
     read-then-write never fails on a snapshot another writer moved on.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, quotas: QuotaTable | None = None) -> None:
+        self.quotas = quotas if quotas is not None else QuotaTable()
         self.engine = make_engine(url)
         # A read sees one moment: all its statements run on one snapshot. Under READ
         # COMMITTED (or autocommit) each statement takes its own, and a read of an

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from murano_common.options import ConfigError, Option, Schema, Section, SectionValues
 from murano_engine.engine import config as engine_config
+from murano_engine.engine.quotas import QuotaTable, quota_table
 
 __all__ = ["SCHEMA", "ConfigError", "Settings", "load_settings"]
 
@@ -128,7 +129,7 @@ SCHEMA = Schema(
           "Relative paths are relative to this file's folder. The engine's sections "
           "([engine], [rabbitmq], [heat], [networking], [local_cloud]) configure the "
           "deployments the API process or its workers run; without [heat] they go to the "
-          "embedded local cloud.\n"
+          "embedded local cloud. [quotas] bounds what each project may have.\n"
           "MURANO_<SECTION>_<OPTION> environment variables override this file.",
 )
 
@@ -180,6 +181,8 @@ class Settings:
     auth_strategy: str = _DEFAULT.auth.strategy
     token_file: Path | None = None
     keystone: dict[str, str] = field(default_factory=dict)
+    #: each project's quotas ([quotas])
+    quotas: QuotaTable = field(default_factory=lambda: quota_table(_DEFAULT))
     # The file itself: its engine sections configure the engine runs.
     config_file: Path | None = None
 
@@ -214,6 +217,7 @@ def load_settings(path: str | Path | None,
     elif db.startswith("sqlite:///") and not db.startswith("sqlite:////"):
         db = "sqlite:///" + str(local_path(db[len("sqlite:///"):]))
     engine, murano, auth = values.engine, values.murano, values.auth
+    quotas = quota_table(values, values.source)
     if not 0 < engine.static_action_workers < murano.api_workers:
         raise ConfigError(f"{values.source}: [engine] static_action_workers is "
                           f"{engine.static_action_workers}; it must be at least 1 and below "
@@ -272,5 +276,6 @@ def load_settings(path: str | Path | None,
         auth_strategy=auth.strategy,
         token_file=local_path(auth.token_file) if auth.token_file else None,
         keystone=dict(values.keystone_authtoken),
+        quotas=quotas,
         config_file=config_file,
     )

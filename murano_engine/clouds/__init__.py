@@ -46,14 +46,15 @@ __all__ = [
 
 def open_cloud(config: Mapping[str, Mapping[str, Any]],
                identities: BrokerIdentities | None = None,
-               broker_address: str | None = None) -> StackService:
+               broker_address: str | None = None, server_quota: int = -1) -> StackService:
     """The stack service the engine config asks for (sections as dicts).
 
     Its stack operations are waited for the cloud section's ``stack_timeout``
     seconds, or ``[engine] stack_timeout`` where the cloud has none. The local
     cloud revokes a deleted server's broker identity with ``identities``, and its
     servers reach the broker at ``broker_address`` (the engine's, an AMQP URL whose
-    host and port count), whatever their user data names.
+    host and port count), whatever their user data names. The local cloud holds at most
+    ``server_quota`` servers (-1: no limit); Heat's cloud has Nova's quotas.
     """
     from murano_engine.clouds.heat import HeatStacks, heat_configured
 
@@ -65,4 +66,5 @@ def open_cloud(config: Mapping[str, Mapping[str, Any]],
     from murano_engine.clouds.local import LocalCloud
 
     return LocalCloud.from_config(config.get("local_cloud") or {}, stack_timeout,
-                                  identities=identities, broker_address=broker_address)
+                                  identities=identities, broker_address=broker_address,
+                                  server_quota=server_quota)

@@ -1,6 +1,6 @@
 """The engine's configuration: the options of ``[engine]``, ``[rabbitmq]``, ``[heat]``,
-``[networking]``, ``[local_cloud]``, ``[mistral]`` and ``[glance]`` (every one with its
-default and help in :data:`SCHEMA`; ``murano-engine.conf.sample`` lists them).
+``[networking]``, ``[local_cloud]``, ``[mistral]``, ``[glance]`` and ``[quotas]`` (every
+one with its default and help in :data:`SCHEMA`; ``murano-engine.conf.sample`` lists them).
 
 An environment variable ``MURANO_<SECTION>_<OPTION>`` (upper case) overrides the
 file. With no file and no ``[heat]`` settings the engine deploys to the embedded
@@ -52,8 +52,10 @@ ENGINE = Section(
            "what is not signed with it. false: plans go unsigned (Murano's default, for "
            "agents without engine_key)."),
     Option("signing_key", str, "",
-           "RSA private key file (PEM) plans are signed with, made (mode 0600) on first "
-           "use when missing. Empty: signing-key.pem in [local_cloud] state_dir."),
+           "RSA private key file (PEM) every environment's plans are signed with, made "
+           "(mode 0600) on first use when missing. Empty (the default): each environment "
+           "has a key of its own, in signing-keys/ of [local_cloud] state_dir (a "
+           "project's own under murano-api), removed with the environment."),
     Option("journal_key_file", str, DEFAULT_JOURNAL_KEY_FILE,
            "The key of the deployment journals' chained digests (HMAC-SHA256), made "
            "(random, mode 0600) on first use. Keep it outside the state files' folders; "
@@ -116,6 +118,21 @@ RABBITMQ = Section(
            "RabbitMQ's management HTTP API with an administrator's login, used to make and "
            "remove the servers' broker users (e.g. http://admin:secret@broker:15672); "
            "empty: http://<login>:<password>@<host>:15672 from the options above."),
+    Option("server_max_connections", int, 4,
+           "Connections each server's broker user may hold at once (RabbitMQ's per-user "
+           "max-connections, set on every user server_identities makes); 0: no limit."),
+    Option("server_max_channels", int, 64,
+           "Channels each server's broker user may have open at once, all its connections "
+           "together (RabbitMQ's per-user max-channels); 0: no limit."),
+    Option("results_max_length", int, 1000,
+           "Unread messages an environment's results queue may hold: past it (or "
+           "results_max_bytes) the broker refuses an agent's result (reject-publish) and "
+           "the agent sends it again later, so a guest flooding its results cannot grow "
+           "the queue. A RabbitMQ policy (murano-results) on the agents' virtual host, "
+           "set with server_identities; 0: no limit."),
+    Option("results_max_bytes", int, 64 << 20,
+           "Bytes of unread message bodies an environment's results queue may hold (see "
+           "results_max_length); 0: no limit."),
 )
 
 HEAT = Section(
@@ -173,6 +190,14 @@ LOCAL_CLOUD = Section(
     Option("max_processes", int, 512,
            "Processes a sandboxed server may have at once (its control group's pids limit); "
            "a fork past it fails with EAGAIN inside the server."),
+    Option("relay_connections", int, 4,
+           "Broker connections a sandboxed server's relay holds at once (its agent takes "
+           "one); past it a new connection is closed as soon as it is accepted. 0: no "
+           "limit."),
+    Option("relay_channels", int, 16,
+           "AMQP channels each connection through a sandboxed server's relay may have open "
+           "(the relay lowers channel_max in the connection's handshake, and the broker "
+           "refuses a channel past it); 0: as many as the broker allows."),
     Option("powershell", str, "", "PowerShell executable for Windows images (default: found "
                                   "on the PATH)."),
     Option("floating_cidr", str, "172.24.4.0/24", "Where floating addresses come from."),
@@ -205,8 +230,29 @@ GLANCE = Section(
     Option("endpoint_type", str, "public", "Catalog interface: public, internal or admin."),
 )
 
+QUOTAS = Section(
+    "quotas", "How much one project may have at once, as Nova's quotas (see "
+              "murano_engine/engine/quotas.py); -1 is no limit. murano-api applies them to "
+              "the token's project; murano-engine deploy to project 'local', its local "
+              "cloud's. Past a quota a request is refused (murano-api: 403) naming the quota "
+              "and its value, and nothing is made.",
+    Option("servers", int, 20,
+           "Servers a project's local cloud may hold (a stack push that would take it past "
+           "them is refused whole: the stack is not changed and no server is made)."),
+    Option("environments", int, 50, "Environments a project may have in murano-api."),
+    Option("packages", int, 100, "Packages a project may own in murano-api's catalog."),
+    Option("deployments", int, 10,
+           "Deployments and actions of a project murano-api runs (or holds waiting to run) "
+           "at once; deletions count too but are never refused."),
+    Option("overrides", str, "",
+           "Projects with quotas of their own: entries 'PROJECT: NAME=VALUE, ...' on lines "
+           "of their own (indented under the option) or separated by ';', e.g. 'demo: "
+           "servers=5, environments=2; 8d4e1b0c: servers=-1'. A quota an entry does not "
+           "name is the default above."),
+)
+
 SCHEMA = Schema(
-    ENGINE, RABBITMQ, HEAT, NETWORKING, LOCAL_CLOUD, MISTRAL, GLANCE,
+    ENGINE, RABBITMQ, HEAT, NETWORKING, LOCAL_CLOUD, MISTRAL, GLANCE, QUOTAS,
     title="murano-engine deploy --config murano-engine.conf\n"
           "MURANO_<SECTION>_<OPTION> environment variables override this file.",
 )
@@ -218,9 +264,13 @@ def load_config(path: str | os.PathLike[str] | None = None,
     """Defaults, then the file, then ``MURANO_<SECTION>_<OPTION>`` variables.
 
     ``environ`` defaults to ``os.environ``; ``schema`` is the whole file's when it
-    holds other programs' sections too (murano-api's).
+    holds other programs' sections too (murano-api's). Quotas are checked too (a bad
+    ``[quotas] overrides`` entry is a :class:`ConfigError`).
     """
-    return schema.load(path, environ=os.environ if environ is None else environ)
+    from murano_engine.engine.quotas import quota_table
+    values = schema.load(path, environ=os.environ if environ is None else environ)
+    quota_table(values, values.source)
+    return values
 
 
 def broker_url(config: Mapping[str, Mapping[str, Any]]) -> str:

@@ -9,12 +9,15 @@ import hashlib
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from murano_common.options import Values
 
-#: The engine's own signing key, in the local cloud's state folder.
-SIGNING_KEY_NAME = "signing-key.pem"
+if TYPE_CHECKING:
+    from murano_engine.messaging.signing import KeyRing
+
+#: The folder of the environments' signing keys, in the local cloud's state folder.
+SIGNING_KEYS_FOLDER = "signing-keys"
 
 
 def engine_services(config: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
@@ -23,15 +26,18 @@ def engine_services(config: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     from murano_engine.clouds import open_cloud
     from murano_engine.engine.class_configs import ClassConfigFiles
     from murano_engine.engine.config import broker_ssl, broker_url
+    from murano_engine.engine.quotas import servers_quota
     from murano_engine.messaging import AgentClient
     from murano_engine.messaging.identities import BrokerIdentities
     from murano_engine.messaging.signing import engine_key
     key_file = signing_key_file(config)
     signing_key = engine_key(key_file) if key_file is not None else None
+    keys = signing_keys(config)
     identities = BrokerIdentities.from_config(config)
-    services = {"cloud": open_cloud(config, identities, broker_address=broker_url(config)),
+    services = {"cloud": open_cloud(config, identities, broker_address=broker_url(config),
+                                    server_quota=servers_quota(config)),
                 "agents": AgentClient(broker_url(config), signing_key_pem=signing_key,
-                                      ssl=broker_ssl(config)),
+                                      ssl=broker_ssl(config), keys=keys),
                 "config": config}
     services["agents"].watch_guests(services["cloud"].guest_failure)
     if identities is not None:
@@ -43,27 +49,37 @@ def engine_services(config: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def signing_key_file(config: Mapping[str, Mapping[str, Any]]) -> Path | None:
-    """The private key file plans are signed with, made on first use (None when
-    ``[engine] sign_plans`` is off): ``[engine] signing_key``, or the engine's own
-    beside the local cloud's state (never in a server's folder)."""
+    """The one private key file every environment's plans are signed with, made on
+    first use: ``[engine] signing_key``; None when it is not set (each environment
+    has its own key: :func:`signing_keys`) or ``[engine] sign_plans`` is off."""
     engine = config["engine"]
-    if not engine.get("sign_plans", True):
+    if not engine.get("sign_plans", True) or not engine.get("signing_key"):
         return None
-    if engine.get("signing_key"):
-        return Path(str(engine["signing_key"])).expanduser()
-    return Path(str(config["local_cloud"]["state_dir"])).expanduser() / SIGNING_KEY_NAME
+    return Path(str(engine["signing_key"])).expanduser()
+
+
+def signing_keys(config: Mapping[str, Mapping[str, Any]]) -> KeyRing | None:
+    """The environments' own signing keys, in ``signing-keys/`` of the local cloud's
+    state folder (a project's own under the API; never in a server's folder); None
+    when plans go unsigned or ``[engine] signing_key`` names one key for all."""
+    from murano_engine.messaging.signing import KeyRing
+    engine = config["engine"]
+    if not engine.get("sign_plans", True) or engine.get("signing_key"):
+        return None
+    return KeyRing(Path(str(config["local_cloud"]["state_dir"])).expanduser()
+                   / SIGNING_KEYS_FOLDER)
 
 
 def project_config(config: Values, project_id: str) -> Values:
     """``config`` for one project's tasks: on the local cloud, a state folder of its own
-    (``<state_dir>/projects/<project>``); a Heat cloud scopes projects itself."""
+    (``<state_dir>/projects/<project>``) and the project's own quotas; a Heat cloud
+    scopes projects itself."""
     from murano_engine.clouds.heat import heat_configured
+    from murano_engine.engine.quotas import scope
     if heat_configured(config["heat"]):
         return config
     scoped = copy.deepcopy(config)
-    key_file = signing_key_file(config)  # one key for every project: the engine's
-    scoped["engine"]["sign_plans"] = key_file is not None
-    scoped["engine"]["signing_key"] = str(key_file or "")
+    scope(scoped, project_id)
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", project_id) or "_"
     if safe != project_id or safe in (".", ".."):
         safe = f"{safe[:40]}-{hashlib.sha256(project_id.encode()).hexdigest()[:12]}"

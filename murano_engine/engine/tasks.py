@@ -104,8 +104,11 @@ def _run(task: Mapping[str, Any], loader: PackageLoader, reporter: Reporter | No
             if target is None:
                 raise errors.NoObjectFoundError(
                     f"object {action['object_id']!r} is not in the model")
-            result = executor.call(target, action["method"], (), action.get("args") or {},
-                                   public_only=True)
+            try:
+                result = executor.call(target, action["method"], (),
+                                       action.get("args") or {}, public_only=True)
+            except concurrency.BranchStop:  # a plan stopped the action's own branch
+                result = None
         collector.collect(executor)
     except Exception as exc:  # noqa: BLE001 - a failed task still returns its model
         failed = True
@@ -114,6 +117,8 @@ def _run(task: Mapping[str, Any], loader: PackageLoader, reporter: Reporter | No
                result.get("traceback"))
         LOG.warning("task for environment %s failed: %s", environment_id, result["message"],
                     exc_info=exc if LOG.isEnabledFor(logging.DEBUG) else None)
+    if action is None and not failed and environment_id:
+        _forget_keys(services or {}, str(environment_id))
     # When the model could not even be loaded nothing ran: the result is the
     # previous snapshot, so nothing earlier runs recorded is lost.
     new_model = serializer.serialize_model(root) if loaded else {
@@ -125,6 +130,13 @@ def _run(task: Mapping[str, Any], loader: PackageLoader, reporter: Reporter | No
     return {"action": {"result": result if failed else serializer.serialize_value(result),
                        "isException": failed},
             "model": new_model, "loaded": loaded}
+
+
+def _forget_keys(services: Mapping[str, Any], environment_id: str) -> None:
+    """The environment is deleted: its signing keys go with it."""
+    keys = getattr(services.get("agents"), "keys", None)
+    if keys is not None:
+        keys.remove(environment_id)
 
 
 def describe_failure(exc: BaseException) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from murano_engine.messaging.errors import (
 )
 from murano_engine.messaging.listener import ResultListener
 from murano_engine.messaging.results import decode_result
-from murano_engine.messaging.signing import PlanSigner
+from murano_engine.messaging.signing import EnvironmentKeys, KeyRing, PlanSigner
 
 LOG = logging.getLogger(__name__)
 
@@ -45,15 +45,18 @@ class _Awaited:
     queue: str
     plan: dict[str, Any]
     deadline: float  # time.monotonic() when the call gives up
+    environment: str | None  # whose key signs it
 
 
 class AgentClient:
     """Sends plans to agents of one region and waits for their results.
 
     ``region`` is the region's generated (stable) name; results come back on
-    ``-execution-results-<region>``. Plans are signed when ``signing_key_pem``
-    (an RSA private key) is given; ``ssl`` is kombu's TLS setting for the broker
-    connections. Safe to share between threads or green threads.
+    ``-execution-results-<region>``. Plans are signed with the key of the
+    environment they are sent for, from ``keys``, or else with ``signing_key_pem``
+    (an RSA private key) whatever the environment; unsigned with neither. ``ssl`` is
+    kombu's TLS setting for the broker connections. Safe to share between threads
+    or green threads.
 
     Broker outages: a publish is tried again until the call's time is up; when
     the result listener reconnects, every plan a call still waits for is
@@ -71,11 +74,13 @@ class AgentClient:
         region: str = "",
         signing_key_pem: str | bytes | None = None,
         ssl: bool | dict[str, Any] = False,
+        keys: KeyRing | None = None,
     ) -> None:
         self.result_queue = amqp.result_queue_name(region)
         self._url = broker_url
         self._ssl = ssl
         self._signer = PlanSigner(signing_key_pem) if signing_key_pem else None
+        self.keys = keys
         self._stamps = plans.StampClock()
         self._guest_failure: Callable[[str], str | None] = lambda queue: None
         self._lock = threading.Lock()  # regions, awaited calls, the re-publisher
@@ -104,6 +109,7 @@ class AgentClient:
             if sibling is None:
                 sibling = self._regions[region] = AgentClient(self._url, region, ssl=self._ssl)
                 sibling._signer = self._signer
+                sibling.keys = self.keys
                 sibling._stamps = self._stamps  # stamps keep growing whichever client sends
                 sibling._guest_failure = self._guest_failure
             return sibling
@@ -139,9 +145,20 @@ class AgentClient:
         """The input queue of an instance's agent: ``e<envId>-h<instanceId>``."""
         return amqp.agent_queue_name(environment_id, instance_id)
 
-    def signing_key(self, line_prefix: str = "") -> str:
-        """The public key agents verify with (PKCS#1 PEM, lines prefixed), or ''."""
-        return self._signer.public_key_pem(line_prefix) if self._signer else ""
+    def signing_key(self, line_prefix: str = "", environment: str | None = None) -> str:
+        """The public key the agents of ``environment`` verify with (PKCS#1 PEM, lines
+        prefixed), or '' when plans go unsigned."""
+        keys = self._keys_for(environment)
+        return keys.current.public_key_pem(line_prefix) if keys is not None else ""
+
+    def _keys_for(self, environment: str | None) -> EnvironmentKeys | None:
+        """The keys a plan for ``environment`` is signed with (None: unsigned)."""
+        if self.keys is not None:
+            if not environment:
+                raise ValueError("a plan is signed with its environment's key: no "
+                                 "environment was given")
+            return self.keys.keys(environment)
+        return EnvironmentKeys(self._signer) if self._signer is not None else None
 
     def build_plan(self, template: dict[str, Any], read_resource: plans.ReadResource) -> dict:
         """A wire plan from a template; ``read_resource(name)`` returns a script file's bytes.
@@ -150,19 +167,23 @@ class AgentClient:
         """
         return plans.build_plan(template, read_resource, self._stamps.next())
 
-    def send(self, queue: str, plan: dict[str, Any], timeout: float = SEND_TIMEOUT) -> str:
-        """Publish ``plan`` to ``queue`` without waiting for its result; returns its
-        message id. Raises OSError when the broker takes it in no attempt within
-        ``timeout`` seconds."""
+    def send(self, queue: str, plan: dict[str, Any], timeout: float = SEND_TIMEOUT,
+             environment: str | None = None) -> str:
+        """Publish ``plan`` to ``queue`` (signed for ``environment``) without waiting for
+        its result; returns its message id. Raises OSError when the broker takes it in
+        no attempt within ``timeout`` seconds."""
         message_id = str(plan.get("ID") or boundary.outside().new_id())
-        self._publish(queue, plan, message_id, time.monotonic() + timeout)
+        self._publish(queue, plan, message_id, time.monotonic() + timeout,
+                      environment=environment)
         return message_id
 
     def call(self, queue: str, plan: dict[str, Any], timeout: float,
-             interrupted: Callable[[], bool] | None = None) -> Any:
+             interrupted: Callable[[], bool] | None = None,
+             environment: str | None = None) -> Any:
         """Publish ``plan`` and wait for its result; returns what the plan returned.
 
-        Raises AgentError for an error result, GuestDown as soon as the cloud says the
+        The plan is signed with ``environment``'s key. Raises AgentError for an error
+        result, GuestDown as soon as the cloud says the
         server is in ERROR (see :meth:`watch_guests`), AgentTimeout after ``timeout``
         seconds (also when the broker could not take the plan in that time),
         AgentWaitInterrupted soon after ``interrupted()`` turns true (the run is
@@ -181,9 +202,10 @@ class AgentClient:
 
         try:
             self._publish(queue, plan, message_id, deadline,
-                          wanted=lambda: interrupted is None or not interrupted())
+                          wanted=lambda: interrupted is None or not interrupted(),
+                          environment=environment)
             with self._lock:
-                self._awaited[message_id] = _Awaited(queue, plan, deadline)
+                self._awaited[message_id] = _Awaited(queue, plan, deadline, environment)
             result = waiter.wait(max(0.0, deadline - time.monotonic()), stop_waiting)
         except OSError as exc:
             if interrupted is not None and interrupted():
@@ -197,10 +219,11 @@ class AgentClient:
             raise AgentTimeout(queue, timeout)
         return decode_result(result)
 
-    def is_ready(self, queue: str, timeout: float = 100) -> bool:
+    def is_ready(self, queue: str, timeout: float = 100, environment: str | None = None) -> bool:
         """True when the agent answers a no-op plan within ``timeout`` seconds."""
         try:
-            self.call(queue, dict(PING_PLAN, ID=boundary.outside().new_id()), timeout)
+            self.call(queue, dict(PING_PLAN, ID=boundary.outside().new_id()), timeout,
+                      environment=environment)
         except AgentTimeout:
             return False
         except GuestDown:
@@ -231,16 +254,19 @@ class AgentClient:
         message_id: str,
         deadline: float,
         wanted: Callable[[], bool] = lambda: True,
+        environment: str | None = None,
     ) -> None:
-        """Publish ``plan``, trying again while the broker is unreachable (and ``wanted()``);
-        raises OSError once ``deadline`` (``time.monotonic()``) has passed, or after one
-        try when an earlier publish already gave up in the same outage."""
+        """Publish ``plan`` (signed for ``environment``), trying again while the broker
+        is unreachable (and ``wanted()``); raises OSError once ``deadline``
+        (``time.monotonic()``) has passed, or after one try when an earlier publish
+        already gave up in the same outage."""
         delay = RETRY_DELAY
+        keys = self._keys_for(environment)
         while True:
             with self._publishing:
                 stale = self._conn is not None  # an idle connection may have died unseen
                 try:
-                    self._publish_once(queue, plan, message_id, deadline)
+                    self._publish_once(queue, plan, message_id, deadline, keys)
                 except OSError as exc:
                     self._reset()
                     if _is_permanent(exc):
@@ -265,7 +291,8 @@ class AgentClient:
                 delay = min(delay * 2, RETRY_MAX_DELAY)
 
     def _publish_once(
-        self, queue: str, plan: dict[str, Any], message_id: str, deadline: float
+        self, queue: str, plan: dict[str, Any], message_id: str, deadline: float,
+        keys: EnvironmentKeys | None,
     ) -> None:
         """One attempt, each step bounded by :data:`ATTEMPT_SECONDS` and ``deadline``.
 
@@ -274,7 +301,7 @@ class AgentClient:
         seconds = min(ATTEMPT_SECONDS, max(deadline - time.monotonic(), 0.1))
         wire = dict(plan, Stamp=self._stamps.next())
         body = json.dumps(wire)
-        headers = {"signature": self._signer.sign(queue, body)} if self._signer else {}
+        headers = keys.headers(queue, body) if keys is not None else {}
         if self._conn is None:
             self._conn = amqp.connection(
                 self._url, f"engine {self.result_queue}", ssl=self._ssl, connect_timeout=seconds
@@ -357,7 +384,8 @@ class AgentClient:
                 if not wanted():
                     continue
                 try:
-                    self._publish(call.queue, call.plan, message_id, call.deadline, wanted)
+                    self._publish(call.queue, call.plan, message_id, call.deadline, wanted,
+                                  call.environment)
                 except OSError as exc:
                     LOG.debug("engine %s: plan %s not published again: %s",
                               self.result_queue, message_id, exc)

@@ -9,6 +9,14 @@ Nothing else: it cannot publish into any queue directly (no write on the default
 exchange), nor read, declare, purge or delete another queue. Users are made and
 removed through RabbitMQ's management HTTP API with the administrative login of
 ``[rabbitmq] management_url``.
+
+What a user may take is bounded too (:class:`ServerLimits`): RabbitMQ's per-user
+``max-connections`` and ``max-channels``, and, for the results queues of the
+virtual host, a policy (:data:`RESULTS_POLICY`) of a length and a size past which
+a publish is refused (``reject-publish``: the agent sends its result again later),
+so a guest publishing in a loop cannot grow its environment's results queue. A
+policy, not queue arguments: a queue declared before keeps its arguments, and the
+engine, the agents and :meth:`BrokerIdentities.grant` declare it alike.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from http.client import HTTPConnection
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -32,6 +41,49 @@ LOG = logging.getLogger(__name__)
 
 #: Every server's broker user is named with this prefix (and only those are revoked).
 USER_PREFIX = "murano-agent-"
+#: The policy bounding the results queues of the agents' virtual host, and its priority
+#: (the policy of highest priority matching a queue is the one it has).
+RESULTS_POLICY = "murano-results"
+RESULTS_POLICY_PRIORITY = 10
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What each server's broker user may hold at once, and how much its environment's
+    results queue may hold unread; 0 is no limit."""
+
+    max_connections: int = 4
+    max_channels: int = 64
+    results_max_length: int = 1000
+    results_max_bytes: int = 64 << 20
+
+    @classmethod
+    def from_config(cls, rabbit: Mapping[str, Any]) -> ServerLimits:
+        """From ``[rabbitmq]`` (``server_max_connections``, ``server_max_channels``,
+        ``results_max_length``, ``results_max_bytes``)."""
+        default = cls()
+        return cls(
+            int(rabbit.get("server_max_connections", default.max_connections)),
+            int(rabbit.get("server_max_channels", default.max_channels)),
+            int(rabbit.get("results_max_length", default.results_max_length)),
+            int(rabbit.get("results_max_bytes", default.results_max_bytes)))
+
+    def user_limits(self) -> dict[str, int]:
+        """RabbitMQ's user limits of a server's user (those that are set)."""
+        return {name: value for name, value in (("max-connections", self.max_connections),
+                                                ("max-channels", self.max_channels))
+                if value}
+
+    def results_definition(self) -> dict[str, Any]:
+        """The definition of :data:`RESULTS_POLICY` ({} when it bounds nothing)."""
+        bounds = {name: value for name, value in (("max-length", self.results_max_length),
+                                                  ("max-length-bytes",
+                                                   self.results_max_bytes))
+                  if value}
+        return {**bounds, "overflow": "reject-publish"} if bounds else {}
+
+
+DEFAULT_LIMITS = ServerLimits()
 
 
 @dataclass(frozen=True)
@@ -72,13 +124,17 @@ def _exact(name: str) -> str:
 
 
 class BrokerIdentities:
-    """Mints and revokes servers' broker users in ``virtual_host`` through ``api``."""
+    """Mints and revokes servers' broker users in ``virtual_host`` through ``api``, each
+    within ``limits``."""
 
-    def __init__(self, api: ManagementApi, virtual_host: str = "/") -> None:
+    def __init__(self, api: ManagementApi, virtual_host: str = "/",
+                 limits: ServerLimits = DEFAULT_LIMITS) -> None:
         self.api = api
         self.virtual_host = virtual_host
+        self.limits = limits
         #: what this object granted and has not revoked: queue -> (result queue, password)
         self._granted: dict[str, tuple[str, str]] = {}
+        self._results_bounded = False  # RESULTS_POLICY set by this object
 
     @classmethod
     def from_config(cls, config: Mapping[str, Mapping[str, Any]]) -> BrokerIdentities | None:
@@ -88,7 +144,7 @@ class BrokerIdentities:
         if not config["rabbitmq"].get("server_identities", True) or broker is None \
                 or url is None:
             return None
-        return cls(ManagementApi(url), broker[1])
+        return cls(ManagementApi(url), broker[1], ServerLimits.from_config(config["rabbitmq"]))
 
     # -- what the engine calls -----------------------------------------------------------
 
@@ -98,14 +154,16 @@ class BrokerIdentities:
         return self.grant(queue, result_queue, secrets.token_urlsafe(24))
 
     def grant(self, queue: str, result_queue: str, password: str) -> BrokerIdentity:
-        """The user of the agent consuming ``queue``, with ``password`` and its rights,
-        made (or made again) as :meth:`mint` makes it."""
+        """The user of the agent consuming ``queue``, with ``password``, its rights and
+        :attr:`limits`, made (or made again) as :meth:`mint` makes it."""
         from murano_common.amqp import QUEUE_ARGUMENTS  # kombu: only once a server is made
 
         exchange = result_exchange_name(result_queue)
         vhost = name(self.virtual_host)
         login = identity_name(queue)
         with self.api.session() as conn:
+            if not self._results_bounded:
+                self._bound_results(conn)
             self.api.send(conn, "PUT", f"/api/exchanges/{vhost}/{name(exchange)}",
                           {"type": "direct", "durable": True, "auto_delete": False})
             self.api.send(conn, "PUT", f"/api/queues/{vhost}/{name(result_queue)}",
@@ -119,9 +177,26 @@ class BrokerIdentities:
             self.api.send(conn, "PUT", f"/api/permissions/{vhost}/{name(login)}",
                           {"configure": _exact(queue), "write": _exact(exchange),
                            "read": _exact(queue)})
+            for limit, value in self.limits.user_limits().items():
+                self.api.send(conn, "PUT", f"/api/user-limits/{name(login)}/{limit}",
+                              {"value": value})
         self._granted[queue] = (result_queue, password)
         LOG.debug("broker user %s made for queue %s", login, queue)
         return BrokerIdentity(login, password, self.virtual_host, exchange)
+
+    def _bound_results(self, conn: HTTPConnection) -> None:
+        """Set :data:`RESULTS_POLICY` on the virtual host: every results queue (named
+        ``-execution-results-...``) is bounded by :attr:`limits`."""
+        from murano_common.amqp import result_queue_name
+
+        definition = self.limits.results_definition()
+        if definition:
+            self.api.send(conn, "PUT", f"/api/policies/{name(self.virtual_host)}/"
+                                       f"{name(RESULTS_POLICY)}",
+                          {"pattern": f"^{re.escape(result_queue_name(''))}",
+                           "definition": definition, "priority": RESULTS_POLICY_PRIORITY,
+                           "apply-to": "queues"})
+        self._results_bounded = True
 
     def granted(self, queue: str, result_queue: str, password: str) -> bool:
         """Whether this object made the user of ``queue`` with ``password`` and these

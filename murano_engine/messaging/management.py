@@ -128,7 +128,9 @@ class ManagementApi:
         except OSError as exc:
             raise ManagementError(
                 f"RabbitMQ's management API at {self.where} cannot be reached ({exc}); "
-                "enable the rabbitmq_management plugin or set [rabbitmq] management_url"
+                "turn on its management plugin where the broker runs (`rabbitmq-plugins "
+                "enable --online rabbitmq_management`; `make broker` does it on this "
+                "machine), or set [rabbitmq] management_url"
             ) from None
 
 

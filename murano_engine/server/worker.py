@@ -154,7 +154,8 @@ def run_engine_task(store: db.Store, settings: Settings, task: Mapping[str, Any]
             LOG.info("task %s: %d steps came from its journal", task.get("task_id"),
                      journal.replayed)
         if not task.get("action") and not result["action"]["isException"]:
-            remove_result_queues(project_services["agents"], task.get("model"))
+            remove_result_queues(project_services["agents"], str(task.get("id")),
+                                 task.get("model"))
     except (OperationalError, InterfaceError) as exc:  # reading the journal or packages
         raise RecordingFailed(f"the database did not answer: {exc}") from exc
     except Exception as exc:  # noqa: BLE001 - a task that cannot start still ends
@@ -171,16 +172,21 @@ def run_engine_task(store: db.Store, settings: Settings, task: Mapping[str, Any]
 REGION_NAME_ATTRIBUTE = ("io.murano.CloudRegion", "generatedStackName")
 
 
-def remove_result_queues(agents: Any, model: Mapping[str, Any] | None) -> None:
+def remove_result_queues(agents: Any, environment_id: str,
+                         model: Mapping[str, Any] | None) -> None:
     """After an environment's deletion: the result queues of its regions (as the
-    command line's ``destroy`` removes every queue its runs made)."""
-    for entry in (model or {}).get("Attributes") or ():
-        if isinstance(entry, list | tuple) and len(entry) == 4 \
-                and tuple(entry[1:3]) == REGION_NAME_ATTRIBUTE and isinstance(entry[3], str):
-            try:
-                agents.remove_region(entry[3])
-            except OSError as exc:
-                LOG.warning("the result queue of region %s stays: %s", entry[3], exc)
+    command line's ``destroy`` removes every queue its runs made). The model names
+    the regions; the queues are this environment's whatever it says."""
+    from murano_common import amqp
+    regions = [""]  # hosts outside any region answer on the environment's own queue
+    regions += [entry[3] for entry in (model or {}).get("Attributes") or ()
+                if isinstance(entry, list | tuple) and len(entry) == 4
+                and tuple(entry[1:3]) == REGION_NAME_ATTRIBUTE and isinstance(entry[3], str)]
+    for region in regions:
+        try:
+            agents.remove_region(amqp.environment_region(environment_id, region))
+        except OSError as exc:
+            LOG.warning("the result queue of region %s stays: %s", region, exc)
 
 
 def run_static_action(store: db.Store, settings: Settings, services: EngineServices,
@@ -278,6 +284,23 @@ class StaticActions:
     def call(self, project_id: str, request: Mapping[str, Any]) -> dict[str, Any]:
         """The answer of :func:`run_static_action`, or a 503/429/504 one."""
         name = f"{request.get('className')}.{request.get('methodName')}"
+        return self._answer(project_id, f"static action {name}", lambda: run_static_action(
+            self.store, self.settings, self.services, project_id, request),
+            lambda: timed_out(name, self.settings.static_action_timeout))
+
+    def preview(self, project_id: str, task: Mapping[str, Any]) -> dict[str, Any]:
+        """The answer of :func:`murano_engine.server.preview.run_preview` (the plan of a
+        task), in the same slots as static actions, or a 503/429/504 one."""
+        from murano_engine.server.preview import late_preview, run_preview
+        return self._answer(project_id, f"preview of environment {task.get('id')}",
+                            lambda: run_preview(self.store, self.settings, self.services,
+                                                task),
+                            lambda: late_preview(self.settings.static_action_timeout))
+
+    def _answer(self, project_id: str, what: str, work: Callable[[], dict[str, Any]],
+                late: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """``work()``'s answer, run in a thread of its own holding one of the project's
+        slots; ``late()`` once ``static_action_timeout`` has passed."""
         refused = self._take_slot(project_id)
         if refused is not None:
             return refused
@@ -287,8 +310,7 @@ class StaticActions:
             # The slot is free before the caller has its answer: a caller that calls
             # again at once must not find its own finished action still holding it.
             try:
-                result = run_static_action(self.store, self.settings, self.services,
-                                           project_id, request)
+                result = work()
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
                 self._slots.free(project_id)
                 answer.set_exception(exc)
@@ -296,14 +318,13 @@ class StaticActions:
                 self._slots.free(project_id)
                 answer.set_result(result)
 
-        threading.Thread(target=run, name=f"static {name}", daemon=True).start()
+        threading.Thread(target=run, name=what, daemon=True).start()
         timeout = self.settings.static_action_timeout
         try:
             return answer.result(timeout=timeout)
         except TimeoutError:
-            LOG.warning("static action %s of project %s runs past %g s", name, project_id,
-                        timeout)
-            return timed_out(name, timeout)
+            LOG.warning("%s of project %s runs past %g s", what, project_id, timeout)
+            return late()
 
 
 def load_green_threads() -> None:
@@ -349,8 +370,10 @@ class Worker(ConsumerMixin):
             json_safe(body), routing_key=routing, delivery_mode=2, **properties)
 
     def on_message(self, body: dict, message: Any) -> None:
-        if body.get("kind") == "static":
-            answer = self.static.call(str(body.get("project_id")), body.get("request") or {})
+        if body.get("kind") in ("static", "preview"):
+            project = str(body.get("project_id"))
+            answer = self.static.call(project, body.get("request") or {}) \
+                if body["kind"] == "static" else self.static.preview(project, body["task"])
             self.send(answer, routing_key=message.properties.get("reply_to"),
                       correlation_id=message.properties.get("correlation_id"))
         elif body.get("kind") == "task":

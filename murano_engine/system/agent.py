@@ -3,8 +3,14 @@
 An ``Agent`` is made per instance (``new(sys:Agent, host => $instance)``); it
 sends plans to the input queue ``e<environmentId>-h<instanceId>`` and waits for
 results on the result queue of the host's region, whose ``AgentListener``
-names it (``-execution-results-<name>``). Broker traffic goes through the
-``agents`` service (a :class:`murano_engine.messaging.AgentClient`).
+names it (``-execution-results-e<environmentId>-<name>``). Broker traffic goes
+through the ``agents`` service (a :class:`murano_engine.messaging.AgentClient`).
+
+The environment in every queue name, and the key plans are signed with, is the one
+the engine runs the task for (the ``environment_id`` service: the API's environment
+record, the command line's state), never an id the model carries: a model is
+tenant input, so an object claiming to be another environment, or a result queue
+named by the caller, is refused with an error naming it.
 
 Agent failures reach MuranoPL as exceptions catchable by Murano's names:
 ``murano.engine.system.agent.AgentException`` (an error result; ``extra`` holds
@@ -64,6 +70,31 @@ def _note_results_queue(call: NativeCall, client: AgentClient) -> None:
     call.executor.outside.value("agent.results", client.result_queue, lambda: None)
 
 
+def engine_environment(call: NativeCall, claimed: MuranoObject | None = None) -> str:
+    """The id of the environment this task runs for: the engine's own record of it
+    (the ``environment_id`` service); without one (a package's tests), the id of
+    ``claimed``, the io.murano.Environment found in the model."""
+    given = call.executor.services.get("environment_id")
+    if given:
+        return str(given)
+    if claimed is None:
+        raise ValueError("no environment: this run was given none, and no "
+                         "io.murano.Environment owns the object")
+    return str(claimed.id)
+
+
+def _refusal(call: NativeCall, message: str) -> MuranoPlException:
+    error = PermissionError(message)
+    return _exception(call, [POLICY_VIOLATION, "murano.dsl.exceptions.PolicyViolationException"],
+                      error, {"message": message})
+
+
+def _environment_results(environment: str) -> str:
+    """The prefix of every result queue of ``environment``'s regions."""
+    from murano_common import amqp
+    return amqp.result_queue_name(amqp.environment_region(environment, ""))
+
+
 def _owner_of_class(obj: MuranoObject, class_name: str) -> MuranoObject | None:
     current = obj.owner
     while current is not None:
@@ -81,7 +112,7 @@ def _stepper(call: NativeCall, plan: dict[str, Any]) -> Any:
     if reporter is None:
         return lambda phase, **extra: None
     lane = str(agent.host.props.get("name") or agent.host.id)
-    environment = str(services.get("environment_id") or agent.environment.id)
+    environment = agent.environment_id
     agent.plans += 1
     key = f"{agent.queue}#{agent.plans}"
     name = str(plan.get("Name") or "execution plan")
@@ -97,7 +128,10 @@ class AgentListener:
     """The result queue of one region: ``-execution-results-<name>`` (lower case)."""
 
     def __init__(self, call: NativeCall, name: str) -> None:
-        self.region = str(name)
+        from murano_common import amqp
+        this = call.this
+        claimed = _owner_of_class(this, "io.murano.Environment") if this is not None else None
+        self.region = amqp.environment_region(engine_environment(call, claimed), str(name))
 
     def client(self, call: NativeCall) -> AgentClient:
         return call.executor.services["agents"].for_region(self.region)
@@ -149,10 +183,17 @@ class Agent:
         environment = _owner_of_class(target, "io.murano.Environment")
         if environment is None:
             raise ValueError(f"host {target.id} is not owned by an io.murano.Environment")
+        self.environment_id = engine_environment(call, environment)
+        if str(environment.id) != self.environment_id:
+            raise _refusal(call, (
+                f"host {target.id} belongs to environment {environment.id} "
+                f"({environment.murano_class.name}), not to {self.environment_id}, the "
+                "environment this deployment runs for: its agent is not this "
+                "environment's to reach"))
         self.host = target
         self.environment = environment
         from murano_engine.messaging.client import AgentClient
-        self.queue = AgentClient.queue_name(environment.id, target.id)
+        self.queue = AgentClient.queue_name(self.environment_id, target.id)
         self._client: AgentClient | None = None
         self._attached = False
         self.plans = 0  # plans sent so far (numbers their steps)
@@ -179,16 +220,16 @@ class Agent:
                 else None
             )
             agents: AgentClient = executor.services["agents"]
-            self._client = listener.native.client(call) if listener is not None else agents
+            from murano_common import amqp
+            self._client = listener.native.client(call) if listener is not None else \
+                agents.for_region(amqp.environment_region(self.environment_id, ""))
             _note_results_queue(call, self._client)
         return self._client
 
     @staticmethod
     def _check_enabled(call: NativeCall) -> None:
         if _engine_option(call, "disable_murano_agent", False):
-            error = PermissionError("Use of murano-agent is disallowed by the server configuration")
-            names = [POLICY_VIOLATION, "murano.dsl.exceptions.PolicyViolationException"]
-            raise _exception(call, names, error, None)
+            raise _refusal(call, "Use of murano-agent is disallowed by the server configuration")
 
     @staticmethod
     def _plan(call: NativeCall, template: Any, resources: Any = None) -> dict[str, Any]:
@@ -222,7 +263,8 @@ class Agent:
 
         def send_and_wait(intent: dict[str, Any]) -> Any:
             return client.call(agent.queue, dict(plan, ID=intent["id"]), seconds,
-                               interrupted=lambda: outside.cancelled)
+                               interrupted=lambda: outside.cancelled,
+                               environment=agent.environment_id)
 
         step = _stepper(call, plan)
         step("sent", inputs=reports.digests(plan.get("Parameters") or plan.get("Commands")))
@@ -257,7 +299,8 @@ class Agent:
         client = agent.client(call)
         call.executor.outside.effect(
             "agent.send", agent.queue, lambda: _intent(plan, client),
-            lambda intent: client.send(agent.queue, dict(plan, ID=intent["id"])))
+            lambda intent: client.send(agent.queue, dict(plan, ID=intent["id"]),
+                                       environment=agent.environment_id))
 
     @method
     def callRaw(call: NativeCall, plan: Any, timeout: Any = None) -> Any:  # noqa: N802
@@ -288,7 +331,8 @@ class Agent:
         client = agent.client(call)
         try:
             return call.executor.outside.value(
-                "agent.ready", agent.queue, lambda: client.is_ready(agent.queue, seconds))
+                "agent.ready", agent.queue,
+                lambda: client.is_ready(agent.queue, seconds, environment=agent.environment_id))
         except GuestDown as exc:  # the server is in ERROR: say why rather than time out
             raise _exception(call, [AGENT_EXCEPTION], exc, exc.info) from exc
 
@@ -312,11 +356,19 @@ class Agent:
         ``result_exchange``, and ``url`` when ``[rabbitmq] url`` is set), allowed only
         to consume the host's queue and publish results to ``resultQueue`` through the
         exchange bound to it; null where servers share the engine's login. Minted
-        through the run's journal: a resumed run gets the same identity back."""
+        through the run's journal: a resumed run gets the same identity back.
+        ``resultQueue`` must be a result queue of this environment's regions (the
+        engine names them: ``AgentListener.queueName()``)."""
         identities: BrokerIdentities | None = call.executor.services.get("identities")
         if identities is None:
             return None
         agent: Agent = call.native
+        own = _environment_results(agent.environment_id)
+        if not (str(resultQueue) == own or str(resultQueue).startswith(own + "-")):
+            raise _refusal(call, (
+                f"result queue {str(resultQueue)[:200]!r} is not one of environment "
+                f"{agent.environment_id}'s (theirs begin {own!r}): a broker identity "
+                "publishes only to its own environment's results"))
         # the exchange's binding makes the results queue: destroy must know it from now
         call.executor.outside.value("agent.results", str(resultQueue), lambda: None)
 
@@ -343,7 +395,10 @@ class Agent:
 
     @method
     def signingKey(call: NativeCall, linePrefix: str = "") -> str:  # noqa: N802, N803
-        """The engine's public key agents verify plans with (PKCS#1 PEM), or '' (also
-        where no broker is configured, as in package tests)."""
+        """The public key of this environment's plans, which its agents verify them
+        with (PKCS#1 PEM), or '' (also where no broker is configured, as in package
+        tests)."""
         agents: AgentClient | None = call.executor.services.get("agents")
-        return agents.signing_key(str(linePrefix or "")) if agents is not None else ""
+        if agents is None:
+            return ""
+        return agents.signing_key(str(linePrefix or ""), call.native.environment_id)

@@ -13,8 +13,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from murano_engine.clouds.local.sandbox import missing_for_namespaces
 from murano_engine.dsl.packages import PackageLoader
@@ -23,7 +21,7 @@ from murano_engine.engine.interpreter import build_interpreter
 from murano_engine.engine.services import close_services, engine_services
 from murano_engine.engine.tasks import run_task
 from murano_engine.messaging import AgentClient, AgentError
-from murano_engine.messaging.signing import PlanSigner
+from murano_engine.messaging.signing import KeyRing, PlanSigner
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "linux-cluster.json"
@@ -56,7 +54,7 @@ def test_demo_configuration_signs_plans_and_its_agents_refuse_unsigned_ones(tmp_
     deployed = None
     try:
         deployed = _run(services, loader, {"Objects": environment, "Attributes": []}, True)
-        key_file = cloud / "signing-key.pem"
+        key_file = cloud / "signing-keys" / f"{ENV_ID}.pem"  # the environment's own key
         assert key_file.stat().st_mode & 0o777 == 0o600
         key = key_file.read_bytes()
         configs = list((cloud / "servers").glob("*/agent.conf"))
@@ -70,9 +68,9 @@ def test_demo_configuration_signs_plans_and_its_agents_refuse_unsigned_ones(tmp_
         region = ini["rabbitmq"]["result_routing_key"].removeprefix("-execution-results-")
 
         services["agents"].close()  # the servers stay reachable while the cloud is open
-        foreign = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption())
+        # the key of another environment of the same engine is as foreign as any
+        KeyRing(cloud / "signing-keys").keys("another-environment")
+        foreign = (cloud / "signing-keys" / "another-environment.pem").read_bytes()
         for signing_key, reason in ((None, "message is not signed"),
                                     (foreign, "signature does not match")):
             client = AgentClient(broker_url(config), region, signing_key_pem=signing_key)
@@ -95,3 +93,4 @@ def test_demo_configuration_signs_plans_and_its_agents_refuse_unsigned_ones(tmp_
             finally:
                 close_services(services)
         assert not list((cloud / "servers").glob("*/agent.conf"))
+        assert not (cloud / "signing-keys" / f"{ENV_ID}.pem").exists()  # gone with it

@@ -10,6 +10,7 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -18,6 +19,7 @@ import pytest
 
 from murano_engine.clouds.local import LocalCloud
 from murano_engine.dsl import boundary
+from murano_engine.messaging.identities import BrokerIdentity
 from tests.loopback_http import serving
 
 TOKEN = "stub-token"
@@ -412,8 +414,16 @@ result_routing_key = {results}
 """
 
 
-def agent_conf(queue: str, results: str = "-execution-results-region") -> str:
-    return AGENT_CONF.format(queue=queue, results=results)
+def agent_conf(queue: str, results: str = "-execution-results-region",
+               identity: BrokerIdentity | None = None) -> str:
+    """An agent config consuming ``queue``, logging in as guest (or as ``identity``, and
+    sending results to its exchange)."""
+    conf = AGENT_CONF.format(queue=queue, results=results)
+    if identity is None:
+        return conf
+    return conf.replace("login = guest\npassword = guest\n",
+                        f"login = {identity.login}\npassword = {identity.password}\n"
+                        f"result_exchange = {identity.result_exchange}\n")
 
 
 def build_environment(
@@ -425,11 +435,12 @@ def build_environment(
     results: str = "-execution-results-region",
     environment_id: str = "1",
     cidr: str = "10.0.5.0/24",
+    identities: Mapping[str, BrokerIdentity] | None = None,
 ) -> dict[str, Any]:
     """A region stack as the core library builds it: network, router, security
     group, and per server a port, multipart user data carrying agent.conf
     (alternately as a cloud-config write_files entry and as a MIME part), and
-    outputs."""
+    outputs. A server named in ``identities`` logs in to the broker as its identity."""
     resources: dict[str, Any] = {
         "network": {"type": "OS::Neutron::Net", "properties": {"name": "env-net"}},
         "subnet": {
@@ -468,7 +479,8 @@ def build_environment(
     }
     outputs: dict[str, Any] = {"network-id": {"value": {"get_resource": "network"}}}
     for index, name in enumerate(servers):
-        conf = agent_conf(f"e{environment_id}-h{name}", results)
+        conf = agent_conf(f"e{environment_id}-h{name}", results,
+                          (identities or {}).get(name))
         if index % 2 == 0:
             boot = {
                 "type": "OS::Heat::CloudConfig",

@@ -46,7 +46,7 @@ def _call_until_failure(client: AgentClient, queue: str) -> tuple[float, GuestDo
     """Seconds a plan sent to ``queue`` waited before failing, and its error."""
     started = time.monotonic()
     with pytest.raises(GuestDown) as failed:
-        client.call(queue, dict(PING, ID=os.urandom(8).hex()), 60)
+        client.call(queue, dict(PING, ID=os.urandom(8).hex()), 60, environment="dg1")
     return time.monotonic() - started, failed.value
 
 

@@ -227,15 +227,33 @@ def test_destroyed_servers_are_released_side_by_side(tmp_path):
     assert not any(guests.root.iterdir())  # every folder removed
 
 
-def test_a_failed_release_is_reported_by_settle_and_its_folder_still_goes(tmp_path):
+def test_a_failed_release_is_recorded_and_tried_again_until_the_server_is_gone(tmp_path):
+    """A release that fails keeps the server's records, noting what is left and why; the
+    next delete of its stack tries it again (and fails while it fails), and so does the
+    next Guests on the folder, until nothing of the server is left."""
     from murano_engine.clouds.base import CloudError
-    guests = _guests_with_servers(tmp_path, _SlowLauncher(0.0, failing="vm1"), 2)
-    guests.destroy("s0")
-    guests.destroy("s1")
+    from murano_engine.clouds.local.guest import Guests
+    launcher = _SlowLauncher(0.0, failing="vm1")
+    guests = _guests_with_servers(tmp_path, launcher, 2)
+    guests.destroy("s0", "stack-a")
+    guests.destroy("s1", "stack-a")
     with pytest.raises(CloudError, match="server s1: the agent would not stop"):
         guests.settle()
     guests.settle()  # reported once
+    assert [folder.name for folder in guests.root.iterdir()] == ["s1"]
+    assert json.loads((tmp_path / "servers-records" / "s1.releasing").read_text()) == {
+        "stack": "stack-a", "left": ["sandbox"],
+        "failed": {"sandbox": "the agent would not stop"}}
+    with pytest.raises(CloudError, match="server s1: the agent would not stop"):
+        guests.settle("stack-a")  # its stack deleted again: tried again
+    guests.settle("stack-b")  # another stack's delete is not held up by it
+    assert launcher.removed == ["vm0"]
+
+    launcher.failing = ""
+    Guests(guests.root, launcher).settle("stack-a")  # the next command
+    assert launcher.removed == ["vm0", "vm1"]
     assert not any(guests.root.iterdir())
+    assert not any((tmp_path / "servers-records").iterdir())
 
 
 class _StoppingLauncher:

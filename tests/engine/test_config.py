@@ -42,7 +42,8 @@ def test_engine_connects_to_the_broker_with_tls_and_the_configured_ca(tmp_path):
     services = engine_services(config)
     try:
         with pytest.raises(Exception, match="No such file"):
-            services["agents"].send("e-config-test-h-tls", {"Body": "return"})
+            services["agents"].send("econfig-test-h-tls", {"Body": "return"},
+                                    environment="config-test")
     finally:
         close_services(services)
 

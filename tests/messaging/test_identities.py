@@ -122,6 +122,7 @@ def test_an_unreachable_management_api_says_what_to_do():
         "MURANO_RABBITMQ_MANAGEMENT_URL": "http://guest:guest@127.0.0.1:9"}))
     assert identities is not None
     with pytest.raises(ManagementError, match=r"management API at http://127\.0\.0\.1:9 cannot "
-                                              r"be reached .* enable the rabbitmq_management "
-                                              r"plugin or set \[rabbitmq\] management_url"):
+                                              r"be reached .*`rabbitmq-plugins enable "
+                                              r"--online rabbitmq_management`.* or set "
+                                              r"\[rabbitmq\] management_url"):
         identities.mint("e1-h1", "-execution-results-x")

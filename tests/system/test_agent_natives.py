@@ -278,7 +278,8 @@ def run(loader: PackageLoader, url: str, tmp_path: Path) -> Iterator[Run]:
 
 def test_queue_names_follow_the_environment_and_host_ids(run: Run) -> None:
     assert run.queue == f"e{run.env_id}-h{run.host_id}".lower()
-    assert run.results.startswith("-execution-results-agents-")  # <env name>-<random>
+    # the environment (the engine's id of it), then <env name>-<random>
+    assert run.results.startswith(f"-execution-results-e{run.env_id}-agents-".lower())
 
 
 def test_call_returns_the_script_output(run: Run) -> None:

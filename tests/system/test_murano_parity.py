@@ -168,7 +168,8 @@ def test_linux_deployment_template_and_plans_equal_murano(tmp_path):
     assert motd["readBack"] == "Welcome to the parity test"
 
     stack_attr = next(a for a in deployed["Attributes"] if a[2] == "generatedStackName")
-    results_queue = f"-execution-results-{stack_attr[3].lower()}"
+    # Murano's name with the environment first: the engine's id of it, never the model's
+    results_queue = f"-execution-results-e{ENV_ID}-{stack_attr[3]}".lower()
     for app in (telnet, motd):
         instance = app["instance"]
         _check_user_data(template, instance["name"], instance["?"]["id"], results_queue)

@@ -12,6 +12,7 @@ the server's processes are; the group goes with the server.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
@@ -146,7 +147,8 @@ class ServerGroup:
 
     def remove(self) -> None:
         """Kill whatever is in the group, then remove it; a process that joins meanwhile
-        (a sandbox still starting) is killed too."""
+        (a sandbox still starting) is killed too. OSError names the groups that are still
+        there after :data:`KILL_WAIT` seconds."""
         deadline = time.monotonic() + KILL_WAIT
         left = list(self.paths)
         while True:
@@ -159,8 +161,9 @@ class ServerGroup:
             if not left or time.monotonic() > deadline:
                 break
             time.sleep(0.02)  # the killed processes may still be leaving
-        for path in left:
-            LOG.warning("the control group %s could not be removed", path)
+        if left:
+            raise OSError(errno.EBUSY, "processes are still in the control group "
+                          + ", ".join(str(path) for path in left))
 
 
 def _removed(path: Path) -> bool:

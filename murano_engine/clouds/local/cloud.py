@@ -13,17 +13,23 @@ from disk, marks operations an earlier process did not finish as FAILED and
 takes its servers' agents back. Another process asking for the same stack
 meanwhile gets :class:`StackConflict` naming the holder, so two engine runs
 never adopt each other's servers.
+
+A cloud may hold at most ``server_quota`` servers, all its stacks together: a create
+or update that would take them past it is refused whole (:class:`QuotaExceeded`)
+before anything of it is made. Every engine process on the folder counts under one
+lock (on the ``stacks`` folder), so two pushes at once cannot both pass.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import logging
 import os
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,12 +42,15 @@ from murano_engine.clouds.base import (
     StackConflict,
     StackNotFound,
     StackService,
+    TemplateError,
 )
 from murano_engine.clouds.local.addresses import FLOATING_POOL, Addresses
 from murano_engine.clouds.local.cgroups import DEFAULT_MAX_PROCESSES
+from murano_engine.clouds.local.compute import SERVER
 from murano_engine.clouds.local.flavors import FLAVORS
 from murano_engine.clouds.local.guest import Guests
 from murano_engine.clouds.local.operations import Operation, OperationFailed, outputs
+from murano_engine.clouds.local.relay import DEFAULT_LIMITS, RelayLimits
 from murano_engine.clouds.local.resource import ResourceRecord
 from murano_engine.clouds.local.sandbox import Launcher, make_launcher
 from murano_engine.clouds.local.scheduler import DEFAULT_PARALLEL
@@ -52,12 +61,16 @@ from murano_engine.clouds.local.stack import (
     check_stack_name,
     plain,
 )
-from murano_engine.clouds.local.template import Template
+from murano_engine.clouds.local.template import Template, server_count
 from murano_engine.messaging.identities import BrokerIdentities
 
 LOG = logging.getLogger(__name__)
 
 INTERRUPTED = "interrupted: the local cloud stopped before the operation ended"
+
+
+class QuotaExceeded(TemplateError):
+    """A push would take the cloud's servers past its quota; nothing was changed."""
 
 
 def _now() -> str:
@@ -77,20 +90,26 @@ class LocalCloud(StackService):
         floating_cidr: str = "172.24.4.0/24",
         isolation: str = "namespaces",
         max_processes: int = DEFAULT_MAX_PROCESSES,
+        relay_limits: RelayLimits = DEFAULT_LIMITS,
         launcher: Launcher | None = None,
         parallel: int = DEFAULT_PARALLEL,
         timeout: float = DEFAULT_STACK_TIMEOUT,
         poll_interval: float = 0.05,
         identities: BrokerIdentities | None = None,
+        server_quota: int = -1,
     ) -> None:
         super().__init__(timeout=timeout, poll_interval=poll_interval)
         root = Path(state_dir).expanduser()
         self.state_dir = root
+        #: the most servers the cloud's stacks may hold together (-1: no limit)
+        self.server_quota = server_quota
+        self._counting = threading.Lock()  # one thread of the process at the servers lock
         self.lock = threading.RLock()
         self.addresses = Addresses(floating_cidr)
         self.guests = Guests(
             root / "servers",
-            launcher if launcher is not None else make_launcher(isolation, max_processes),
+            launcher if launcher is not None
+            else make_launcher(isolation, max_processes, relay_limits),
             broker_url=broker_url,
             broker_address=broker_address,
             powershell=powershell,
@@ -112,10 +131,11 @@ class LocalCloud(StackService):
     def from_config(cls, section: Mapping[str, Any],
                     stack_timeout: float = DEFAULT_STACK_TIMEOUT,
                     identities: BrokerIdentities | None = None,
-                    broker_address: str | None = None) -> LocalCloud:
+                    broker_address: str | None = None,
+                    server_quota: int = -1) -> LocalCloud:
         """Build from the engine config's ``[local_cloud]`` section; its ``stack_timeout``
         (when set) wins over ``stack_timeout``; ``identities`` revokes the broker users
-        of the servers it deletes."""
+        of the servers it deletes; ``server_quota`` bounds its servers (-1: no limit)."""
         return cls(
             section.get("state_dir") or DEFAULT_STATE_DIR,
             broker_url=section.get("broker_url") or None,
@@ -123,11 +143,15 @@ class LocalCloud(StackService):
             powershell=section.get("powershell") or None,
             isolation=section.get("isolation") or "namespaces",
             max_processes=int(section.get("max_processes") or DEFAULT_MAX_PROCESSES),
+            relay_limits=RelayLimits(
+                int(section.get("relay_connections", DEFAULT_LIMITS.connections)),
+                int(section.get("relay_channels", DEFAULT_LIMITS.channels))),
             floating_cidr=section.get("floating_cidr") or "172.24.4.0/24",
             parallel=int(section.get("parallel", DEFAULT_PARALLEL)),
             timeout=float(section.get("stack_timeout") or stack_timeout),
             poll_interval=float(section.get("poll_interval", 0.05)),
             identities=identities,
+            server_quota=server_quota,
         )
 
     # --- Services (what resource types use) ------------------------------------
@@ -197,20 +221,21 @@ class LocalCloud(StackService):
     ) -> None:
         check_stack_name(name)
         checked = Template(plain(template), parameters, files, environment)
-        with self.lock:  # taken and made at once: settle() lets go of absent stacks
-            self._take(name)
-            if name in self._stacks:
-                raise StackConflict(f"The Stack ({name}) already exists.")
-            stack = StackState(
-                name=name,
-                id=self.new_id(),
-                status="CREATE_IN_PROGRESS",
-                reason="Stack CREATE started",
-                created=_now(),
-            )
-            self._accept(stack, checked, parameters, files, environment)
-            self._stacks[name] = stack
-        self._start(stack, "CREATE")
+        with self._within_server_quota(name, checked):
+            with self.lock:  # taken and made at once: settle() lets go of absent stacks
+                self._take(name)
+                if name in self._stacks:
+                    raise StackConflict(f"The Stack ({name}) already exists.")
+                stack = StackState(
+                    name=name,
+                    id=self.new_id(),
+                    status="CREATE_IN_PROGRESS",
+                    reason="Stack CREATE started",
+                    created=_now(),
+                )
+                self._accept(stack, checked, parameters, files, environment)
+                self._stacks[name] = stack
+            self._start(stack, "CREATE")
 
     def update(
         self,
@@ -222,12 +247,13 @@ class LocalCloud(StackService):
     ) -> None:
         checked = Template(plain(template), parameters, files, environment)
         self._take(name)
-        with self.lock:
-            stack = self._busy_check(name)
-            self._accept(stack, checked, parameters, files, environment)
-            stack.status, stack.reason = "UPDATE_IN_PROGRESS", "Stack UPDATE started"
-            stack.updated = _now()
-        self._start(stack, "UPDATE")
+        with self._within_server_quota(name, checked):
+            with self.lock:
+                stack = self._busy_check(name)
+                self._accept(stack, checked, parameters, files, environment)
+                stack.status, stack.reason = "UPDATE_IN_PROGRESS", "Stack UPDATE started"
+                stack.updated = _now()
+            self._start(stack, "UPDATE")
 
     def delete(self, name: str) -> None:
         self._take(name)
@@ -285,6 +311,51 @@ class LocalCloud(StackService):
             self._take(owners[queue])
 
     # --- internals ---------------------------------------------------------------
+    @contextlib.contextmanager
+    def _within_server_quota(self, name: str, template: Template) -> Iterator[None]:
+        """Accept a push of stack ``name`` (the body, which saves it) only when ``template``
+        keeps the cloud's servers within :attr:`server_quota`, or holds no more than the
+        stack holds now; else :class:`QuotaExceeded`. Held under the servers lock, so the
+        next push counts this one's servers."""
+        if self.server_quota < 0:
+            yield
+            return
+        with self._counting:
+            fd = os.open(self._files.folder, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                counts = self._servers_by_stack()
+                before = counts.pop(name, 0)
+                others = sum(counts.values())
+                after = others + template.servers
+                if after > self.server_quota and after > others + before:
+                    raise QuotaExceeded(
+                        f"Quota exceeded: the servers quota is {self.server_quota}, and "
+                        f"stack {name} would take the project's servers to {after} "
+                        f"({template.servers} in the stack, {others} in its other stacks); "
+                        "the stack was not changed and no server was made")
+                yield
+            finally:
+                os.close(fd)  # (and the lock with it)
+
+    def _servers_by_stack(self) -> dict[str, int]:
+        """The servers of each stack of the folder, whichever process holds it: those its
+        template defines or those it has, whichever are more."""
+        counts = {}
+        for header in self._files.folder.glob("*/stack.json"):
+            name = header.parent.name
+            with self.lock:
+                stack = self._stacks.get(name) if name in self._owned else None
+            if stack is None:
+                try:
+                    stack = self._files.load(name)
+                except FileNotFoundError:  # deleted by its process meanwhile
+                    continue
+            if stack is not None:
+                live = sum(1 for r in stack.records() if r.type == SERVER and r.exists)
+                counts[name] = max(live, server_count(stack.template))
+        return counts
+
     def _release_absent(self) -> None:
         """Give up the locks of stacks that do not exist (asked about and never made, or
         deleted): their files go, so nothing is left of a stack that is gone."""

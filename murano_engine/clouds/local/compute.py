@@ -108,7 +108,7 @@ class Server(ResourceType):
                                              _sandbox_interfaces(ctx, nics), size)
         except BaseException:
             _detach(ctx, nics)
-            ctx.services.guests.destroy(server_id)
+            ctx.services.guests.destroy(server_id, ctx.stack_name)
             raise
         return server_id, {
             "name": name,
@@ -129,7 +129,7 @@ class Server(ResourceType):
         return data
 
     def delete(self, ctx: Context, record: ResourceRecord) -> None:
-        ctx.services.guests.destroy(record.id)
+        ctx.services.guests.destroy(record.id, ctx.stack_name)
         _detach(ctx, record.data.get("nics", []))
 
     def attribute(self, ctx: Context, record: ResourceRecord, name: str) -> Any:

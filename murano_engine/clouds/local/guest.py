@@ -10,6 +10,14 @@ agent config and the server's name, ports and flavor as booted
 sandbox and agent (``.out``); the engine writes into the guest's folder only
 through :func:`.sandbox.write_into`, which never follows a link.
 
+Releasing a server removes all it holds, on the host (its sandbox: processes,
+network namespace, control groups, disk, mount and loop device) and on the
+broker (its user and queue), every step tried whichever fails before it. What a
+release could not remove stays recorded in ``<server id>.releasing`` (with the
+stack the server was deleted from, and why), its records with it, and is tried
+again by the next delete of that stack (:meth:`Guests.settle` of it, which
+reports it again while it fails) and by the next ``Guests`` on the folder.
+
 A guest that dies is a server in ERROR, as Nova would have it: a watcher sees
 a server's agent end for good (it could not start, or ended and could not be
 restarted) and records why, with the agent's last output, in
@@ -35,7 +43,7 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -66,6 +74,12 @@ POWERSHELL_NAMES = ("pwsh", "powershell")
 WATCH_INTERVAL = 0.25
 #: How much of a dead agent's output its server's error keeps.
 LAST_OUTPUT_CHARS = 2000
+#: The steps of a server's release, as its record names those left: the server on the
+#: host (its sandbox, or its process) and its broker user with its queue.
+SANDBOX, BROKER = "sandbox", "broker"
+#: A release as ``<server id>.releasing`` records it: the stack the server was deleted
+#: from (or None), the steps left (None: every one) and why each failed.
+Release = dict[str, Any]
 
 
 class GuestError(CloudError):
@@ -126,11 +140,12 @@ class Guests:
         self._failed: dict[str, tuple[str | None, str]] = {}
         self._watcher: threading.Thread | None = None
         self._closing = threading.Event()
-        #: servers being released in the background, and the errors releases met
+        #: servers being released in the background
         self._releases: dict[str, threading.Thread] = {}
         #: the queues of servers looked at (a server's is written once, at its boot)
         self._queues: dict[str, str] = {}
-        self._release_errors: list[str] = []
+        #: releases that failed and were not reported yet: server id -> (stack, why)
+        self._release_errors: dict[str, tuple[str | None, str]] = {}
         # Releases an earlier process began and did not finish (it died: a live one holds
         # its markers locked): their servers' stack records are gone, so nothing else
         # would ever release them.
@@ -194,11 +209,35 @@ class Guests:
             releasing = [thread for other, thread in self._releases.items()
                          if self.input_queue(other) in (queue, None)]
         for thread in releasing:
-            thread.join()
+            if thread.ident is not None:  # (else released on destroy's own thread)
+                thread.join()
         results, password = sections["rabbitmq"]["result_routing_key"], \
             unquote(own.password or "")
         if not self._identities.granted(queue, results, password):  # minted just now
             self._identities.grant(queue, results, password)
+        self._hand_over_broker_user(server_id, queue)
+
+    def _hand_over_broker_user(self, server_id: str, queue: str) -> None:
+        """The user of ``queue`` is ``server_id``'s now: a release of another server on
+        that queue that failed to remove it must not, tried again, remove it."""
+        for marker in sorted(self._records.glob("*.releasing")):
+            other = marker.name.removesuffix(".releasing")
+            if other == server_id or self.input_queue(other) != queue:
+                continue
+            with self._lock:
+                held = self._claim_release(other) if other not in self._releases else None
+            if held is None:
+                continue
+            try:
+                release = _read_release(held)
+                left = [step for step in release.get("left") or (SANDBOX, BROKER)
+                        if step != BROKER]
+                if left:
+                    _write_release(held, {**release, "left": left})
+                else:
+                    self._remove_records(other)
+            finally:
+                os.close(held)
 
     def _stop_rivals(self, server_id: str) -> None:
         """Stop other servers whose agents consume this server's queue: left by a run
@@ -208,6 +247,7 @@ class Guests:
             releasing = set(self._releases)
         for other in self.root.iterdir():
             if other.name != server_id and other.name not in releasing \
+                    and not self._releasing_file(other.name).exists() \
                     and self.input_queue(other.name) == queue and self.known(other.name):
                 LOG.warning("Server %s also serves queue %s; stopping it for server %s",
                             other.name, queue, server_id)
@@ -247,8 +287,9 @@ class Guests:
         with self._lock:
             return next((why for q, why in self._failed.values() if q == queue), None)
 
-    def destroy(self, server_id: str) -> None:
-        """Release the server: stop its agent, delete its queue, remove its folder.
+    def destroy(self, server_id: str, stack: str | None = None) -> None:
+        """Release the server (deleted from ``stack``): stop its agent, delete its queue
+        and broker user, remove its folder (see the module on a release that fails).
 
         This runs in the background, as a cloud's server deletion does: stopping an
         agent takes about a second, and the servers that one stack update or a run of
@@ -264,10 +305,17 @@ class Guests:
             marker = self._claim_release(server_id)
             if marker is None:
                 return  # another live process is releasing it
+            earlier = _read_release(marker)  # what a release that failed left
+            release = {"stack": earlier.get("stack") if stack is None else stack,
+                       "left": earlier.get("left")}
+            _write_release(marker, release)
             worker = self._releases[server_id] = threading.Thread(
-                target=self._release, args=(server_id, marker),
+                target=self._release, args=(server_id, marker, release),
                 name=f"local-cloud release {server_id}")
-        worker.start()
+        try:
+            worker.start()
+        except RuntimeError:  # no thread to be had: released here and now instead
+            self._release(server_id, marker, release)
 
     def _claim_release(self, server_id: str) -> int | None:
         """The server's release marker, made and locked (None when another process holds
@@ -282,52 +330,83 @@ class Guests:
             return None
         return fd
 
-    def _release(self, server_id: str, marker: int) -> None:
+    def _release(self, server_id: str, marker: int, release: Release) -> None:
+        """Each step of the release still to do (:meth:`_release_steps`), whichever fails
+        before it; then the server's records go, or, when a step failed, what is left
+        is recorded in its marker for the next try."""
+        failed: dict[str, str] = {}
         try:
-            if not self._revoke_identity(server_id) and self.known(server_id):
-                self.launcher.remove(self._spec(server_id))
-        except Exception as exc:  # noqa: BLE001 - reported by settle()
-            LOG.exception("Releasing server %s failed", server_id)
-            with self._lock:
-                self._release_errors.append(f"server {server_id}: {exc}")
+            for step, remove in self._release_steps(server_id):
+                if release["left"] is not None and step not in release["left"]:
+                    continue
+                try:
+                    remove()
+                except Exception as exc:  # noqa: BLE001 - recorded, reported by settle()
+                    failed[step] = str(exc) or type(exc).__name__
+            if failed:
+                _write_release(marker, {**release, "left": sorted(failed), "failed": failed})
+                why = "; ".join(failed.values())
+                LOG.error("Releasing server %s failed, to be tried again: %s", server_id, why)
+                with self._lock:
+                    self._release_errors[server_id] = (release["stack"], why)
+            else:
+                self._remove_records(server_id)
         finally:
-            shutil.rmtree(self.sandbox(server_id), ignore_errors=True)
-            for suffix in (".error", ".conf", ".json", ".out", ".queue", ".releasing"):
-                self._record(server_id, suffix).unlink(missing_ok=True)
             os.close(marker)
             with self._lock:
                 self._releases.pop(server_id, None)
                 self._queues.pop(server_id, None)
 
-    def _revoke_identity(self, server_id: str) -> bool:
-        """Stop for good a released server that has a broker user of its own (its disk
-        goes too), then remove that user and the server's queue with the administrative
-        login (the engine revokes it too when it deletes the server; a server found
-        orphaned, or deleted by a later ``destroy``, has only this). False, doing
-        nothing, for a server with the shared login."""
+    def _release_steps(self, server_id: str) -> list[tuple[str, Callable[[], object]]]:
+        """What releasing the server takes, in order: (step, how). A server with a broker
+        user of its own is stopped for good (its disk goes too), then that user and its
+        queue are removed with the administrative login (the engine revokes it too when
+        it deletes the server; a server found orphaned, or deleted by a later
+        ``destroy``, has only this). A server with the shared login is removed by the
+        launcher, its queue with it."""
         queue = self.input_queue(server_id)
-        if self._identities is None or not queue \
-                or _ini_login(self._agent_ini_or_none(server_id)) != identity_name(queue):
-            return False
-        if self.known(server_id):
-            self.launcher.discard(self._spec(server_id))
-        self._identities.revoke(queue)
-        return True
+        identities = self._identities
+        steps: list[tuple[str, Callable[[], object]]] = []
+        if identities is not None and queue \
+                and _ini_login(self._agent_ini_or_none(server_id)) == identity_name(queue):
+            if self.known(server_id):
+                steps.append((SANDBOX, lambda: self.launcher.discard(self._spec(server_id))))
+            steps.append((BROKER, lambda: identities.revoke(queue)))
+        elif self.known(server_id):
+            steps.append((SANDBOX, lambda: self.launcher.remove(self._spec(server_id))))
+        return steps
 
-    def settle(self) -> None:
-        """Wait until every server :meth:`destroy` let go is released; a release that
-        failed raises here (once)."""
+    def _remove_records(self, server_id: str) -> None:
+        """Forget a released server: its folder and the engine's records of it."""
+        shutil.rmtree(self.sandbox(server_id), ignore_errors=True)
+        for suffix in (".error", ".conf", ".json", ".out", ".queue", ".releasing"):
+            self._record(server_id, suffix).unlink(missing_ok=True)
+
+    def settle(self, stack: str | None = None) -> None:
+        """Wait until every server :meth:`destroy` let go is released; the releases that
+        failed raise here, once each. With ``stack``, only those of its servers, after
+        trying again those of them that failed before (so a stack delete fails while a
+        server of it still holds anything)."""
+        if stack is not None:
+            for marker in sorted(self._records.glob("*.releasing")):
+                server_id = marker.name.removesuffix(".releasing")
+                if _peek_release(marker).get("stack") == stack:
+                    self.destroy(server_id, stack)
         while True:
-            with self._lock:
-                pending = list(self._releases.values())
+            with self._lock:  # (a thread not started: released on destroy's own thread)
+                pending = [w for w in self._releases.values() if w.ident is not None]
             if not pending:
                 break
             for worker in pending:
                 worker.join()
         with self._lock:
-            errors, self._release_errors = self._release_errors, []
-        if errors:
-            raise CloudError("releasing servers failed: " + "; ".join(errors))
+            failed = {server_id: why for server_id, (of, why) in self._release_errors.items()
+                      if stack is None or of == stack}
+            for server_id in failed:
+                del self._release_errors[server_id]
+        if failed:
+            raise CloudError("releasing servers failed: " + "; ".join(
+                f"server {server_id}: {why}" for server_id, why in sorted(failed.items())))
 
     def stop(self, server_id: str) -> None:
         with self._lock:
@@ -496,6 +575,33 @@ class Guests:
             self._failed[server_id] = (queue, why)
         self._error_file(server_id).write_text(why, encoding="utf-8")
         LOG.error("%s", why)
+
+
+def _read_release(marker: int) -> Release:
+    """The release the open marker file records ({} when it records none)."""
+    try:
+        found = json.loads(os.pread(marker, 1 << 16, 0) or b"{}")
+    except ValueError:  # a marker from before releases were recorded, or cut short
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _peek_release(path: Path) -> Release:
+    """The release the marker file at ``path`` records ({} when unreadable)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return {}
+    try:
+        return _read_release(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_release(marker: int, release: Release) -> None:
+    """Record ``release`` in the open marker file."""
+    os.ftruncate(marker, 0)
+    os.pwrite(marker, json.dumps(release).encode(), 0)
 
 
 def _tail(path: Path, chars: int) -> str:

@@ -157,12 +157,13 @@ class Operation:
 
     def delete(self) -> None:
         """Delete every resource of the stack, dependents first; the stack is deleted
-        once its servers are released."""
+        once its servers are released, those whose release failed before included
+        (while one fails, so does the delete)."""
         for name in list(self.stack.resources):
             self._set_aside(name)
         self._take_down("DELETE")
         try:
-            self.services.guests.settle()
+            self.services.guests.settle(self.stack.name)
         except CloudError as exc:
             raise OperationFailed(f"DELETE: {exc}") from None
 

@@ -13,6 +13,7 @@ from typing import Any
 from murano_common.jsontext import nesting_depth
 from murano_engine.clouds.base import TemplateError
 from murano_engine.clouds.local.catalog import RESOURCE_TYPES
+from murano_engine.clouds.local.compute import SERVER
 from murano_engine.clouds.local.functions import check
 from murano_engine.clouds.local.resource import ResourceType
 from murano_engine.dsl.yaml_loader import MAX_DEPTH
@@ -91,6 +92,11 @@ class Template:
         self.resources = {str(n): self._definition(str(n), b) for n, b in resources.items()}
         self.outputs = self._outputs(raw.get("outputs") or {})
         self._check_cycles()
+
+    @property
+    def servers(self) -> int:
+        """How many servers the template defines."""
+        return server_count(self.raw)
 
     # --- functions.Names ---------------------------------------------------
     def has_parameter(self, name: str) -> bool:
@@ -237,6 +243,15 @@ class Template:
 
         for name in sorted(self.resources):
             visit(name, [])
+
+
+def server_count(raw: Any) -> int:
+    """How many servers template ``raw`` defines (a stack's saved template included)."""
+    resources = raw.get("resources") if isinstance(raw, dict) else None
+    if not isinstance(resources, dict):
+        return 0
+    return sum(1 for body in resources.values()
+               if isinstance(body, dict) and body.get("type") == SERVER)
 
 
 def _boolean(value: Any) -> bool:
