@@ -66,9 +66,12 @@ setup(
         # tree-sitter-powershell: the tests parse every PowerShell script (no pwsh needed)
         # keystonemiddleware: tests/openstack runs murano-api's keystone strategy
         # openapi-spec-validator: the API's OpenAPI document is checked against the spec
+        # sphinx, myst-parser: tests/docs builds docs/ (also `make docs`), warnings as errors
         "test": ["pytest>=8", "ruff>=0.5", "python-muranoclient>=2.0", "tree-sitter>=0.24",
                  "tree-sitter-powershell>=0.26", "keystonemiddleware>=10",
-                 "selenium>=4.20", "openapi-spec-validator>=0.7"],
+                 "selenium>=4.20", "openapi-spec-validator>=0.7",
+                 "sphinx>=8", "myst-parser>=4"],
+        "docs": ["sphinx>=8", "myst-parser>=4"],
         "keystone": ["keystonemiddleware>=10"],
     },
     entry_points={

@@ -1,7 +1,7 @@
 """What the form budget costs a ui.yaml evaluation, and how soon a hostile one ends.
 
 The ReplicatedKV package's ``UI/ui.yaml`` (two forms and an Application template) is
-turned into its model from the README's answers, in process: ``RUNS`` times as the API
+turned into its model from the answers in docs/api.md, in process: ``RUNS`` times as the API
 does it (inside a form budget: every yaql call a step, yaql's size limits, timed
 regexes) and as many
 times as before the budget (a plain legacy yaql engine and context, no budget in
@@ -77,7 +77,7 @@ def main() -> int:
             counted, before = budgeted(), as_before()
         costs.append(counted / before - 1)
         spent.append(counted)
-    figures.method(f"ReplicatedKV's ui.yaml and the README's answers to its model, in "
+    figures.method(f"ReplicatedKV's ui.yaml and the answers in docs/api.md to its model, in "
                    f"process, CPU time, {RUNS} runs within the form budget and {RUNS} as "
                    f"before it (plain legacy yaql), in turn; the cost is each pair's ratio")
     figures.figure("form: one ReplicatedKV evaluation within the budget (CPU)", spent, "ms",

@@ -21,7 +21,7 @@ from werkzeug.wrappers import Request, Response
 
 import murano_engine
 from murano_common.jsontext import nesting_depth
-from murano_engine.api import catalog, environments, schemas, templates
+from murano_engine.api import catalog, environments, previews, schemas, templates
 from murano_engine.api.auth import Context
 from murano_engine.api.errors import (
     ApiError,
@@ -79,6 +79,8 @@ ROUTES: list[Route] = [
           "Discard a session"),
     Route("/v1/environments/<env_id>/sessions/<session_id>/deploy", ("POST",), "deploy",
           "Deploy a session"),
+    Route("/v1/environments/<env_id>/sessions/<session_id>/preview", ("POST",), "preview",
+          "What deploying a session would do: its plan (nothing is made, changed or sent)"),
     Route("/v1/environments/<env_id>/services", ("GET", "DELETE"), "services",
           "Read the services"),
     Route("/v1/environments/<env_id>/services", ("POST",), "services",
@@ -357,7 +359,8 @@ class Api:
         """The error's response; server paths in its text become relative ones."""
         exc.message = self.hide_paths(exc.message)
         exc.problems = exc.problems and [self.hide_paths(p) for p in exc.problems]
-        content_type, body = render(exc, request.headers.get("Accept"), request_id)
+        content_type, body = render(exc, request.headers.get("Accept"), request_id,
+                                    request.headers.get("User-Agent"))
         return Response(body, status=exc.status, content_type=content_type)
 
     def hide_paths(self, text: str) -> str:
@@ -460,6 +463,11 @@ class Api:
                   session_id: str) -> Response:
         self.submit(environments.deploy(self.store, ctx, env_id, session_id))
         return Response(status=200)
+
+    def on_preview(self, request: ApiRequest, ctx: Context, env_id: str,
+                   session_id: str) -> Response:
+        task = previews.preview_task(self.store, ctx, env_id, session_id)
+        return json_response(self.hidden(self.dispatcher.preview(ctx, task)))
 
     # -- services ----------------------------------------------------------
     def on_services(self, request: ApiRequest, ctx: Context, env_id: str,

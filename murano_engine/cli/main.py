@@ -3,43 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import murano_engine
+from murano_engine.cli.lifetime import exit_now, long_lived
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 RECURSION_LIMIT = 100_000
-
-
-def exit_now(code: int) -> NoReturn:
-    """End the process with ``code`` when a command is done, skipping Python's teardown.
-
-    Freeing every object a command made (classes, the model, yaql's tables) one by
-    one is about a twelfth of a short command's CPU, and an exiting process needs none
-    of it. The atexit handlers run (logging's flush among them) and the standard streams
-    are flushed first; the engine writes its files through ``with`` blocks and the
-    journal straight to the descriptor, so nothing is left in a buffer. With threads
-    still running, the process exits as Python does (it waits for them).
-    """
-    threading = sys.modules.get("threading")
-    if threading is not None and threading.active_count() > 1:
-        sys.exit(code)
-    import atexit
-    atexit._run_exitfuncs()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        sys.exit(code)  # a closed or broken stream: as Python would report it
-    os._exit(code)
 
 
 def console() -> NoReturn:
@@ -164,20 +140,6 @@ def _parse_arg(text: str) -> tuple[str, Any]:
         return name, raw
 
 
-@contextmanager
-def long_lived() -> Iterator[None]:
-    """For what is made inside to live as long as the process (modules, packages, their
-    classes): the cyclic garbage collector does not walk it while it is made (about a
-    twentieth of a start-up, a sixteenth of loading a package set's classes) nor again
-    and again afterwards (about a sixth of the time of object-heavy MuranoPL)."""
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.enable()
-
-
 def _run(options: argparse.Namespace) -> int:
     with long_lived():
         from murano_engine.dsl import errors, model, serializer, values
@@ -248,7 +210,13 @@ def _deeper_than(value: object, limit: int) -> bool:
 def _environment(options: argparse.Namespace, action: str) -> int:
     from murano_engine.dsl import concurrency
     concurrency.setup()
-    from murano_engine.cli.deploy import run_command
+    if action == "destroy" and options.environment:
+        if options.state or options.load_packages_from:
+            raise SystemExit("error: destroy --environment ID takes neither --state nor -l: "
+                             "it removes what the local cloud's register names")
+        from murano_engine.cli.environments import destroy_environment
+        return destroy_environment(options)
+    from murano_engine.cli.environments import run_command
     positional = {"deploy": ["model"], "action": ["object_id", "method"]}.get(action, [])
     # ``deploy --state FILE`` with no model carries on an interrupted deploy.
     words = take_positionals(options, action, positional,
@@ -260,27 +228,78 @@ def _environment(options: argparse.Namespace, action: str) -> int:
     return run_command(options, action)
 
 
+def _environments(options: argparse.Namespace) -> int:
+    from murano_engine.cli.environments import list_environments
+    return list_environments(options)
+
+
 def _worker(options: argparse.Namespace) -> int:
     from murano_engine.server.worker import serve_worker
     return serve_worker(options)
 
 
+def _plan(options: argparse.Namespace) -> int:
+    from murano_engine.cli.plan import plan_command
+    words = take_positionals(options, "plan", ["model"], [options.model] if options.model
+                             else [], optional=True)
+    options.model = words[0] if words else None
+    options.args = [_parse_arg(a) for a in options.raw_args]
+    return plan_command(options)
+
+
+def _plan_parser(commands: Any) -> None:
+    from murano_engine.cli.plan import add_parser
+    add_parser(commands).set_defaults(handler=_plan)
+
+
+def _rotate_key(options: argparse.Namespace) -> int:
+    """Give an environment a new signing key, or end a rotation (``--end``)."""
+    from murano_engine.engine.config import load_config
+    from murano_engine.engine.services import project_config, signing_keys
+    if not options.environment:
+        raise SystemExit("error: rotate-key takes --environment ID")
+    config = load_config(options.config_file)
+    if options.project:
+        config = project_config(config, options.project)
+    keys = signing_keys(config)
+    if keys is None:
+        raise SystemExit("error: environments have no keys of their own here: plans go "
+                         "unsigned ([engine] sign_plans) or one key signs them all "
+                         "([engine] signing_key)")
+    if options.end:
+        ended = keys.retire_previous(options.environment)
+        print(f"environment {options.environment}: " + (
+            "the previous key is forgotten; servers that trust only it refuse plans now"
+            if ended else "no rotation was under way"))
+        return 0
+    if options.environment not in keys.environments():
+        raise SystemExit(f"error: environment {options.environment} has no key in "
+                         f"{keys.folder}")
+    keys.rotate(options.environment)
+    print(f"environment {options.environment}: a new key signs its plans; servers booted "
+          "before keep taking them (signed with the previous key too) until "
+          f"`murano-engine rotate-key --environment {options.environment} --end`")
+    return 0
+
+
 def _validate(options: argparse.Namespace) -> int:
-    from murano_engine.dsl.validation import package_warnings, validate_package
-    from murano_engine.engine.interpreter import build_interpreter
+    from murano_engine.cli.test_mocks import mocking_interpreter
+    from murano_engine.dsl.validation import package_warnings, validate
     from murano_engine.web.dynamic_ui import package_problems
     options.path, = take_positionals(options, "validate", ["path"],
                                      [options.path] if options.path else [])
     from pathlib import Path
     path = Path(options.path)
     # Required packages are looked up in -l folders and beside the package.
+    # The interpreter has the test runner's functions too: a package's tests call them.
     with long_lived():
-        problems = validate_package(path, build_interpreter(),
-                                    [Path(d) for d in options.load_packages_from]
-                                    + [path.resolve().parent]) + package_problems(path)
+        problems, warnings = validate(path, mocking_interpreter(),
+                                      [Path(d) for d in options.load_packages_from]
+                                      + [path.resolve().parent])
+        problems += package_problems(path)
     for problem in problems:
         print(problem)
-    for warning in package_warnings(path):
+    for warning in package_warnings(path) + warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if problems:
         print(f"{len(problems)} problem(s) found", file=sys.stderr)
@@ -322,7 +341,8 @@ def _ui_model(options: argparse.Namespace) -> int:
 
 
 #: the commands, in the order the help lists them
-COMMANDS = ("run", "deploy", "destroy", "action", "validate", "ui-model", "worker")
+COMMANDS = ("run", "deploy", "destroy", "action", "environments", "validate", "ui-model",
+            "worker", "rotate-key", "plan")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -384,6 +404,10 @@ def _deploy_parser(commands: Any) -> None:
     deploy.add_argument("model", nargs="?",
                         help="object model (JSON; required, except to carry on an "
                              "interrupted deploy with --state alone)")
+    deploy.add_argument("--adopt", action="store_true",
+                        help="take over an environment the local cloud holds under another, "
+                             "missing or unreadable state file: what it made is removed "
+                             "first, then the model is deployed afresh")
     deploy.add_argument("--report", metavar="FILE.html",
                         help="write the deployment picture (timeline per server, topology, "
                              "reports) to this self-contained HTML file")
@@ -393,6 +417,9 @@ def _deploy_parser(commands: Any) -> None:
 def _destroy_parser(commands: Any) -> None:
     destroy = _environment_command(commands, "destroy",
                                    "tear down everything a state file holds")
+    destroy.add_argument("--environment", metavar="ID",
+                         help="remove everything the local cloud's register names of this "
+                              "environment, with no state file or journal")
     destroy.set_defaults(handler=lambda o: _environment(o, "destroy"))
 
 
@@ -429,6 +456,27 @@ def _ui_model_parser(commands: Any) -> None:
     ui_model.set_defaults(handler=_ui_model)
 
 
+def _rotate_key_parser(commands: Any) -> None:
+    rotate = commands.add_parser(
+        "rotate-key", help="give an environment a new plan signing key, or end a rotation",
+        usage="%(prog)s --environment ID [--project ID] [--config FILE] [--end]")
+    rotate.add_argument("--environment", help="the environment's id (required)")
+    rotate.add_argument("--project", help="its project, for murano-api's environments")
+    rotate.add_argument("--end", action="store_true",
+                        help="forget the previous key (once every server was re-made)")
+    add_config_option(rotate, "engine or murano-api configuration file")
+    rotate.set_defaults(handler=_rotate_key)
+
+
+def _environments_parser(commands: Any) -> None:
+    listing = commands.add_parser(
+        "environments", help="list the environments the local cloud holds",
+        usage="%(prog)s [--config FILE]")
+    listing.add_argument("--config", help="engine configuration (INI); default: the local "
+                         "cloud's default state folder")
+    listing.set_defaults(handler=_environments)
+
+
 def _worker_parser(commands: Any) -> None:
     worker = commands.add_parser("worker", help="run engine tasks that murano-api queues",
                                  usage="%(prog)s --config FILE")
@@ -439,7 +487,8 @@ def _worker_parser(commands: Any) -> None:
 _COMMAND_PARSERS: dict[str, Callable[[Any], None]] = {
     "run": _run_parser, "deploy": _deploy_parser, "destroy": _destroy_parser,
     "action": _action_parser, "validate": _validate_parser, "ui-model": _ui_model_parser,
-    "worker": _worker_parser,
+    "worker": _worker_parser, "rotate-key": _rotate_key_parser,
+    "environments": _environments_parser, "plan": _plan_parser,
 }
 
 
@@ -558,6 +607,9 @@ def split_load_dirs(load_dirs: list[str], positional: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    from murano_engine.early_stop import JOURNALED, keep_stops
+    if _command_word(argv) in JOURNALED:
+        keep_stops()
     options = build_parser(_command_word(argv)).parse_args(argv)
     if options.command == "run":
         options.target, = take_positionals(options, "run", ["class.method"],

@@ -15,17 +15,13 @@ import sys
 import time
 from collections.abc import Iterable
 
-from murano_engine.dsl import errors, values
+from murano_engine.cli.test_mocks import MOCK_FUNCTIONS, mocking_interpreter  # noqa: F401
+from murano_engine.dsl import errors
 from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.classes import MethodSpec, MuranoClass
-from murano_engine.dsl.contexts import DslContext, frame_of
-from murano_engine.dsl.executor import Executor, Frame
-from murano_engine.dsl.interpreter import Interpreter
-from murano_engine.dsl.objects import TypeRef, real_object
+from murano_engine.dsl.executor import Executor
 from murano_engine.dsl.packages import PackageLoader
-from murano_engine.dsl.runtime import FunctionSpec
 from murano_engine.engine.config import Config, load_config
-from murano_engine.engine.interpreter import build_interpreter
 from murano_engine.system.test_fixture import AssertionFailed
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
@@ -72,9 +68,7 @@ def find_tests(loader: PackageLoader, package_name: str,
 
 
 def _selected(cls: MuranoClass, method: MethodSpec, wanted: list[str]) -> bool:
-    short = cls.name.rsplit(".", 1)[-1]
-    names = {cls.name, short, method.name, f"{cls.name}.{method.name}",
-             f"{short}.{method.name}"}
+    names = _names(cls, method)
     return any(w in names for w in wanted)
 
 
@@ -110,83 +104,6 @@ def _describe(exc: BaseException) -> str:
     if stack:
         text += "\n" + errors.format_stack(stack)
     return text
-
-
-# -- mocks ---------------------------------------------------------------------------
-
-def _target_class_name(target: Any) -> str:
-    if isinstance(target, TypeRef):
-        return target.murano_class.name
-    obj = real_object(target)
-    if obj is not None:
-        return obj.murano_class.name
-    return str(target)
-
-
-def inject(ctx: Any, target: Any, args: list, kwargs: dict) -> None:
-    """``inject(target, method, mockObject, mockName)`` or ``inject(target, method, expr)``."""
-    frame = frame_of(ctx)
-    executor = frame.executor
-    if not args:
-        raise errors.NoMatchingMethodException("inject() needs a method name")
-    class_name = frame.murano_class.resolve_name(_target_class_name(target)) \
-        if isinstance(target, str) else _target_class_name(target)
-    method_name = str(args[0](ctx))
-    if len(args) >= 3:
-        mock_object, mock_name = args[1](ctx), str(args[2](ctx))
-
-        def object_mock(executor: Executor, method: MethodSpec, receiver: Any, call_args: list,
-                        call_kwargs: dict, caller: Frame | None) -> Any:
-            return executor.call(mock_object, mock_name, call_args, call_kwargs, caller)
-
-        executor.mocks[(class_name, method_name)] = object_mock
-        return
-    expression = args[1]
-
-    def expression_mock(executor: Executor, method: MethodSpec, receiver: Any, call_args: list,
-                        call_kwargs: dict, caller: Frame | None) -> Any:
-        original = Frame(executor, method, receiver, method.declaring_class, caller)
-        if method.native is None:
-            executor.bind_arguments(method, original, call_args, call_kwargs)
-        mock_ctx = DslContext(ctx)
-        for key, value in original.context._data.items():
-            if key not in ("$1", "$this"):
-                mock_ctx[key] = value
-        mock_ctx["?originalCall"] = (method, receiver, call_args, call_kwargs, caller)
-        mock_ctx["?originalContext"] = original.context
-        return values.freeze(expression(mock_ctx))
-
-    executor.mocks[(class_name, method_name)] = expression_mock
-
-
-def original_method(ctx: Any) -> Any:
-    call = ctx.get_data("?originalCall")
-    if call is None:
-        raise errors.DslInvalidOperationError("originalMethod() works only inside a mock")
-    method, receiver, args, kwargs, caller = call
-    return frame_of(ctx).executor.invoke(method, receiver, args, kwargs, caller, mocked=False)
-
-
-def with_original(ctx: Any, first: Any, args: list, kwargs: dict) -> Any:
-    original = ctx.get_data("?originalContext")
-    if original is None:
-        raise errors.DslInvalidOperationError("withOriginal() works only inside a mock")
-    child = DslContext(ctx)
-    for name, evaluator in kwargs.items():
-        child[name] = evaluator(original)
-    return child
-
-
-MOCK_FUNCTIONS = {
-    "inject": FunctionSpec(inject, raw=True),
-    "originalMethod": FunctionSpec(original_method, method=False),
-    "withOriginal": FunctionSpec(with_original, method=False, raw=True),
-}
-
-
-def mocking_interpreter() -> Interpreter:
-    """The engine's interpreter with the mocking functions tests use."""
-    return build_interpreter(functions=MOCK_FUNCTIONS)
 
 
 # -- command line ----------------------------------------------------------------------
@@ -237,17 +154,23 @@ def _path_hint(path: str) -> str:
 
 
 def _run(options: argparse.Namespace) -> int:
-    from murano_engine.cli.main import long_lived
+    from murano_engine.cli.lifetime import long_lived
     config = load_config(options.config_file)
     with long_lived():  # as ``run`` loads its packages
         loader = PackageLoader(options.load_packages_from, mocking_interpreter())
     for problem in loader.problems:
         print(f"warning: {problem}", file=sys.stderr)
-    tests = find_tests(loader, options.package, options.tests)
-    if not tests:
+    every = find_tests(loader, options.package)
+    if not every:
         print(f"error: no tests found in {options.package}", file=sys.stderr)
         return 2
-    print(f"About to execute {len(tests)} test(s)")
+    unknown = unmatched(every, options.tests)
+    if unknown:
+        print(f"error: {unknown_tests_message(every, unknown, options.package)}",
+              file=sys.stderr)
+        return 2
+    tests = find_tests(loader, options.package, options.tests) if options.tests else every
+    print(f"About to execute {_count(len(tests), 'test')}")
     started = time.perf_counter()
     results = []
     for cls, method in tests:
@@ -260,14 +183,46 @@ def _run(options: argparse.Namespace) -> int:
             print("    " + result.detail.replace("\n", "\n    "))
     passed = sum(r.passed for r in results)
     failed = len(results) - passed
-    print(f"Executed {len(results)} tests in {time.perf_counter() - started:.2f} seconds")
+    print(f"Executed {_count(len(results), 'test')} in {time.perf_counter() - started:.2f} "
+          f"seconds")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
 
+def unmatched(tests: list[tuple[MuranoClass, MethodSpec]], wanted: Iterable[str]) -> list[str]:
+    """The words of ``wanted`` that select none of ``tests``."""
+    return [w for w in wanted if not any(_selected(c, m, [w]) for c, m in tests)]
+
+
+def unknown_tests_message(tests: list[tuple[MuranoClass, MethodSpec]], unknown: list[str],
+                          package: str) -> str:
+    """Names ``unknown`` selections with the nearest test each could mean, then lists the
+    package's tests as they may be given (``Class.testMethod``)."""
+    import difflib
+    names = sorted({n for c, m in tests for n in _names(c, m)})
+    shown = [f"{c.name.rsplit('.', 1)[-1]}.{m.name}" for c, m in tests]
+    parts = []
+    for word in unknown:
+        near = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+        parts.append(f"{word} (did you mean {near[0]}?)" if near else word)
+    what = "test or test class" if len(unknown) == 1 else "tests or test classes"
+    return (f"{package} has no {what} {', '.join(parts)}; its tests: {', '.join(shown)}")
+
+
+def _names(cls: MuranoClass, method: MethodSpec) -> set[str]:
+    """What selects a test: its class (full or short name), its method, or both."""
+    short = cls.name.rsplit(".", 1)[-1]
+    return {cls.name, short, method.name, f"{cls.name}.{method.name}", f"{short}.{method.name}"}
+
+
+def _count(number: int, word: str) -> str:
+    """``1 test``, ``2 tests``."""
+    return f"{number} {word}{'' if number == 1 else 's'}"
+
+
 def console() -> NoReturn:
     """The ``murano-test-runner`` command."""
-    from murano_engine.cli.main import exit_now
+    from murano_engine.cli.lifetime import exit_now
     exit_now(main())
 
 

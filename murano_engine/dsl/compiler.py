@@ -27,7 +27,7 @@ from murano_engine.dsl import errors, queries
 from murano_engine.dsl.budget import Regex, check_product, check_repetition, regex_search
 from murano_engine.dsl.contexts import PLAIN_CONTEXTS, DslContext, frame_of
 from murano_engine.dsl.limits import MEMORY_QUOTA
-from murano_engine.dsl.values import KEPT_TYPES, check_built
+from murano_engine.dsl.values import KEPT_TYPES, check_built, evaluated_null, literal_null
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
@@ -89,11 +89,14 @@ def _compile(node: ast.Expression, runtime: Runtime, mode: int = NORMAL) -> Eval
     kind = type(node)
     if kind is ast.Constant or kind is ast.KeywordConstant:
         value = node.value
+        if value is None and kind is ast.Constant:
+            return literal_null  # (a method call passes it on as a literal null)
         return lambda ctx: value
     if kind is ast.GetContextValue:
         return compile_variable(node.path.value)
     if kind is ast.Wrap:
-        return _compile(node.expr, runtime, mode)
+        inner = _compile(node.expr, runtime, mode)
+        return evaluated_null if inner is literal_null else inner
     if kind is ast.BinaryOperator:
         return _compile_binary(node, runtime, mode)
     if kind is ast.UnaryOperator:

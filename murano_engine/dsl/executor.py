@@ -7,6 +7,7 @@ between executors; nothing here is global.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 
 from yaql.language.utils import FrozenDict
@@ -20,12 +21,17 @@ from murano_engine.dsl.errors import MuranoPlException, StackFrame
 from murano_engine.dsl.instructions import BREAK, CONTINUE, ConstantData
 from murano_engine.dsl.objects import MuranoObject, real_object
 from murano_engine.dsl.packages import PackageLoader
+from murano_engine.dsl.values import LITERAL_NULL
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
     from typing import Any
 
-MAX_CALL_DEPTH = 2000
+#: How deep MuranoPL calls may nest. CPython 3.13 alone counts C-level recursion against
+#: a fixed limit (about 10,000, whatever sys.setrecursionlimit says; 3.14 measures the
+#: stack instead), and a MuranoPL call takes about six of it: there the limit is lower,
+#: so that runaway recursion ends in this error rather than in Python's.
+MAX_CALL_DEPTH = 1400 if sys.version_info[:2] == (3, 13) else 2000
 SYNCHRONIZE = "io.murano.metadata.engine.Synchronize"
 
 
@@ -100,6 +106,8 @@ class Executor:
         self._class_configs: dict[MuranoClass, Mapping[str, Any]] = {}
         #: each class's all_properties(), read at every property access
         self._declared: dict[MuranoClass, dict[str, list[PropertySpec]]] = {}
+        #: each class's model.settable_names(), read for every object a model makes
+        self._settable: dict[MuranoClass, frozenset[str]] = {}
 
     @property
     def outside(self) -> boundary.Outside:
@@ -144,6 +152,7 @@ class Executor:
             if mock is None and obj is not None:
                 mock = self.mocks.get((obj.murano_class.name, method.name))
             if mock is not None:
+                args, kwargs = _plain_arguments(args, kwargs)
                 return mock(self, method, receiver, args, kwargs, caller)
         if method.usage in _STATIC_USAGES:  # method.is_static, without a property call
             this: Any = method.declaring_class.ref
@@ -174,6 +183,8 @@ class Executor:
         try:
             if method.native is not None:
                 from murano_engine.dsl.natives import NativeCall
+                if LITERAL_NULL in args or kwargs and LITERAL_NULL in kwargs.values():
+                    args, kwargs = _plain_arguments(args, kwargs)
                 return values.freeze(method.native(
                     NativeCall(self, frame, receiver), *args, **kwargs))
             binding = method.binding
@@ -185,8 +196,13 @@ class Executor:
                 data["$1"] = this
                 data["$this"] = this
                 for (key, kept, apply, path), value in zip(binding, args, strict=False):
-                    data[key] = value if type(value) in kept else apply(
-                        values.freeze(value), ContractScope(frame, this, None, path))
+                    if type(value) in kept:
+                        data[key] = value
+                    elif value is LITERAL_NULL:  # null as it is (see bind_arguments)
+                        data[key] = None
+                    else:
+                        data[key] = apply(values.freeze(value),
+                                          ContractScope(frame, this, None, path))
             else:
                 self.bind_arguments(method, frame, args, kwargs)
                 context = frame.context
@@ -227,6 +243,8 @@ class Executor:
             for (key, kept, apply, path), value in zip(binding, args, strict=False):
                 if type(value) in kept:
                     data[key] = value
+                elif value is LITERAL_NULL:
+                    data[key] = None
                 else:
                     data[key] = apply(freeze(value), ContractScope(frame, this, None, path))
             return
@@ -245,13 +263,7 @@ class Executor:
                     value = remaining.pop(spec.name)
                 else:
                     value = _default_of(spec)(frame.context) if spec.has_default else None
-                    data["$" + spec.name] = self._check_argument(spec, value, frame, where)
-                    continue
-                # A null given is passed as it is, its contract not applied, as Murano
-                # does (yaql converts no null): packages pass null to arguments whose
-                # contract says notNull() and rely on it.
-                data["$" + spec.name] = None if value is None else \
-                    self._check_argument(spec, value, frame, where)
+                data["$" + spec.name] = self._check_argument(spec, value, frame, where)
             elif spec.usage == "VarArgs":
                 if spec.name in remaining:
                     raise errors.NoMatchingMethodException(
@@ -271,6 +283,12 @@ class Executor:
                 f"{where}: unexpected keyword arguments {sorted(remaining)}")
 
     def _check_argument(self, spec: Any, value: Any, frame: Frame, where: str) -> Any:
+        """``value`` through the argument's contract; a literal ``null`` of the call
+        (:data:`~murano_engine.dsl.values.LITERAL_NULL`) is null, its contract not
+        applied, as in Murano: packages pass ``null`` to arguments whose contract says
+        ``notNull()`` and rely on it. Any other null goes through the contract."""
+        if value is LITERAL_NULL:
+            return None
         scope = ContractScope(frame, frame.this, None, f"{where}({spec.name})")
         return spec.compiled_contract().apply(values.freeze(value), scope)
 
@@ -286,7 +304,7 @@ class Executor:
             for name in on_args:
                 index = names.index(name) if name in names else -1
                 value = args[index] if 0 <= index < len(args) else kwargs.get(name)
-                picked.append(_identity(value))
+                picked.append(_identity(None if value is LITERAL_NULL else value))
             return (method, this if on_this else None, tuple(picked))
         if not on_this:
             return None
@@ -488,6 +506,11 @@ class Executor:
         saved, self._load = self._load, _Load(index, keep_ids)
         return saved
 
+    def loading_removed(self) -> None:
+        """What the current load makes from now on are objects the model removed."""
+        assert self._load is not None
+        self._load.removed = True
+
     def loading_end(self, saved: Any) -> _Load:
         """End the current load; :meth:`finish_load` then runs what it left to do."""
         load, self._load = self._load, saved
@@ -639,8 +662,27 @@ class Executor:
                 f"objects are nested more than {values.MAX_DEPTH} levels deep")
         obj = self.shell(spec.cls, owner, object_id, spec.name, register=not dry_run)
         model.apply_header(obj, spec)
+        if not dry_run and (load is None or not load.removed):
+            known = self._settable.get(spec.cls)
+            if known is None:
+                known = self._settable[spec.cls] = model.settable_names(spec.cls)
+            if not known.issuperset(spec.props):
+                self.warn(model.unknown_keys(spec, known), object_id)
         self.initialize(obj, spec.props, None, dry_run=dry_run)
         return obj
+
+    def warn(self, text: str, entity_id: str | None = None) -> None:
+        """A warning about the run: a status report of level warning where the run
+        reports (a deployment: the CLI prints it among the others, the API counts it in
+        the result), else a logged warning (the CLI prints it on stderr)."""
+        reporter = self.services.get("reporter")
+        if reporter is not None:
+            from murano_engine.dsl import reports
+            reports.report(reporter, self.services.get("environment_id"), entity_id, text,
+                           level="warning")
+        else:
+            import logging  # here: a run that warns of nothing does without it
+            logging.getLogger("murano_engine.dsl.model").warning("%s", text)
 
     def check_template(self, value: Mapping, default_cls: MuranoClass, cls: MuranoClass,
                        excluded: Any, scope: ContractScope) -> Any:
@@ -691,7 +733,7 @@ class _Load:
     """A model being loaded: its object dicts by id, the ids its objects got, the
     ``.init`` calls due at its end, and objects made early by a reference."""
 
-    __slots__ = ("index", "renames", "pending", "adoptable", "types")
+    __slots__ = ("index", "renames", "pending", "adoptable", "types", "removed")
 
     def __init__(self, index: dict[str, Mapping], keep_ids: bool) -> None:
         self.index = index
@@ -701,6 +743,8 @@ class _Load:
         self.pending: list[tuple[MuranoObject, Mapping | None, Frame | None,
                                  Mapping[str, Any] | None]] = []
         self.adoptable: set[str] = set()
+        #: making the objects only the previous model had (ObjectsCopy)
+        self.removed = False
 
     def loaded_id(self, model_id: str, executor: Executor) -> str:
         """The id of the object the model calls ``model_id``."""
@@ -715,16 +759,20 @@ class _Load:
 def _positional_binding(method: MethodSpec) -> tuple[tuple[str, Any, Any, str], ...] | bool:
     """(variable, types the contract keeps, contract, contract path) per argument when
     every argument is Standard (False otherwise): what binding arguments given by
-    position needs. Every contract keeps a null given (see :meth:`bind_arguments`)."""
+    position needs."""
     if any(spec.usage != "Standard" for spec in method.arguments):
         return False
     where = f"{method.declaring_class.name}::{method.name}"
-    return tuple(("$" + spec.name, spec.compiled_contract().kept | _NULL,
+    return tuple(("$" + spec.name, spec.compiled_contract().kept,
                   spec.compiled_contract().apply, f"{where}({spec.name})")
                  for spec in method.arguments)
 
 
-_NULL = frozenset({type(None)})
+def _plain_arguments(args: list, kwargs: dict) -> tuple[list, dict]:
+    """The arguments with null for :data:`~murano_engine.dsl.values.LITERAL_NULL`, for
+    callees that apply no contract (natives, mocks)."""
+    return ([None if a is LITERAL_NULL else a for a in args],
+            {k: None if v is LITERAL_NULL else v for k, v in kwargs.items()})
 
 
 def _nesting(obj: MuranoObject) -> int:

@@ -112,6 +112,34 @@ def resolve_type(executor: Executor, type_value: Any, package: Any = None,
     return loader.find_class(text)
 
 
+def settable_names(cls: MuranoClass) -> frozenset[str]:
+    """The keys a model may give an object of ``cls``: the properties it and its parents
+    declare, and the arguments of their ``.init`` methods (which take model values)."""
+    names = set(cls.all_properties())
+    for each in cls.init_order():
+        init = each.methods.get(".init")
+        if init is not None:
+            names.update(a.name for a in init.arguments)
+    return frozenset(names)
+
+
+#: the settable names an unknown key's warning lists at most
+_LISTED = 40
+
+
+def unknown_keys(spec: ObjectSpec, known: frozenset[str]) -> str:
+    """The warning for the keys of ``spec``'s dict that ``known`` lacks (a typo such as
+    ``greting``, which Murano ignores without a word): the object, its class, each such
+    key and the names the class does take."""
+    unknown = sorted(repr(k) for k in spec.props if k not in known)
+    listed = sorted(known)
+    names = ", ".join(listed[:_LISTED]) + (", ..." if len(listed) > _LISTED else "")
+    what = f"object {spec.object_id}" if spec.object_id else "an object"
+    return (f"{what} of class {spec.cls.name}: the model sets {', '.join(unknown)}, which "
+            f"neither {spec.cls.name} nor its parents declare (ignored); its properties "
+            f"and .init arguments: {names or 'none'}")
+
+
 def apply_header(obj: MuranoObject, spec: ObjectSpec) -> None:
     obj.metadata = spec.metadata
     obj.designer = dict(spec.designer)
@@ -145,6 +173,7 @@ def load_model(executor: Executor, model: Mapping) -> MuranoObject | None:
     try:
         root = executor.object_from_contract(objects, None, None) if objects else None
         if copy:
+            executor.loading_removed()  # (what they set was warned about when they were live)
             _load_removed(executor, copy, None, live_ids)
     finally:
         load = executor.loading_end(saved)

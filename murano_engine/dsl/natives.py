@@ -141,7 +141,9 @@ def _native_half(registry: NativeRegistry, cls: MuranoClass,
         methods[name] = MethodSpec(
             name, cls, arguments=declared.arguments if declared else [], usage=usage,
             scope=getattr(func, "murano_scope", declared.scope if declared else "Session"),
-            position=declared.position if declared else cls.position, native=func)
+            # a method only the Python half has is written nowhere in the class file: its
+            # frame says <native>, not the file's first line
+            position=declared.position if declared else None, native=func)
     return py_class if "__init__" in py_class.__dict__ else None
 
 

@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+#: the methods reflection values answer (``$method.invoke(...)``, ``$property.getValue(..)``)
+METHODS = frozenset({"invoke", "getValue", "setValue"})
+
+
 class _Reflected:
     _members: tuple[str, ...] = ()
 

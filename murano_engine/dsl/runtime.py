@@ -27,6 +27,7 @@ from murano_engine.dsl.contexts import DslContext, frame_of
 from murano_engine.dsl.expressions import CallEngine
 from murano_engine.dsl.frozen_record import FrozenRecord
 from murano_engine.dsl.objects import MuranoObject, ObjectView, TypeRef
+from murano_engine.dsl.values import LITERAL_NULL, literal_null
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
@@ -115,8 +116,9 @@ class Runtime:
             method = receiver.murano_class.find_method(name)
             if method is not None:
                 return frame.executor.invoke(
-                    method, receiver, [a(ctx) for a in args],
-                    {k: v(ctx) for k, v in kwargs.items()} if kwargs else {}, frame)
+                    method, receiver,
+                    [LITERAL_NULL if a is literal_null else a(ctx) for a in args],
+                    _keyword_arguments(kwargs, ctx) if kwargs else {}, frame)
         elif isinstance(receiver, (ObjectView, TypeRef)):
             method = receiver.murano_class.find_method(name)
             if method is not None:
@@ -124,8 +126,9 @@ class Runtime:
                     raise errors.NoMatchingMethodException(
                         f"method {name} of {receiver.murano_class.name} is not static")
                 return frame.executor.invoke(
-                    method, receiver, [a(ctx) for a in args],
-                    {k: v(ctx) for k, v in kwargs.items()} if kwargs else {}, frame)
+                    method, receiver,
+                    [LITERAL_NULL if a is literal_null else a(ctx) for a in args],
+                    _keyword_arguments(kwargs, ctx) if kwargs else {}, frame)
         spec = self.functions.get(name)
         if spec is not None and spec.method:
             if spec.raw:
@@ -135,8 +138,9 @@ class Runtime:
         extension = _extension_method(frame, name)
         if extension is not None:
             return frame.executor.invoke(
-                extension, extension.declaring_class.ref, [receiver] + [a(ctx) for a in args],
-                {k: v(ctx) for k, v in kwargs.items()}, frame)
+                extension, extension.declaring_class.ref,
+                [receiver] + [LITERAL_NULL if a is literal_null else a(ctx) for a in args],
+                _keyword_arguments(kwargs, ctx), frame)
         reflected = getattr(receiver, "murano_call", None)
         if reflected is not None:
             return reflected(name, [a(ctx) for a in args], {k: v(ctx) for k, v in kwargs.items()})
@@ -200,6 +204,13 @@ class Runtime:
 
     def murano_function(self, name: str) -> FunctionSpec | None:
         return self.functions.get(name)
+
+
+def _keyword_arguments(kwargs: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    """The values of a MuranoPL method call's keyword arguments, a literal ``null``
+    as :data:`~murano_engine.dsl.values.LITERAL_NULL` (positional ones are done in
+    place, the same way)."""
+    return {k: LITERAL_NULL if v is literal_null else v(ctx) for k, v in kwargs.items()}
 
 
 def _missing_key(name: str, ctx: Any) -> None:

@@ -34,6 +34,36 @@ _KEEP = _SCALARS | {MuranoObject, ObjectView, TypeRef}
 KEPT_TYPES = _KEEP
 
 
+class _LiteralNull:
+    """A ``null`` written as an argument of a method call (``$.m(null)``, ``$.m(v =>
+    null)``), as the call hands it to the executor: the method gets null without its
+    contract applied, as in Murano, where yaql hands such an argument over as its
+    constant and the conversion returns a constant null as it is. A null reaching a
+    method any other way (a variable, ``(null)``, a property, a value from outside)
+    goes through the contract."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "null"
+
+
+#: what a method call passes for a literal ``null`` argument; the executor binds it as
+#: null and lets it go no further
+LITERAL_NULL = _LiteralNull()
+
+
+def literal_null(ctx: Any) -> None:
+    """The compiled form of a literal ``null``: method calls know it by identity and pass
+    :data:`LITERAL_NULL` for it; anywhere else it is plain null."""
+    return None
+
+
+def evaluated_null(ctx: Any) -> None:
+    """The compiled form of ``(null)``: null that a call does not take for a literal."""
+    return None
+
+
 # Long tuples of kept values seen lately, by id (the entry keeps the tuple alive, so
 # the id stays its own): a list grown item by item (``$l: $l + [$x]``) is not walked
 # again at every assignment.

@@ -26,7 +26,7 @@ from murano_engine.messaging.management import (
 
 LOG = logging.getLogger(__name__)
 
-#: The virtual host the README's worker set-up names (any other works the same way).
+#: The virtual host the worker set-up of docs/security.md names (any other works the same way).
 DEFAULT_ENGINE_VHOST = "murano-engine"
 
 

@@ -41,7 +41,7 @@ def compose(settings: Settings, store: db.Store, dispatcher: workers.Dispatcher,
 
 def build(settings: Settings) -> tuple[Any, Any]:
     """The WSGI application (behind Keystone when configured) and its dispatcher."""
-    store = db.Store(settings.database)
+    store = db.Store(settings.database, settings.quotas)
     db.upgrade(store.engine)
     dispatcher: Any = workers.AmqpDispatcher(store, settings) if settings.uses_broker \
         else LocalDispatcher(store, settings)
@@ -62,6 +62,15 @@ def build(settings: Settings) -> tuple[Any, Any]:
     return app, dispatcher
 
 
+def quiet_migrations() -> None:
+    """Of alembic's INFO lines only those of a migration it runs are logged: its plugins
+    and the database's dialect (eight lines at every start) say nothing to the user."""
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    migration = logging.getLogger("alembic.runtime.migration")
+    migration.setLevel(logging.INFO)
+    migration.addFilter(lambda record: record.getMessage().startswith("Running upgrade"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="murano-api", description="Murano v1 API server.")
     parser.add_argument("--config-file", help="INI file (see murano-api.conf.sample)")
@@ -71,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
     if options.quiet:
         logging.getLogger("murano_engine.api.requests").setLevel(logging.WARNING)
+    quiet_migrations()
     sys.setrecursionlimit(100_000)
     threading.stack_size(256 * 1024 * 1024)
     worker.load_green_threads()
@@ -83,9 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"error: {exc}") from None
 
     from murano_engine.server import listener
-    from murano_engine.web import form_pool
+    from murano_engine.web import favicon, form_pool
 
-    server = listener.create(app, settings)
+    server = listener.create(favicon.serving(app), settings)  # /favicon.ico before any login
 
     def stop(_signum: int, _frame: Any) -> None:
         if form_pool.STOPPING.is_set():

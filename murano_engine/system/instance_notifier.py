@@ -38,7 +38,8 @@ class InstanceNotifier:
     @method
     def trackApplication(call: NativeCall, obj: Any, title: Any = None,  # noqa: N802
                          unitCount: Any = None) -> None:  # noqa: N803
-        units = f" ({unitCount} units)" if unitCount is not None else ""
+        units = "" if unitCount is None else \
+            f" ({unitCount} unit{'' if unitCount == 1 else 's'})"
         send(call, call.native.environment, obj, f"{title or _label(obj)} is deployed{units}",
              "info", event="application-deployed")
 

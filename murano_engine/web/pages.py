@@ -10,6 +10,7 @@ second while a deployment runs.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import io
 import json
@@ -30,7 +31,7 @@ from werkzeug.wrappers import Request, Response
 
 from murano_engine.api import catalog, environments
 from murano_engine.api.auth import Context
-from murano_engine.api.errors import ApiError, BadRequest
+from murano_engine.api.errors import ApiError, BadRequest, Conflict
 from murano_engine.api.storable import NUL
 from murano_engine.web import actions, dynamic_ui, guard, outputs, picture, words
 from murano_engine.web.choices import for_cloud
@@ -58,6 +59,8 @@ RULES: list[tuple[str, str, tuple[str, ...]]] = [
     ("/ui/environments/<env_id>", "environment", ("GET",)),
     ("/ui/environments/<env_id>/live", "live", ("GET",)),
     ("/ui/environments/<env_id>/deploy", "deploy", ("POST",)),
+    ("/ui/environments/<env_id>/preview", "preview", ("GET",)),
+    ("/ui/environments/<env_id>/discard", "discard", ("POST",)),
     ("/ui/environments/<env_id>/delete", "delete_env", ("POST",)),
     ("/ui/environments/<env_id>/applications/<app_id>/remove", "remove_app", ("POST",)),
     ("/ui/environments/<env_id>/actions/<action_id>", "action", ("GET", "POST")),
@@ -84,6 +87,7 @@ class WebUi:
         self.templates.filters["when"] = words.when
         self.templates.filters["report_time"] = words.report_time
         self.templates.filters["returned"] = words.returned
+        self.templates.filters["dotted"] = words.dotted
         self.templates.globals["csrf_field"] = guard.csrf_field
         self.guard = guard.Guard(api.settings.secure_cookies, [picture.STYLE])
         settings = api.settings
@@ -321,12 +325,30 @@ class WebUi:
                 except ApiError as exc:
                     error = exc.message
         envs = environments.list_envs(self.api.store, ctx, {})["environments"]
+        for env in envs:  # as its page says: an open session that changes nothing is none
+            if env["status"] == "pending":
+                env["status"] = environments.pending_changes(self.api.store, ctx,
+                                                             env["id"])["status"]
         return self.page("environments.html", ctx, environments=envs, error=error,
                          status=400 if error else 200)
 
-    def _session_id(self, request: Request, ctx: Context, env_id: str) -> str | None:
-        """The user's open configuration session of ``env_id`` (from its cookie)."""
-        session_id = request.cookies.get(SESSION_COOKIE + env_id)
+    def _pending(self, request: Request, ctx: Context, env_id: str) -> Pending:
+        """The user's changes of ``env_id`` not deployed yet, made in whichever browser:
+        the session this browser last changed (its cookie) while it holds changes, else
+        the user's newest session that does, else this browser's unchanged one."""
+        found = environments.pending_changes(self.api.store, ctx, env_id)
+        mine: list[str] = found["mine"]
+        cookie = request.cookies.get(SESSION_COOKIE + env_id)
+        if cookie in mine:
+            session_id: str | None = cookie
+        elif mine:
+            session_id = mine[0]
+        else:
+            session_id = self._open_session(ctx, env_id, cookie)
+        return Pending(session_id, session_id in mine, found["others"], found["status"])
+
+    def _open_session(self, ctx: Context, env_id: str, session_id: str | None) -> str | None:
+        """``session_id`` when it is an open session of the user's, else None."""
         if not session_id:
             return None
         try:
@@ -335,18 +357,27 @@ class WebUi:
             return None
         return session_id if found.get("state") == "opened" else None
 
-    def _state(self, ctx: Context, env_id: str, session_id: str | None) -> dict[str, Any]:
+    def _session_id(self, request: Request, ctx: Context, env_id: str) -> str | None:
+        """The session the user's changes of ``env_id`` go into (see :meth:`_pending`)."""
+        return self._pending(request, ctx, env_id).session_id
+
+    def _state(self, ctx: Context, env_id: str, pending: Pending | None) -> dict[str, Any]:
         """What the environment page and its live updates show. While a deployment runs
         the applications and the model are the ones it deploys (the environment's own
-        change only when it ends)."""
+        change only when it ends). ``pending`` (the page's) adds the user's changes; an
+        open session that changes nothing does not make the environment "pending"."""
         env = environments.show_env(self.api.store, ctx, env_id, None)
+        if env["status"] == "pending":
+            env["status"] = pending.status if pending else environments.pending_changes(
+                self.api.store, ctx, env_id)["status"]
         running = env["acquired_by"] if env["status"] in environments.BUSY else None
         model = environments.get_model(self.api.store, ctx, env_id, "", running)
         if model is None:  # being deleted: what is being destroyed
             model = environments.get_model(self.api.store, ctx, env_id, "", None)
         shown = model.get("services") if isinstance(model, dict) else None
-        pending = environments.show_env(self.api.store, ctx, env_id, session_id)["services"] \
-            if session_id else None
+        pending_services = environments.show_env(
+            self.api.store, ctx, env_id, pending.session_id)["services"] \
+            if pending and pending.changed else None
         deployments = environments.list_deployments(self.api.store, ctx, env_id)["deployments"]
         latest = deployments[-1] if deployments else None
         reports, steps = [], []
@@ -355,7 +386,7 @@ class WebUi:
                                            [])["reports"]
             steps = environments.steps(self.api.store, ctx, env_id, latest["id"])
         return {"env": env, "model": model, "applications": list(shown or []),
-                "pending": pending, "deployments": deployments, "latest": latest,
+                "pending": pending_services, "deployments": deployments, "latest": latest,
                 "reports": reports, "steps": steps,
                 "failure": _failure(latest, reports, self.api.hide_paths)}
 
@@ -383,15 +414,17 @@ class WebUi:
         return details
 
     def on_environment(self, request: Request, ctx: Context, env_id: str) -> Response:
-        session_id = self._session_id(request, ctx, env_id)
-        state = self._state(ctx, env_id, session_id)
+        pending = self._pending(request, ctx, env_id)
+        state = self._state(ctx, env_id, pending)
         packages = catalog.list_packages(self.api.store, self.api.settings, ctx,
                                          {"type": ["Application"]})["packages"]
-        deployed = [] if state["env"]["status"] in environments.BUSY else \
-            state["applications"]
+        busy = state["env"]["status"] in environments.BUSY
+        deployed = [] if busy else state["applications"]
         return self.page("environment.html", ctx, packages=packages,
                          picture=self._picture(state), legend=picture.legend(),
-                         details=self._details(ctx, deployed), **state)
+                         details=self._details(ctx, deployed), others=pending.others,
+                         can_deploy=not busy and (pending.changed or bool(deployed)),
+                         **state)
 
     def on_live(self, request: Request, ctx: Context, env_id: str) -> Response:
         try:
@@ -417,12 +450,41 @@ class WebUi:
         return Response(json.dumps(body), mimetype="application/json")
 
     def on_deploy(self, request: Request, ctx: Context, env_id: str) -> Response:
-        session_id = self._session_id(request, ctx, env_id)
+        """Deploy the user's changes (from whichever browser), else deploy the deployed
+        applications again; refused (409) when there is neither: nothing to deploy."""
+        pending = self._pending(request, ctx, env_id)
         env = environments.show_env(self.api.store, ctx, env_id, None)
         if env["status"] not in environments.BUSY:  # else a second click: the first deploys
+            session_id = pending.session_id
+            if not pending.changed and not env["services"]:
+                raise Conflict(f"there is nothing to deploy in {env['name']}: it has no "
+                               f"application; add one first")
             if session_id is None:
                 session_id = environments.configure(self.api.store, ctx, env_id)["id"]
             self.api.submit(environments.deploy(self.api.store, ctx, env_id, session_id))
+        response = redirect(f"/ui/environments/{env_id}")
+        response.delete_cookie(SESSION_COOKIE + env_id)
+        return response
+
+    def on_preview(self, request: Request, ctx: Context, env_id: str) -> Response:
+        """What Deploy would do now (the user's changes, else the deployed applications
+        again), as a plan an engine worker makes: nothing is made, changed or sent."""
+        from murano_engine.api.previews import preview_task
+        from murano_engine.web import plan_picture
+        pending = self._pending(request, ctx, env_id)
+        env = environments.show_env(self.api.store, ctx, env_id, None)
+        task = preview_task(self.api.store, ctx, env_id,
+                            pending.session_id if pending.changed else None)
+        plan = self.api.hidden(self.api.dispatcher.preview(ctx, task))
+        return self.page("preview.html", ctx, env=env, plan=plan,
+                         heading=plan_picture.title(plan), shown=plan_picture.fragment(plan),
+                         can_deploy=env["status"] not in environments.BUSY)
+
+    def on_discard(self, request: Request, ctx: Context, env_id: str) -> Response:
+        """Drop the user's changes not deployed yet (the session they are in)."""
+        pending = self._pending(request, ctx, env_id)
+        if pending.changed and pending.session_id:
+            environments.delete_session(self.api.store, ctx, env_id, pending.session_id)
         response = redirect(f"/ui/environments/{env_id}")
         response.delete_cookie(SESSION_COOKIE + env_id)
         return response
@@ -454,9 +516,13 @@ class WebUi:
                if isinstance(s, dict)):
             self.api.submit(environments.deploy(self.api.store, ctx, env_id, session_id))
             response.delete_cookie(SESSION_COOKIE + env_id)
+        elif session_id not in environments.pending_changes(self.api.store, ctx,
+                                                            env_id)["mine"]:
+            # it changes nothing any more: no change waits (nor says so in the status)
+            environments.delete_session(self.api.store, ctx, env_id, session_id)
+            response.delete_cookie(SESSION_COOKIE + env_id)
         else:
-            response.set_cookie(SESSION_COOKIE + env_id, session_id, httponly=True,
-                                samesite="Strict")
+            self.set_cookie(request, response, SESSION_COOKIE + env_id, session_id)
         return response
 
     def on_action(self, request: Request, ctx: Context, env_id: str,
@@ -618,6 +684,20 @@ class WebUi:
         response = redirect(f"/ui/environments/{env_id}")
         self.set_cookie(request, response, SESSION_COOKIE + env_id, session_id)
         return response
+
+
+@dataclasses.dataclass(frozen=True)
+class Pending:
+    """A user's changes of an environment not deployed yet, as the pages see them."""
+
+    #: the session the user's changes go into (None: none is open; one is made)
+    session_id: str | None
+    #: whether that session changes the environment's model
+    changed: bool
+    #: how many other users' open sessions change it
+    others: int
+    #: the environment's status, counting no open session that changes nothing
+    status: str
 
 
 def token_from_cookie(protected: Callable, web: WebUi) -> Callable:

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from markupsafe import Markup, escape
+
 #: environment status -> (words, tone); the tone is the CSS class that colours it
 STATUSES = {"ready": ("Ready", "ok"), "pending": ("Changes not deployed yet", "busy"),
             "deploying": ("Deploying", "busy"), "deleting": ("Deleting", "busy"),
@@ -66,3 +68,9 @@ def returned(deployment: Mapping[str, Any]) -> str:
             or result.get("result") is None:
         return ""
     return "returned " + json.dumps(result["result"])
+
+
+def dotted(name: Any) -> Markup:
+    """A dotted name (a package's or a class's full name) that a line may break after
+    each dot, and nowhere inside a part (``<wbr>`` after each dot, the parts escaped)."""
+    return Markup(".<wbr>").join(escape(part) for part in str(name).split("."))

@@ -1,4 +1,5 @@
-"""README's "Catalog and API" flow runs as written (a scratch home, database and cloud)."""
+"""The documentation's "Catalog and API" flow (docs/api.md) and its engine command lines
+run as written (a scratch home, database and cloud)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,16 @@ from murano_engine.clouds.local.sandbox import missing_for_namespaces
 REPO = Path(__file__).resolve().parents[2]
 
 
+#: README and the pages of docs/ but the tutorial, which tests/docs/test_tutorial.py runs
+DOCUMENTS = [REPO / "README.md", *sorted(p for p in (REPO / "docs").glob("*.md")
+                                         if p.name != "tutorial.md")]
+
+
 def readme_block(name: str) -> str:
-    """The shell block README marks with ``<!-- readme-test: NAME -->``."""
-    text = (REPO / "README.md").read_text()
+    """The shell block the documentation marks with ``<!-- readme-test: NAME -->``."""
+    text = "\n".join(path.read_text() for path in DOCUMENTS)
     found = re.search(rf"<!-- readme-test: {name} -->\n```sh\n(.*?)```", text, re.DOTALL)
-    assert found, f"README has no block marked readme-test: {name}"
+    assert found, f"no page of the documentation has a block marked readme-test: {name}"
     return found.group(1)
 
 
@@ -46,7 +52,7 @@ def _port_free(port: int) -> bool:
 @pytest.mark.skipif(bool(missing_for_namespaces()), reason="the servers are sandboxes")
 def test_the_catalog_and_api_flow_runs_as_written(tmp_path):
     if not _port_free(8082):
-        pytest.skip("something else listens on 127.0.0.1:8082, the port README uses")
+        pytest.skip("something else listens on 127.0.0.1:8082, the port docs/api.md uses")
     bin_dir = str(Path(sys.executable).parent)
     env = dict(os.environ, HOME=str(tmp_path), TMPDIR=str(tmp_path),
                PATH=f"{bin_dir}:{os.environ['PATH']}",
@@ -66,8 +72,9 @@ def test_the_catalog_and_api_flow_runs_as_written(tmp_path):
 
 
 def readme_commands() -> list[str]:
-    """README's ``murano-engine`` command lines that name real files (no placeholders)."""
-    text = (REPO / "README.md").read_text()
+    """The documentation's ``murano-engine`` command lines that name real files (no
+    placeholders)."""
+    text = "\n".join(path.read_text() for path in DOCUMENTS)
     spans = [" ".join(span.split()) for span in
              re.findall(r"`(murano-engine\s+(?:deploy|destroy|action)\s[^`]*)`", text)]
     return sorted({s for s in spans if not re.search(r"\b[A-Z][A-Z_.]+\b|\.\.\.", s)})

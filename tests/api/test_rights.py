@@ -405,6 +405,9 @@ CASES: list[Case] = [
     Case("POST", f"{E}/sessions/<session_id>/deploy",
          lambda w: (f"/v1/environments/{w.env}/sessions/{w.session}/deploy", {}), OWNED,
          changes=True),
+    # a preview changes nothing: the session stays open, the world as it was
+    Case("POST", f"{E}/sessions/<session_id>/preview",
+         lambda w: (f"/v1/environments/{w.env}/sessions/{w.session}/preview", {}), OWNED),
     # services: the root and a path, read and edited in the owner's session
     Case("GET", f"{E}/services", lambda w: (f"/v1/environments/{w.env}/services",
                                             _sess(w)), OWNED),

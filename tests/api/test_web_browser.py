@@ -22,6 +22,7 @@ import re
 import shutil
 import time
 import zipfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +41,8 @@ if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
                 allow_module_level=True)
 
 
-@pytest.fixture
-def browser():
+def new_browser() -> Any:
+    """A fresh headless chromium: a browser of its own (profile, cookies)."""
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
 
@@ -53,8 +54,26 @@ def browser():
     driver = webdriver.Chrome(service=Service(DRIVER), options=options)
     driver.implicitly_wait(0)  # every wait is explicit
     driver.set_page_load_timeout(120)
-    yield driver
-    driver.quit()
+    return driver
+
+
+@pytest.fixture
+def browsers() -> Iterator[Callable[[], Any]]:
+    """Opens browsers of their own (none shares another's cookies); all quit after."""
+    opened: list[Any] = []
+
+    def open_one() -> Any:
+        opened.append(new_browser())
+        return opened[-1]
+
+    yield open_one
+    for driver in opened:
+        driver.quit()
+
+
+@pytest.fixture
+def browser(browsers):
+    return browsers()
 
 
 def _replaced(element: Any) -> bool:
@@ -97,6 +116,13 @@ class Pages:
     def go(self, path: str) -> None:
         self.driver.get(self.base + path)
         self._complete()
+
+    def login(self, token: str = "tok-a") -> None:
+        """Log in on the login page with ``token``; the catalog comes."""
+        self.go("/ui/login")
+        self.css("#token").send_keys(token)
+        self.click_to_load("#login")
+        self.css("#packages")
 
     def click_to_load(self, selector: str, confirm: bool = False,
                       timeout: float = 120) -> None:
@@ -378,3 +404,156 @@ def test_the_whole_job_through_the_pages(start_api, browser, tmp_path):
             if env_id:
                 api.request("DELETE", f"/v1/environments/{env_id}?abandon=true")
             _force_cleanup(api.folder)
+
+
+def add_hello(pages: Pages, name: str) -> None:
+    """Add HelloWeb, one server, through its wizard on the environment page."""
+    from selenium.webdriver.support.ui import Select
+    pages.click_to_load("a.add-app[data-fqn='io.murano.apps.linux.HelloWeb']")
+    count = pages.css("#f-nodeCount")
+    count.clear()
+    count.send_keys("1")
+    pages.click_to_load("#next")
+    Select(pages.css("#f-osImage")).select_by_value("debian-12")
+    Select(pages.css("#f-flavor")).select_by_value("m1.small")
+    app_name = pages.css("#f-application_name")
+    app_name.clear()
+    app_name.send_keys(name)
+    pages.click_to_load("#next")
+
+
+def listed(pages: Pages) -> list[str]:
+    """The names of the applications the environment page lists."""
+    return [row.find_element("css selector", "strong").text
+            for row in pages.all("#applications tr.application")]
+
+
+@pytest.mark.skipif(bool(missing_for_namespaces()), reason="the servers are sandboxes")
+def test_changes_made_in_one_browser_are_deployed_or_discarded_from_another(
+        start_api, browsers, tmp_path):
+    api = start_api(environment_class="io.murano.Environment")
+    api.ok("POST", "/v1/catalog/packages",
+           files={"file": ("HelloWeb.zip", package_zip(tmp_path, "HelloWeb").read_bytes())})
+    first = Pages(browsers(), api.url, tmp_path)
+    env_id = None
+    finished = False
+    try:
+        first.login()
+        first.go("/ui/environments")
+        first.css("#env-name").send_keys("two-browsers")
+        first.click_to_load("#create-env")
+        env_id = first.driver.current_url.rsplit("/", 1)[1]
+        page = f"/ui/environments/{env_id}"
+        assert not first.all("#deploy")  # an environment with no application
+        assert first.text("#nothing-to-deploy").startswith("Nothing to deploy")
+        add_hello(first, "hello")
+        assert listed(first) == ["hello"] and first.all("#pending")
+
+        # a new browser, the same token: the changes are the user's
+        second = Pages(browsers(), api.url, tmp_path)
+        second.login()
+        second.go(page)
+        assert listed(second) == ["hello"]
+        assert second.text("#env-status") == "Changes not deployed yet"
+        assert second.all("#pending") and second.all("#deploy") and second.all("#discard")
+        second.shoot("pending-in-another-browser")
+        second.click_to_load("#discard", confirm=True)
+        for pages in (second, first):
+            pages.go(page)
+            assert listed(pages) == [] and not pages.all("#pending")
+            assert not pages.all("#deploy") and pages.all("#nothing-to-deploy")
+            assert pages.text("#env-status") == "Ready"
+
+        add_hello(first, "hello")
+        second.go(page)
+        assert listed(second) == ["hello"]
+        second.click_to_load("#deploy")
+        assert second.settled() == "ready"
+        assert second.text("#deployment-state") == "Succeeded"
+        assert listed(second) == ["hello"]
+        assert "hello is deployed (1 unit)" in second.text("#reports")
+        assert [s.get_attribute("data-name") for s in second.all("#picture g.server")] == [
+            "hello-1"]
+        first.go(page)
+        assert listed(first) == ["hello"] and not first.all("#pending")
+        assert first.all("#deploy")  # deployed, it may be deployed again
+
+        first.click_to_load("#delete-env", confirm=True)
+        wait_for("the environment to go", lambda: api.request(
+            "GET", f"/v1/environments/{env_id}").status_code == 404, 300)
+        wait_for("the servers to be released", lambda: not _server_folders(api.folder), 60)
+        finished = True
+    finally:
+        if not finished:
+            if env_id:
+                api.request("DELETE", f"/v1/environments/{env_id}?abandon=true")
+            _force_cleanup(api.folder)
+
+
+
+#: For each catalog tile: the words of its package's full name and of its name that a
+#: line break cuts in two (their characters on more than one line), whether its full
+#: name takes more than one line, whether its description is cut short, and whether a
+#: line of the description is cut by the bottom of the description's box.
+TILE_LAYOUT = """
+function cutWords(element) {
+  var cut = [], walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT), node;
+  while ((node = walker.nextNode())) {
+    var words = /[A-Za-z0-9_]+/g, found;  // a line may break after a hyphen
+    while ((found = words.exec(node.data))) {
+      var range = document.createRange(), tops = {};
+      range.setStart(node, found.index);
+      range.setEnd(node, found.index + found[0].length);
+      Array.prototype.forEach.call(range.getClientRects(), function (r) {
+        tops[Math.round(r.top)] = true; });
+      if (Object.keys(tops).length > 1) { cut.push(found[0]); }
+    }
+  }
+  return cut;
+}
+function lines(element) {
+  var range = document.createRange(), tops = {};
+  range.selectNodeContents(element);
+  Array.prototype.forEach.call(range.getClientRects(), function (r) {
+    tops[Math.round(r.top)] = true; });
+  return Object.keys(tops).length;
+}
+function lineCutByTheBottom(element) {
+  var range = document.createRange(), bottom = element.getBoundingClientRect().bottom;
+  range.selectNodeContents(element);
+  return Array.prototype.some.call(range.getClientRects(), function (r) {
+    return r.top < bottom - 0.5 && r.bottom > bottom + 0.5; });
+}
+return Array.prototype.map.call(document.querySelectorAll("#packages .tile"), function (t) {
+  var name = t.querySelector(".help"), text = t.querySelector("p");
+  return {fqn: t.getAttribute("data-fqn"),
+          cut: cutWords(name).concat(cutWords(t.querySelector("h3"))),
+          wraps: lines(name) > 1, shortened: text.scrollHeight > text.clientHeight + 1,
+          halfLine: lineCutByTheBottom(text)};
+});
+"""
+
+
+def test_catalog_tiles_cut_descriptions_at_a_line_and_names_between_words(
+        start_api, browser, tmp_path):
+    api = start_api()
+    for name in ("HelloWeb", "ReplicatedKV"):
+        api.ok("POST", "/v1/catalog/packages",
+               files={"file": (f"{name}.zip", package_zip(tmp_path, name).read_bytes())})
+    pages = Pages(browser, api.url, tmp_path)
+    pages.login()
+    seen: dict[str, set[str]] = {"wraps": set(), "shortened": set()}
+    for width in range(460, 1000, 30):  # tiles from about 200 px to 400 px wide
+        browser.set_window_size(width, 900)
+        tiles = wait_for("the tiles", lambda: browser.execute_script(TILE_LAYOUT), 10)
+        assert len(tiles) == 2
+        for tile in tiles:
+            assert tile["cut"] == [], (width, tile)
+            assert not tile["halfLine"], (width, tile)
+            seen["wraps"] |= {tile["fqn"]} if tile["wraps"] else set()
+            seen["shortened"] |= {tile["fqn"]} if tile["shortened"] else set()
+    # the widths tried made full names wrap and long descriptions shorten
+    assert "io.murano.apps.linux.ReplicatedKV" in seen["wraps"], seen
+    assert "io.murano.apps.linux.HelloWeb" in seen["shortened"], seen
+    browser.set_window_size(700, 900)
+    pages.shoot("catalog-tiles", 700, 700)

@@ -454,8 +454,11 @@ def test_removing_a_pending_application_only_changes_the_session(start_api, tmp_
     assert later, added.text
     kept = browser.post(f"{api.url}/ui/environments/{env_id}/applications/{later.group(1)}"
                         f"/remove", timeout=30)
-    assert 'id="pending"' in kept.text and "later echo" not in kept.text
-    assert "echo web" in kept.text  # the deployed one stays
+    assert "later echo" not in kept.text and "echo web" in kept.text  # the deployed one stays
+    # its session changes nothing any more: no change waits, nor does the status say so
+    assert 'id="pending"' not in kept.text and 'id="discard"' not in kept.text
+    assert 'data-code="ready">Ready<' in kept.text
+    assert api.ok("GET", f"/v1/environments/{env_id}")["status"] == "ready"
     deployments = api.ok("GET", f"/v1/environments/{env_id}/deployments")["deployments"]
     assert len(deployments) == 1  # nothing deployed for it
 
@@ -473,3 +476,61 @@ def test_a_packages_add_form_leads_to_the_chosen_environments_wizard(start_api, 
                          timeout=30)
     assert wizard.url.endswith(f"/ui/environments/{env['id']}/add/{package['id']}")
     assert 'id="f-who"' in wizard.text
+
+
+def test_changes_made_in_one_browser_are_pending_in_another(start_api, tmp_path):
+    """Changes are the user's, not the browser's: a second browser (logged in with the
+    same token, without the first's cookies) shows them, adds to them, discards them and
+    deploys them; with nothing to deploy, Deploy is not offered and a deploy is refused."""
+    api = start_api(environment_class="com.example.apitest.Environment")
+    package = api.ok("POST", "/v1/catalog/packages",
+                     files={"file": ("apitest.zip", echo_package(tmp_path))})
+    first, second = login(api), login(api)
+    env_id = first.post(api.url + "/ui/environments", data={"name": "shared"},
+                        timeout=30).url.rsplit("/", 1)[1]
+    page_url = f"{api.url}/ui/environments/{env_id}"
+
+    def add(browser: requests.Session, who: str) -> None:
+        added = browser.post(f"{page_url}/add/{package['id']}", timeout=30, data={
+            "_step": "0", "_answers": "{}", "who": who, "application_name": f"echo {who}"})
+        assert added.url == page_url, added.text
+
+    def listed(page: str) -> list[str]:
+        return re.findall(r'<tr class="application" data-id="\w+"><td><strong>([^<]*)<', page)
+
+    add(first, "one")
+    page = second.get(page_url, timeout=30).text
+    assert listed(page) == ["echo one"]
+    assert 'data-code="pending">Changes not deployed yet<' in page
+    assert 'id="pending"' in page and 'id="deploy"' in page and 'id="discard"' in page
+    add(second, "two")  # into the same changes, not a session of its own
+    assert listed(first.get(page_url, timeout=30).text) == ["echo one", "echo two"]
+
+    second.post(f"{page_url}/discard", timeout=30)
+    for browser in (first, second):
+        page = browser.get(page_url, timeout=30).text
+        assert listed(page) == [] and 'id="pending"' not in page
+        assert 'id="deploy"' not in page and 'id="nothing-to-deploy"' in page
+        assert 'data-code="ready">Ready<' in page
+    # an open session that changes nothing (the API's) is no change waiting
+    api.ok("POST", f"/v1/environments/{env_id}/configure")
+    page = first.get(page_url, timeout=30).text
+    assert 'data-code="ready">Ready<' in page and 'id="deploy"' not in page
+    assert 'data-code="ready">Ready<' in first.get(api.url + "/ui/environments",
+                                                   timeout=30).text
+    refused = first.post(f"{page_url}/deploy", timeout=30)
+    assert refused.status_code == 409 and "nothing to deploy" in refused.text
+    assert api.ok("GET", f"/v1/environments/{env_id}/deployments")["deployments"] == []
+
+    add(first, "three")
+    deployed = second.post(f"{page_url}/deploy", timeout=30)
+    assert deployed.url == page_url
+    assert wait_live(second, api, env_id)["status"]["code"] == "ready"
+    deployments = api.ok("GET", f"/v1/environments/{env_id}/deployments")["deployments"]
+    assert [d["state"] for d in deployments] == ["success"]
+    services = api.ok("GET", f"/v1/environments/{env_id}")["services"]
+    assert [s["?"]["name"] for s in services] == ["echo three"]
+    for browser in (first, second):
+        page = browser.get(page_url, timeout=30).text
+        assert listed(page) == ["echo three"] and 'id="pending"' not in page
+        assert 'id="deploy"' in page  # deployed applications may be deployed again

@@ -44,7 +44,7 @@ def _reports(output: str) -> list[str]:
     """The framework's and the application's status reports (not the instance notifier's)."""
     found = [m.group(2) for m in map(REPORT.match, output.splitlines()) if m]
     return [r for r in found
-            if not re.search(r" is (running|released|deployed \(\d+ units\))$", r)]
+            if not re.search(r" is (running|released|deployed \(\d+ units?\))$", r)]
 
 
 def _app(tmp: Path) -> dict:
@@ -141,8 +141,8 @@ def test_deploy_reconfigure_scale_destroy(tmp_path: Path):
         assert [(i["installs"], i["configures"]) for i in _check_serving(servers, "Good morning")] \
             == [(1, 2), (1, 2)]
 
-        app_id = _app(tmp_path)["?"]["id"]
-        done = _engine(tmp_path, "action", app_id, "scaleOut")
+        assert _app(tmp_path)["?"]["name"] == "hello"
+        done = _engine(tmp_path, "action", "hello", "scaleOut")  # the object's name, or its id
         servers = _servers(tmp_path)
         server_ids = [s.server_id for s in servers]
         networks |= kv_nodes.network_ids(cloud, server_ids)
@@ -160,7 +160,10 @@ def test_deploy_reconfigure_scale_destroy(tmp_path: Path):
             == [(1, 2), (1, 2), (1, 1)]
 
         done = _engine(tmp_path, "destroy")
-        assert "Removing 3 servers" in _reports(done.stdout)
+        # each server reports its release; the group, destroyed after them, adds nothing
+        reports = [m.group(2) for m in map(REPORT.match, done.stdout.splitlines()) if m]
+        assert sorted(reports) == [f"io.murano.resources.LinuxMuranoInstance hello-{n} is "
+                                   f"released" for n in (1, 2, 3)], reports
         assert kv_nodes.namespaces_left(server_ids, networks) == []
         assert not any((cloud / "servers").iterdir()), "a server sandbox is left"
         assert not (tmp_path / "state.json").exists()

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from dsl_helpers import class_text, cli, write_package
 
+from murano_engine.dsl import executor
+
 APP = class_text("t.cli", "App", """
     Properties:
       size:
@@ -272,7 +274,7 @@ def test_runaway_recursion_is_a_call_depth_error(packages: Path) -> None:
     assert len(err.splitlines()) < 20
 
 
-@pytest.mark.parametrize("depth", [500, 1500])
+@pytest.mark.parametrize("depth", [500, executor.MAX_CALL_DEPTH - 1])
 def test_legitimate_deep_recursion_works(packages: Path, depth: int) -> None:
     code, out, err = run(packages, "t.cli.App.recurse", "--arg", f"n={depth}")
     assert (code, err) == (0, "")
@@ -375,3 +377,191 @@ def test_run_writes_a_yaml_timestamp_as_text(tmp_path: Path) -> None:
     done = cli("run", "-l", str(tmp_path), "t.when.C.m")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == ["2001-12-14 21:59:43.100000-05:00"]
+
+
+def test_a_native_methods_frame_says_native_not_the_class_files_first_line(
+        tmp_path: Path) -> None:
+    """A method only the Python half has (HeatStack.push, GC.subscribeDestruction) is
+    written nowhere: its frame ended the stack as ``at .../GC.yaml:1:1``."""
+    folder = write_package(tmp_path, "t.nat", {"C": class_text("t.nat", "C", """
+        Methods:
+          m:
+            Body:
+              - sys:GC.subscribeDestruction($this, $this, nothingSuch)
+        """, sys="io.murano.system")})
+    done = cli("run", "-l", str(tmp_path), "t.nat.C.m")
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-2:] == [
+        f"  t.nat t.nat.C.m at {folder / 'Classes' / 'C.yaml'}:8:9",
+        "  io.murano io.murano.system.GC.subscribeDestruction at <native>"]
+
+
+def test_the_test_runner_names_the_tests_a_misspelled_one_could_be(tmp_path: Path) -> None:
+    write_package(tmp_path, "t.tests", {"Checks": class_text("t.tests", "Checks", """
+        Extends: test:TestFixture
+        Methods:
+          testAdds:
+            Body:
+              - $.assertEqual(2, 1 + 1)
+          testJoins:
+            Body:
+              - $.assertEqual('ab', a + b)
+        """, test="io.murano.test")})
+
+    def runner(*tests: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "murano_engine.cli.test_runner",
+                               "t.tests", *tests, "-l", str(tmp_path)],
+                              capture_output=True, text=True, timeout=60)
+
+    misspelled = runner("Checks.testAdds", "testJion")  # one right, one wrong: none run
+    assert (misspelled.returncode, misspelled.stdout) == (2, "")
+    assert misspelled.stderr == (
+        "error: t.tests has no test or test class testJion (did you mean testJoins?); its "
+        "tests: Checks.testAdds, Checks.testJoins\n")
+    one = runner("Checks.testAdds")
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.splitlines()[0] == "About to execute 1 test"
+    assert re.fullmatch(r"Executed 1 test in [\d.]+ seconds", one.stdout.splitlines()[-2])
+    assert re.search(r"^Executed 2 tests in ", runner().stdout, re.MULTILINE)
+
+
+DEPLOYED = {
+    "Env": class_text("t.dep", "Env", """
+        Properties:
+          applications:
+            Contract: [$.class(App).notNull()]
+        Methods:
+          deploy:
+            Scope: Public
+            Body:
+              - For: app
+                In: $.applications
+                Do:
+                  - $app.deploy()
+        """),
+    "App": class_text("t.dep", "App", """
+        Properties:
+          fail:
+            Contract: $.bool()
+            Default: false
+          port:
+            Contract: $.int()
+            Usage: Out
+        Methods:
+          deploy:
+            Body:
+              - If: $.fail
+                Then:
+                  - Throw: DeployFailed
+                    Message: it cannot deploy
+              - $.port: 8080
+          greet:
+            Scope: Public
+            Arguments:
+              - who:
+                  Contract: $.string().notNull()
+            Body:
+              - Return: format('{0} greets {1}', name($this), $who)
+        """),
+}
+
+
+def environment(env_id: str, *apps: dict) -> dict:
+    """A t.dep.Env model holding ``apps``."""
+    return {"?": {"id": env_id, "type": "t.dep.Env"}, "applications": list(apps)}
+
+
+def app(app_id: str, name: str, **values: object) -> dict:
+    return {"?": {"id": app_id, "type": "t.dep.App", "name": name}, **values}
+
+
+@pytest.fixture()
+def deploying(tmp_path: Path):
+    """``engine(command, *words)``: murano-engine on the t.dep package, in tmp_path with
+    a local cloud of its own; models are written as ``<name>.json`` with ``model()``."""
+    write_package(tmp_path / "packages", "t.dep", DEPLOYED)
+    (tmp_path / "engine.ini").write_text(f"[local_cloud]\nstate_dir = {tmp_path / 'cloud'}\n")
+
+    def model(name: str, objects: dict) -> str:
+        (tmp_path / f"{name}.json").write_text(json.dumps(objects))
+        return f"{name}.json"
+
+    def engine(command: str, *words: str, state: str = "state.json"
+               ) -> subprocess.CompletedProcess:
+        return cli(command, *words, "-l", str(tmp_path / "packages"), "--state", state,
+                   "--config", str(tmp_path / "engine.ini"), cwd=tmp_path)
+
+    return model, engine
+
+
+def test_outputs_are_headed_by_the_objects_name_and_actions_take_it(deploying,
+                                                                      tmp_path: Path) -> None:
+    model, engine = deploying
+    given = model("web", environment("e" * 32, app("a" * 32, "web"), app("b" * 32, "db")))
+    done = engine("deploy", given)
+    assert done.returncode == 0, done.stderr
+    headings = [line for line in done.stdout.splitlines() if line.endswith("(t.dep.App)")]
+    assert headings == ["web (t.dep.App)", "db (t.dep.App)"]  # (the ids before)
+    assert "  port: 8080" in done.stdout
+    acted = engine("action", "web", "greet", "--arg", "who=bob")
+    assert acted.returncode == 0, acted.stderr
+    assert json.loads(acted.stdout[acted.stdout.index('"'):acted.stdout.rindex('"') + 1]) \
+        == "web greets bob"
+    named_twice = model("twice", environment("e" * 32, app("a" * 32, "web"),
+                                             app("c" * 32, "web")))
+    assert engine("deploy", named_twice).returncode == 0
+    refused = engine("action", "web", "greet", "--arg", "who=bob")
+    assert refused.returncode == 1
+    assert refused.stderr == (f"error: 2 objects are named web: {'a' * 32} (t.dep.App); "
+                              f"{'c' * 32} (t.dep.App); give the id of the one to act on\n")
+
+
+def test_a_failed_deploy_says_what_to_do_next(deploying, tmp_path: Path) -> None:
+    model, engine = deploying
+    assert engine("deploy", model("ok", environment("e" * 32, app("a" * 32, "web")))
+                  ).returncode == 0
+    failed = engine("deploy", model("bad", environment("e" * 32, app("a" * 32, "web",
+                                                                   fail=True))))
+    assert failed.returncode == 1
+    last = failed.stderr.splitlines()[-2:]
+    assert re.fullmatch(r"deploy failed after [\d.]+ s \(t\.dep\.DeployFailed\); state saved "
+                        r"to state\.json", last[0]), last
+    assert last[1] == (
+        "Fix the cause (the model, or a package), then run `murano-engine deploy bad.json "
+        "--state state.json` again: it carries on from what this run did, making nothing "
+        "twice. Or remove the environment with `murano-engine destroy --state state.json`.")
+
+
+def test_a_deploy_of_an_unknown_class_writes_no_state_file(deploying, tmp_path: Path) -> None:
+    model, engine = deploying
+    unknown = {"?": {"id": "f" * 32, "type": "t.dep.Typo"}, "applications": []}
+    failed = engine("deploy", model("typo", unknown), state="typo.state.json")
+    assert failed.returncode == 1
+    assert "class t.dep.Typo is not found" in failed.stdout
+    assert "it made nothing, so no state file was written" in failed.stderr
+    assert not (tmp_path / "typo.state.json").exists()
+
+
+def test_a_refusal_names_the_state_file_that_holds_the_environment(deploying,
+                                                                    tmp_path: Path) -> None:
+    """Deploying X onto the state file of Y is refused; the advice named a new file,
+    X.state.json, which was refused in turn while another file held X."""
+    from murano_engine.cli import held_environments
+    model, engine = deploying
+    config = {"local_cloud": {"state_dir": str(tmp_path / "cloud")}}
+    for state, env_id in (("x-held.json", "1" * 32), ("y.json", "2" * 32)):
+        (tmp_path / state).write_text(json.dumps({
+            "Objects": environment(env_id), "Resources": {"queues": [f"q-{env_id}"]},
+            "Run": {"packages": [], "config": None}}))
+        held_environments.hold(config, tmp_path / state, env_id)
+    refused = engine("deploy", model("x", environment("1" * 32)), state="y.json")
+    assert refused.returncode == 1
+    assert refused.stderr == (
+        f"error: y.json holds environment {'2' * 32}; x.json is environment {'1' * 32}. "
+        f"Each environment has its own state file: deploy it with --state "
+        f"{tmp_path / 'x-held.json'}, which holds it, or first remove the other with "
+        f"`murano-engine destroy --state y.json`\n")
+    # held by none: a new file named after the model
+    (tmp_path / "x-held.json").unlink()
+    refused = engine("deploy", "x.json", state="y.json")
+    assert "deploy it with --state x.state.json, or first remove" in refused.stderr

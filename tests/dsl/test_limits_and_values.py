@@ -137,7 +137,7 @@ def test_runaway_recursion_is_call_depth_exceeded(pkgs: list[Path]) -> None:
     assert len(caught.value.murano_stack) == executor.MAX_CALL_DEPTH
 
 
-@pytest.mark.parametrize("depth", [500, 1500, executor.MAX_CALL_DEPTH - 1])
+@pytest.mark.parametrize("depth", [500, 1000, executor.MAX_CALL_DEPTH - 1])
 def test_legitimate_depth_works(pkgs: list[Path], depth: int) -> None:
     assert run_method(pkgs, "t.lim.Code.recurse", n=depth) == depth
 

@@ -1,8 +1,14 @@
 """StaticActions: a bounded number of static actions at a time, a share of them per project,
-each waited for with a timeout."""
+each waited for with a timeout.
+
+A slow action runs until the test opens its gate (``until``), not for a time: whether
+it still holds its slot when the next call comes never depends on how fast the machine
+is (they slept 1 s, and a call 0.1 s before that second ended had to find them running).
+"""
 
 from __future__ import annotations
 
+import threading
 import time
 from types import SimpleNamespace
 
@@ -14,7 +20,8 @@ from murano_engine.server import worker
 @pytest.fixture
 def actions(monkeypatch):
     def run_static_action(store, settings, services, project_id, request):
-        time.sleep(request.get("seconds", 0))
+        if "until" in request:
+            assert request["until"].wait(60), "the test never let the slow action end"
         if request.get("fail"):
             raise RuntimeError("failed on purpose")
         return {"status": 200, "result": request["value"]}
@@ -43,28 +50,44 @@ def test_a_finished_action_frees_its_slot_before_its_caller_has_the_answer(actio
     assert actions.call("p", {"value": 1}) == {"status": 200, "result": 1}
 
 
+def until_answered(call, timeout: float = 30):
+    """``call()``'s first answer that is not a refusal for want of a slot (a slot is freed
+    by the thread that ran the action, just after it ends)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = call()
+        if answer["status"] not in (429, 503) or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.01)
+
+
 def test_a_slow_action_times_out_and_keeps_its_slot_until_it_ends(actions):
-    answer = actions.call("p", {"value": 1, "seconds": 1.0})
+    gate = threading.Event()
+    answer = actions.call("p", {"value": 1, "until": gate})
     assert answer["status"] == 504 and "static_action_timeout (0.5 s)" in answer["message"]
     busy = actions.call("p", {"value": 2})
     assert busy["status"] == 503 and "static_action_workers" in busy["message"]
-    time.sleep(0.7)
-    assert actions.call("p", {"value": 3}) == {"status": 200, "result": 3}
+    gate.set()  # the slow one ends: its slot is free again
+    assert until_answered(lambda: actions.call("p", {"value": 3})) == \
+        {"status": 200, "result": 3}
 
 
 def test_one_project_takes_its_share_and_leaves_the_rest_to_others(shared):
+    gate = threading.Event()
     for _ in range(2):
-        answer = shared.call("greedy", {"value": 1, "seconds": 1.0})
+        answer = shared.call("greedy", {"value": 1, "until": gate})
         assert answer["status"] == 504
     refused = shared.call("greedy", {"value": 2})
     assert refused["status"] == 429
     assert refused["message"] == ("project greedy runs 2 static actions, as many as "
                                   "static_action_workers_per_project allows; try again later")
     assert shared.call("other", {"value": 3}) == {"status": 200, "result": 3}
-    slow = shared.call("other", {"value": 4, "seconds": 1.0})
+    slow = shared.call("other", {"value": 4, "until": gate})
     assert slow["status"] == 504
     busy = shared.call("third", {"value": 5})  # all three slots taken
     assert busy["status"] == 503 and "static_action_workers allows" in busy["message"]
-    time.sleep(1.0)  # the slow ones end: every slot is free again
-    assert [shared.call(p, {"value": 6}) for p in ("greedy", "greedy", "third")] == \
-        [{"status": 200, "result": 6}] * 3
+    gate.set()  # the slow ones end: every slot is free again
+    assert until_answered(lambda: shared.call("third", {"value": 6})) == \
+        {"status": 200, "result": 6}
+    assert [until_answered(lambda: shared.call("greedy", {"value": 6})) for _ in range(2)] \
+        == [{"status": 200, "result": 6}] * 2

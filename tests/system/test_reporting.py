@@ -61,3 +61,15 @@ def test_instance_notifier_reports_tracking(make_object):
         "WordPress is deployed (2 units)", "io.murano.Object a1 is removed",
         "io.murano.Object a1 is running", "io.murano.Object a1 is released"]
     assert {r["id"] for r in sent} == {"a1"}
+
+
+def test_one_unit_is_reported_in_the_singular(make_object):
+    sent = []
+    executor, notifier = make_object("io.murano.system.InstanceNotifier",
+                                     {"reporter": sent.append, "environment_id": "e"})
+    app = executor.new_object(executor.loader.find_class("io.murano.Object"), object_id="a1")
+    for units in (1, 0, 3):
+        executor.call(notifier, "trackApplication", (app, "Hello web", units))
+    assert [r["text"] for r in sent] == [
+        "Hello web is deployed (1 unit)", "Hello web is deployed (0 units)",
+        "Hello web is deployed (3 units)"]
