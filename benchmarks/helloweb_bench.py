@@ -17,7 +17,9 @@ the destroy no namespace, control group, mount, loop device or broker user of
 the run is left.
 
 Figures: deploy and destroy wall time at 10 and at 50 servers, and the cost per
-server at 50 over that at 10 (deploy). Targets (issue #24): deploy under 10 s and
+server at 50 over that at 10 (deploy), and what the local cloud's register of
+environments adds to a deploy of 10 servers (the same deploy run without it,
+``engine_without_registry.py``; under 5 %, issue #45). Targets (issue #24): deploy under 10 s and
 destroy under 5 s (set for 50 servers, held at 10 too); per server at 50 within
 1.5 times that at 10. The
 phases the deploy reported (servers running, installed, configured: seconds
@@ -38,6 +40,7 @@ import compileall
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -51,6 +54,10 @@ from murano_engine.clouds.local import netns
 
 REPO = Path(__file__).resolve().parent.parent
 ENGINE = Path(sys.executable).with_name("murano-engine")
+#: the engine with the local cloud's register of environments left out (issue #45)
+WITHOUT_REGISTRY = [sys.executable, str(REPO / "benchmarks" / "engine_without_registry.py")]
+#: the most the register may add to a deploy of the small size (%, issue #45)
+REGISTRY_TARGET = 5.0
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 #: seconds, at either size (issue #24 sets them for 50 servers)
 DEPLOY_TARGET, DESTROY_TARGET = 10.0, 5.0
@@ -173,7 +180,9 @@ def _leftovers(cloud: Path, ids: list[str], environment: str) -> list[str]:
     return left
 
 
-def _one(servers: int, env: dict[str, str]) -> dict[str, float]:
+def _one(servers: int, env: dict[str, str], engine: list[str] | None = None
+         ) -> dict[str, float]:
+    engine = engine or [str(ENGINE)]
     with tempfile.TemporaryDirectory(prefix="helloweb-bench-") as tmp:
         model = _model(servers)
         path, state, cloud = Path(tmp) / "model.json", Path(tmp) / "state.json", \
@@ -185,7 +194,7 @@ def _one(servers: int, env: dict[str, str]) -> dict[str, float]:
         broker_cpu = _process_cpu(broker) if broker else 0.0
         try:
             deploy, deploy_cpu, output = _run(
-                [str(ENGINE), "deploy", str(path), "-l", "dsl_packages", "--state", str(state)],
+                [*engine, "deploy", str(path), "-l", "dsl_packages", "--state", str(state)],
                 run_env)
             broker_cpu = _process_cpu(broker) - broker_cpu if broker else float("nan")
             if f"is deployed ({servers} units)" not in output:
@@ -194,7 +203,7 @@ def _one(servers: int, env: dict[str, str]) -> dict[str, float]:
             sandbox_cpu = _sandbox_cpu([f.name for f in (cloud / "servers").iterdir()])
             ids = _check_answers(cloud, servers, model["applications"][0]["port"])
         finally:
-            destroy, destroy_cpu, _ = _run([str(ENGINE), "destroy", "--state", str(state)],
+            destroy, destroy_cpu, _ = _run([*engine, "destroy", "--state", str(state)],
                                            run_env)
         left = _leftovers(cloud, ids, environment)
         if left:
@@ -227,14 +236,23 @@ def main() -> int:
                    f"{big} servers; wall time per command; every server's service asked "
                    f"for its greeting; nothing of the run left after the destroy")
     samples: dict[int, list[dict[str, float]]] = {small: [], big: []}
+    unregistered: list[dict[str, float]] = []
     for _ in range(RUNS):
         for size in (small, big):
             samples[size].append(_one(size, env))
+        print("  without the register of environments:", flush=True)
+        unregistered.append(_one(small, env, WITHOUT_REGISTRY))
     for size in (small, big):
         figures.figure(f"deploy: {size} servers", [s["deploy"] for s in samples[size]], "s",
                        DEPLOY_TARGET)
         figures.figure(f"destroy: {size} servers", [s["destroy"] for s in samples[size]], "s",
                        DESTROY_TARGET)
+    with_registry = statistics.median(s["deploy"] for s in samples[small])
+    without = statistics.median(s["deploy"] for s in unregistered)
+    print(f"  deploy of {small} servers: {with_registry:.2f} s with the register of "
+          f"environments, {without:.2f} s without (medians)", flush=True)
+    figures.figure(f"the register's cost on a deploy of {small} servers",
+                   [100 * (with_registry - without) / without], "%", REGISTRY_TARGET)
     ratios = [(b["deploy"] / big) / (s["deploy"] / small)
               for s, b in zip(samples[small], samples[big], strict=True)]
     figures.figure(f"deploy cost per server, {big} over {small}", ratios, "x", 1.5)

@@ -37,18 +37,20 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from murano_engine import early_stop
 from murano_engine.dsl.errors import LoadError
 from murano_engine.dsl.json_loader import load_json
 from murano_engine.dsl.reports import is_step
 from murano_engine.engine.journal import (
     Cancelled,
+    EmptyJournal,
     FileJournal,
     Journal,
     JournalError,
     RecordingFailed,
     journal_key,
 )
-from murano_engine.engine.services import close_services, engine_services
+from murano_engine.engine.services import close_services, engine_services, signing_keys
 
 if TYPE_CHECKING:
     from murano_common.options import Values
@@ -165,7 +167,7 @@ def print_outputs(given: Mapping[str, Any], deployed: Mapping[str, Any],
                 outputs.update({f"{key}.{k}": v for k, v in value.items() if _plain(v)})
             elif _plain(value):
                 outputs[key] = value
-        name = app.get("name") or header.get("id")
+        name = object_name(app) or header.get("id")
         kind = str(header.get("type", "")).split("/")[0]
         print(f"{name} ({kind})", file=stream)
         for key, value in sorted(outputs.items()):
@@ -246,11 +248,15 @@ def open_interrupted(state_path: Path, key: bytes | None) -> FileJournal | None:
         return None
     try:
         journal = FileJournal.open(path, key)
+    except EmptyJournal:  # its header torn by a crash: its run recorded nothing
+        path.unlink(missing_ok=True)
+        return None
     except JournalError as exc:
         raise SystemExit(
-            f"error: {exc}. Nothing was run from it. To start afresh, move it away "
-            f"(mv {path} {path}.untrusted): what the interrupted run did is then done "
-            f"again, and what it made is not in {state_path}") from None
+            f"error: {exc}. Nothing was run from it. `murano-engine destroy --state "
+            f"{state_path}` removes all the environment made without acting on it; or, to "
+            f"deploy afresh, move it away (mv {path} {path}.untrusted) and deploy again "
+            f"with --adopt, which removes what the environment made first") from None
     if journal.header.get("base") != _digest(state_path) or not journal.load():
         journal.remove()
         return None
@@ -362,6 +368,8 @@ def stop_on_signals(journal: Journal, stream: TextIO = sys.stderr) -> Iterator[N
         previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
     except ValueError:  # not the main thread: signals are not ours to take
         previous = {}
+    if early_stop.requested():  # pressed before the run began: it stops at its first step
+        journal.cancel()
     try:
         yield
     finally:
@@ -385,6 +393,7 @@ def _task_for(action: str, options: Any, previous: Mapping[str, Any] | None) -> 
     elif action == "destroy":
         task_action = None
     else:
+        options.object_id = object_id_of(model, options.object_id)
         task_action = {"object_id": options.object_id, "method": options.method,
                        "args": dict(options.args)}
     return {"id": environment_id, "action": task_action, "model": model}
@@ -438,20 +447,37 @@ def _shown(environment: tuple[str, str]) -> str:
 
 
 def check_same_environment(state_path: Path, previous: Mapping[str, Any] | None,
-                           options: Any) -> None:
+                           options: Any, config: Any = None) -> None:
     """Refuse to deploy another environment onto the state file of one (which would
-    destroy it to deploy the new one), naming both and a state file to use."""
+    destroy it to deploy the new one), naming both and a state file to use: the one
+    that holds the given environment when one does (``config`` says where that is
+    noted), else a new one named after the model."""
     held = _environment_of((previous or {}).get("Objects"))
     given = _given_model(options)
     wanted = _environment_of(given.get("Objects", given) if isinstance(given, Mapping) else None)
     if not held[0] or not wanted[0] or held[0] == wanted[0]:
         return
-    own = Path(options.model).with_suffix(".state.json").name
+    holder = _holder_of(config, wanted[0])
+    if holder is not None:
+        use = f"deploy it with --state {holder}, which holds it"
+    else:
+        use = f"deploy it with --state {Path(options.model).with_suffix('.state.json').name}"
     raise SystemExit(
         f"error: {state_path} holds environment {_shown(held)}; {options.model} is "
-        f"environment {_shown(wanted)}. Each environment has its own state file: deploy it "
-        f"with --state {own}, or first remove the other with "
-        f"`murano-engine destroy --state {state_path}`")
+        f"environment {_shown(wanted)}. Each environment has its own state file: {use}, "
+        f"or first remove the other with `murano-engine destroy --state {state_path}`")
+
+
+def _holder_of(config: Any, environment_id: str) -> Path | None:
+    """The state file that holds ``environment_id`` with something made (None when none
+    does, or where that is noted is unknown)."""
+    from murano_engine.cli import held_environments
+    if config is None:
+        return None
+    holder = held_environments.holder(config, environment_id)
+    if holder is None or not held_environments.still_holds(holder, environment_id):
+        return None
+    return holder
 
 
 def _read_state(state_path: Path) -> dict[str, Any] | None:
@@ -516,34 +542,40 @@ def _type_of(obj: Mapping[str, Any]) -> str:
 
 
 def _name_of(obj: Mapping[str, Any]) -> str:
-    return f" {obj['name']}" if isinstance(obj.get("name"), str) and obj["name"] else ""
+    name = object_name(obj)
+    return f" {name}" if name else ""
 
 
-def run_command(options: Any, action: str, interpreter: Interpreter | None = None) -> int:
-    """Run deploy, destroy or an action; print reports; save the state.
-
-    The packages run with ``interpreter`` (by default the engine's own). A
-    command interrupted earlier is resumed from its journal first. The state
-    file (``options.state``, else :data:`DEFAULT_STATE`) is held by this process
-    meanwhile: a command another process runs on it is refused.
-
-    The command line calls :func:`murano_engine.dsl.concurrency.setup` first, so
-    that sockets and subprocesses are cooperative before kombu is imported.
-    """
-    from murano_engine.cli.state_lock import StateBusy, holding
-    state_path = Path(options.state or DEFAULT_STATE)
-    if not state_path.parent.is_dir():
-        raise SystemExit(f"error: {state_path}: the state file's folder "
-                         f"{state_path.parent} does not exist")
-    try:
-        with holding(state_path):
-            return _run_held(options, action, interpreter)
-    except StateBusy as exc:
-        raise SystemExit(f"error: {exc}") from None
+def object_name(obj: Mapping[str, Any]) -> str:
+    """What names a model's object: its ``name`` property, else its object name
+    (``?.name``, the name the web pages and ``name($this)`` give it); '' when neither."""
+    for name in (obj.get("name"), (obj.get("?") or {}).get("name")):
+        if isinstance(name, str) and name:
+            return name
+    return ""
 
 
-def _run_held(options: Any, action: str, interpreter: Interpreter | None) -> int:
+def object_id_of(model: Mapping[str, Any], wanted: str) -> str:
+    """The id of the object ``wanted`` names in ``model``: an object id as it is, else
+    the one object of that name (see :func:`object_name`); a name that several objects
+    have is refused, listing them. An unknown word comes back as it is (the action's
+    check says what there is)."""
+    from murano_engine.dsl.model import index_objects
+    index: dict[str, Mapping] = {}
+    index_objects(model.get("Objects"), index)
+    if wanted in index:
+        return wanted
+    named = [oid for oid, obj in index.items() if object_name(obj) == wanted]
+    if len(named) > 1:
+        raise SystemExit(f"error: {len(named)} objects are named {wanted}: "
+                         + "; ".join(f"{oid} ({_type_of(index[oid])})" for oid in named)
+                         + "; give the id of the one to act on")
+    return named[0] if named else wanted
+
+
+def run_held(options: Any, action: str, interpreter: Interpreter | None) -> int:
     from murano_engine.cli import held_environments
+    from murano_engine.clouds.local.registry import announcer
     from murano_engine.dsl import boundary
     from murano_engine.dsl.budget import Budget
     from murano_engine.dsl.packages import PackageLoader
@@ -564,7 +596,7 @@ def _run_held(options: Any, action: str, interpreter: Interpreter | None) -> int
                                         interpreter)
     if action == "deploy" and (interrupted is None or getattr(options, "model", None)):
         try:
-            check_same_environment(state_path, previous, options)
+            check_same_environment(state_path, previous, options, config)
         except SystemExit:
             if interrupted is not None:
                 interrupted.close()
@@ -615,12 +647,18 @@ def _run_held(options: Any, action: str, interpreter: Interpreter | None) -> int
         if action == "deploy":
             header["given"] = str(options.model)  # and what it held, for the outputs
             header["given_model"] = _given_model(options)
-        store = FileJournal.create(journal_path(state_path), header, key)
+        try:
+            store = FileJournal.create(journal_path(state_path), header, key)
+        except OSError as exc:
+            raise SystemExit(f"error: could not write the journal {journal_path(state_path)}: "
+                             f"{exc.strerror or exc}; nothing was done. Free some space (or "
+                             f"fix the cause) and run the same command again") from None
     objects = task["model"].get("Objects") or {}
     environment_id = task["id"]
     applications = objects.get("applications") if action == "deploy" else None
     printer = ProgressPrinter(len(applications) if isinstance(applications, list) else 0)
     journal = Journal(store)
+    journal.announce = announcer()  # the register notes what the run makes, first
     try:
         services = engine_services(config)
     except BaseException:
@@ -662,7 +700,8 @@ def _run_held(options: Any, action: str, interpreter: Interpreter | None) -> int
             return 1
         state_path.unlink(missing_ok=True)
         held_environments.let_go(config, state_path, environment_id)
-    elif outcome["isException"] and not _worth_keeping(options, previous, resources):
+    elif outcome["isException"] and not _worth_keeping(options, previous, resources,
+                                                       result.get("loaded", True)):
         close_services(services)
     else:
         close_services(services)
@@ -686,7 +725,7 @@ def _run_held(options: Any, action: str, interpreter: Interpreter | None) -> int
         saved = f"state saved to {state_path}" if state_path.exists() else \
             "it made nothing, so no state file was written"
         print(f"{action} failed after {elapsed:.1f} s ({', '.join(failure['names'])}); "
-              f"{saved}", file=sys.stderr)
+              f"{saved}\n{next_steps(action, options, state_path)}", file=sys.stderr)
         return 1
     if action == "deploy":
         # Outputs are what the run set beyond the user's own model (the merged model
@@ -732,11 +771,31 @@ def _journal_key(config: Values, state_path: Path) -> bytes | None:
 
 
 def _worth_keeping(options: Any, previous: Mapping[str, Any] | None,
-                   resources: Resources) -> bool:
-    """Whether a failed command's state is saved: always with ``--state``; without it
-    (the default state file) only when there was one or the run made something."""
-    return bool(options.state) or previous is not None or \
-        bool(resources.stacks or resources.queues)
+                   resources: Resources, loaded: bool) -> bool:
+    """Whether a failed command's state is saved: when there was one, or the run made
+    something (a stack, a queue); with ``--state`` also when the model was ``loaded``
+    (what ran is kept). A model that could not even be loaded (an unknown class, a
+    value its contracts refuse) ran nothing: no state file to carry on from."""
+    return previous is not None or bool(resources.stacks or resources.queues) or \
+        (bool(options.state) and loaded)
+
+
+def next_steps(action: str, options: Any, state_path: Path) -> str:
+    """What to do after a failed ``action`` on ``state_path``: run it again once the cause
+    is fixed (it carries on from what was done), or remove what it made."""
+    state = f"--state {state_path}"
+    if not state_path.exists():
+        return f"Fix the cause, then run the same {action} again."
+    destroy = f"`murano-engine destroy {state}`"
+    if action == "deploy":
+        model = f"{options.model} " if getattr(options, "model", None) else ""
+        return (f"Fix the cause (the model, or a package), then run `murano-engine deploy "
+                f"{model}{state}` again: it carries on from what this run did, making "
+                f"nothing twice. Or remove the environment with {destroy}.")
+    if action == "destroy":
+        return f"Run {destroy} again to remove what is left."
+    return (f"The environment stays as {state_path} holds it. Run the action again once the "
+            f"cause is fixed, or remove the environment with {destroy}.")
 
 
 def _close_journal(store: FileJournal, journal: Journal) -> None:
@@ -764,12 +823,16 @@ def _destroy_after_interrupt(options: Any, interrupted: FileJournal,
         write_state(state_path, {"Objects": None, "Resources": resources.as_dict()})
     interrupted.remove()
     if previous is not None and (previous.get("Objects") or None) is not None:
-        return _run_held(options, "destroy", interpreter)
+        return run_held(options, "destroy", interpreter)
     problems = resources.remove_all(engine_services(config), config)
     for problem in problems:
         print(f"error: could not remove {problem}", file=sys.stderr)
     if problems:
         return 1
+    keys = signing_keys(config)
+    environment_id = str((interrupted.header.get("task") or {}).get("id") or "")
+    if keys is not None and environment_id:
+        keys.remove(environment_id)
     state_path.unlink(missing_ok=True)
     print("destroy finished; state removed")
     return 0

@@ -6,31 +6,29 @@ deployed with a second state file (two folders, each with the default
 ``murano-state.json``) would take the first deployment's queues and logins,
 and its plans would run on the second's servers. So a deploy with a new state
 file is refused while another state file still holds the environment with
-something made (stacks or queues); the note of which file holds it is kept in
-``<[local_cloud] state_dir>/environments/``, beside the clouds' own records.
+something made (stacks or queues); which file holds it is the local cloud's register's
+record of it (:mod:`murano_engine.clouds.local.registry`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from murano_engine.clouds.local.registry import MADE, Registry, new_record
 
-def _note(config: Any, environment_id: str) -> Path:
-    folder = Path(config["local_cloud"]["state_dir"]).expanduser() / "environments"
-    return folder / hashlib.sha256(environment_id.encode("utf-8")).hexdigest()[:32]
+
+def _registry(config: Any) -> Registry:
+    return Registry.from_config(config)
 
 
 def holder(config: Any, environment_id: str) -> Path | None:
-    """The state file noted as holding ``environment_id`` (None when none is)."""
-    try:
-        return Path(_note(config, environment_id).read_text(encoding="utf-8").strip())
-    except (OSError, ValueError):
-        return None
+    """The state file the local cloud's register names as holding ``environment_id``
+    (None when it holds no such environment)."""
+    record = _registry(config).read(environment_id)
+    return Path(record["state_file"]) if record and record.get("state_file") else None
 
 
 def still_holds(state_path: Path, environment_id: str) -> bool:
@@ -64,15 +62,15 @@ def check_not_held_elsewhere(config: Any, state_path: Path, environment_id: str)
 
 
 def hold(config: Any, state_path: Path, environment_id: str) -> None:
-    """Note that ``state_path`` holds ``environment_id`` (written whole, then renamed)."""
-    note = _note(config, environment_id)
-    note.parent.mkdir(parents=True, exist_ok=True)
-    temporary = note.with_name(f".{note.name}.{os.getpid()}.tmp")
-    temporary.write_text(f"{state_path.resolve()}\n", encoding="utf-8")
-    temporary.replace(note)
+    """Note in the register that ``state_path`` holds ``environment_id``."""
+    registry = _registry(config)
+    record = registry.read(environment_id)
+    if record is not None and record.get("state_file") == str(state_path.resolve()):
+        return
+    registry.write({**(record or {}), **new_record(environment_id, state_path),
+                    **{kind: (record or {}).get(kind) or [] for kind in MADE}})
 
 
 def let_go(config: Any, state_path: Path, environment_id: str) -> None:
-    """Forget that ``state_path`` holds ``environment_id`` (destroyed), if it is noted."""
-    if holder(config, environment_id) == state_path.resolve():
-        _note(config, environment_id).unlink(missing_ok=True)
+    """Nothing: the register forgets an environment once its command removed all it
+    made (:mod:`murano_engine.cli.environments`), not when its state file goes."""

@@ -34,7 +34,6 @@ line, so a run never replays what it did not record itself.
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import hmac
 import importlib
@@ -47,6 +46,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
+from murano_common.files import write_all
 from murano_engine.dsl import concurrency
 from murano_engine.dsl.boundary import Outside
 
@@ -77,6 +77,11 @@ class JournalStore(Protocol):
 
 class JournalError(Exception):
     """A journal that cannot be read or trusted (names the file and line)."""
+
+
+class EmptyJournal(JournalError):
+    """A journal with no whole header line (empty, or its header torn by a crash): its
+    run recorded nothing, since the header is on disk before any entry."""
 
 
 #: Hex digits of a record's digest (128 bits).
@@ -207,6 +212,10 @@ class Journal(Outside):
         #: called before each outside call; it raises (a :class:`Cancelled`) to stop the
         #: run there, e.g. once the run's process may have lost its task to another
         self.fence: Callable[[], None] | None = None
+        #: told of each call that is about to run live (``kind``, ``scope``, its intent),
+        #: before anything of it is made or recorded: the register of what an
+        #: environment made (:class:`murano_engine.clouds.local.registry.Holding`)
+        self.announce: Callable[[str, str, Any], None] | None = None
         self.replayed = 0
         self.recorded = 0
         self._touched: dict[str, set[str]] = {"stacks": set(), "queues": set(),
@@ -273,6 +282,7 @@ class Journal(Outside):
         key = self.key(kind, scope)
         if key in self._ended:
             return self._replay(key)
+        self._announce(kind, scope, None)
         return self._run(key, compute)
 
     def effect(self, kind: str, scope: str, intent: Callable[[], Any],
@@ -287,10 +297,23 @@ class Journal(Outside):
         if key in self._begun:
             planned = self._begun[key]
             LOG.info("journal: %s was started by an earlier run; carrying it on", key)
+            self._announce(kind, scope, planned)
         else:
             planned = intent()
+            self._announce(kind, scope, planned)
             self._append({"k": key, "t": "begin", "v": planned})
         return self._run(key, lambda: perform(planned))
+
+    def _announce(self, kind: str, scope: str, intent: Any) -> None:
+        """Tell :attr:`announce` of a call about to run; a failure to take note stops
+        the run there, as a step that cannot be recorded does."""
+        if self.announce is None:
+            return
+        try:
+            self.announce(kind, scope, intent)
+        except Exception as exc:
+            raise RecordingFailed(f"what step {kind} {scope} makes could not be noted: "
+                                  f"{exc}") from exc
 
     def _run(self, key: str, compute: Callable[[], Any]) -> Any:
         try:
@@ -450,10 +473,14 @@ class FileJournal:
         tmp = path.with_name(path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            os.write(fd, _sealed({"header": header, "nonce": secrets.token_hex(8)}, chain))
+            write_all(fd, _sealed({"header": header, "nonce": secrets.token_hex(8)}, chain),
+                       tmp)
             os.fsync(fd)
-        finally:
+        except BaseException:
             os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        os.close(fd)
         os.replace(tmp, path)
         _sync_folder(path.parent)
         return cls(path, header, [], os.open(path, os.O_WRONLY | os.O_APPEND), chain)
@@ -495,7 +522,7 @@ class FileJournal:
                 entries.append(record)
             good += len(line) + 1
         if header is None:
-            raise JournalError(f"{path}: the journal is empty")
+            raise EmptyJournal(f"{path}: the journal holds no whole header line")
         if good < len(raw):
             fd = os.open(path, os.O_WRONLY)
             os.ftruncate(fd, good)  # drop a torn tail before appending
@@ -510,11 +537,12 @@ class FileJournal:
         chain as they were before it."""
         with self._lock, self._chain.tentative():
             line = _sealed(entry, self._chain)
-            written = os.write(self._fd, line)
-            if written < len(line):  # the disk filled up in the middle of the line
-                os.ftruncate(self._fd, os.fstat(self._fd).st_size - written)
-                raise OSError(errno.ENOSPC, f"only {written} of {len(line)} bytes of the "
-                                            f"entry were written", str(self.path))
+            size = os.fstat(self._fd).st_size
+            try:
+                write_all(self._fd, line, self.path)
+            except OSError:  # the disk filled up in the middle of the line
+                os.ftruncate(self._fd, size)
+                raise
             self._written += 1
             mine = self._written
         with self._syncs:

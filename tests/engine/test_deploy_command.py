@@ -13,7 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from murano_engine.cli.deploy import incoming_model, print_outputs, run_command
+from murano_engine.cli.deploy import incoming_model, print_outputs
+from murano_engine.cli.environments import run_command
 from murano_engine.dsl.natives import NativeCall, native_class, static
 from murano_engine.engine.interpreter import build_interpreter
 

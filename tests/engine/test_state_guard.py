@@ -16,7 +16,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from murano_engine.cli.deploy import DEFAULT_STATE, journal_path, run_command
+from murano_engine.cli.deploy import DEFAULT_STATE, journal_path
+from murano_engine.cli.environments import run_command
 from murano_engine.cli.state_lock import holding, lock_path
 from murano_engine.dsl.natives import NativeCall, native_class, static
 from murano_engine.engine.interpreter import build_interpreter

@@ -54,15 +54,22 @@ def serve(start):
         quick_ends = quick_ends + 1 if quick else 0
         ever_ran = ever_ran or not quick
         if quick_ends >= GIVE_UP:
-            print(f"sandbox init: the agent ended ({code}) {quick_ends} times in a row "
-                  f"within {QUICK:g} s of starting; it "
-                  + ("cannot be restarted" if ever_ran else "could not start"),
-                  file=sys.stderr, flush=True)
+            _say(f"sandbox init: the agent ended ({code}) {quick_ends} times in a row "
+                 f"within {QUICK:g} s of starting; it "
+                 + ("cannot be restarted" if ever_ran else "could not start"))
             sys.exit(70)
         delay = 0.5 * 2 ** quick_ends
-        print(f"sandbox init: the agent ended ({code}); starting it again in {delay:g} s",
-              file=sys.stderr, flush=True)
+        _say(f"sandbox init: the agent ended ({code}); starting it again in {delay:g} s")
         time.sleep(delay)
         if state["stopping"]:
             sys.exit(0)
         state["agent"], started = start(), time.monotonic()
+
+
+def _say(line):
+    """Write a line to the sandbox's output; lost, not fatal, once the host-side process
+    that keeps it is gone (the pipe is broken)."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except OSError:
+        pass
