@@ -43,6 +43,10 @@ class Dispatcher(Protocol):
     def call_static(self, context: Context, request: Mapping[str, Any]) -> Any:
         """Run a static action and return its result."""
 
+    def preview(self, context: Context, task: Mapping[str, Any]) -> Any:
+        """The plan of ``task`` (:mod:`murano_engine.engine.plan`), made by an engine
+        worker as a static action is (its slots, its time)."""
+
     def close(self, grace: float = 0.0) -> bool:
         """Stop taking tasks, wait up to ``grace`` seconds for those running here, release
         connections; whether none is left running (else the caller ends the process
@@ -98,6 +102,16 @@ class AmqpDispatcher:
         the API's other request threads stay free; a request no worker took in time
         expires in the queue.
         """
+        return self._asked(context, {"kind": "static", "project_id": context.project_id,
+                                     "request": dict(request)}, "the static action")
+
+    def preview(self, context: Context, task: Mapping[str, Any]) -> Any:
+        """The plan of ``task``, asked of a worker as a static action is."""
+        return self._asked(context, {"kind": "preview", "project_id": context.project_id,
+                                     "task": dict(task)}, "the preview")
+
+    def _asked(self, context: Context, body: dict[str, Any], what: str) -> Any:
+        """A worker's answer to ``body``, in one of the static actions' slots."""
         refused = self._static_slots.take(context.project_id)
         if refused == ALL_TAKEN:
             raise Unavailable(f"{self.settings.static_action_workers} static actions are "
@@ -109,15 +123,15 @@ class AmqpDispatcher:
                            "static_action_workers_per_project allows; try again later",
                            status=429)
         try:
-            answers = self._ask_worker(context, request)
+            answers = self._ask_worker(body)
         finally:
             self._static_slots.free(context.project_id)
         if not answers:
-            raise TimedOut(f"no engine worker answered the static action within "
+            raise TimedOut(f"no engine worker answered {what} within "
                            f"static_action_timeout ({self.settings.static_action_timeout:g} s)")
         return static_outcome(answers[0])
 
-    def _ask_worker(self, context: Context, request: Mapping[str, Any]) -> list[dict]:
+    def _ask_worker(self, body: dict[str, Any]) -> list[dict]:
         reply = Queue(f"murano-reply-{uuid.uuid4().hex}", exclusive=True, auto_delete=True)
         correlation = uuid.uuid4().hex
         answers: list[dict] = []
@@ -132,9 +146,7 @@ class AmqpDispatcher:
                 message.ack()
 
             with Consumer(channel, queues=[reply], callbacks=[on_answer], accept=["json"]):
-                self.publish({"kind": "static", "project_id": context.project_id,
-                              "request": dict(request)},
-                             reply_to=reply.name, correlation_id=correlation,
+                self.publish(body, reply_to=reply.name, correlation_id=correlation,
                              expiration=timeout)
                 deadline = time.monotonic() + timeout
                 while not answers and time.monotonic() < deadline:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from murano_engine.dsl import concurrency
 from murano_engine.dsl.objects import MuranoObject, real_object
 
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
@@ -137,6 +138,8 @@ def _destruction_order(doomed: list[MuranoObject]) -> list[MuranoObject]:
 def _muted(executor: Executor, obj: MuranoObject, name: str, args: list) -> None:
     try:
         executor.call(obj, name, args)
+    except concurrency.BranchStop:
+        pass  # a plan's stop (concurrency.BranchStop) ends this handler alone
     except Exception:  # noqa: BLE001 - destruction errors are logged, never raised
         _log_failure("destruction handler %s of %r failed", name, obj)
 
@@ -144,6 +147,8 @@ def _muted(executor: Executor, obj: MuranoObject, name: str, args: list) -> None
 def _muted_method(executor: Executor, obj: MuranoObject, method: Any) -> None:
     try:
         executor.invoke(method, obj, [], {}, None)
+    except concurrency.BranchStop:
+        pass  # a plan's stop (concurrency.BranchStop) ends this handler alone
     except Exception:  # noqa: BLE001 - destruction errors are logged, never raised
         _log_failure("%s.destroy of %r failed", method.declaring_class.name, obj)
 

@@ -14,6 +14,10 @@ from murano_engine.messaging.errors import PlanBuildError
 #: Reads a resource file named as in the template (e.g. ``deploy.sh`` of Resources/scripts).
 ReadResource = Callable[[str], bytes]
 
+#: The template key declaring what the plan returns in a dry run (``murano-engine
+#: plan``, docs/plan.md); never sent to an agent.
+DRY_RUN_RESULT = "DryRunResult"
+
 
 class StampClock:
     """Plan ``Stamp`` values: ``int(now * 10000)``, strictly increasing."""
@@ -119,10 +123,12 @@ def _build_v2(plan: dict[str, Any], read_resource: ReadResource) -> None:
 def build_plan(template: dict[str, Any], read_resource: ReadResource, stamp: int) -> dict[str, Any]:
     """A wire plan from ``template`` (left unchanged): v1 scripts inlined as base64;
     v2 gets ``ID``, ``Action`` and ``Files`` with every script file reference inlined
-    (a script's own ``Files`` list only where the template has one)."""
+    (a script's own ``Files`` list only where the template has one). The template's
+    :data:`DRY_RUN_RESULT` is left out."""
     if not isinstance(template, dict):
         raise PlanBuildError(f"an execution plan template must be a mapping, not {template!r}")
     plan = copy.deepcopy(template)
+    plan.pop(DRY_RUN_RESULT, None)
     if is_v1(plan):
         _build_v1(plan, read_resource)
     else:

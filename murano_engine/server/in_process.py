@@ -307,6 +307,9 @@ class LocalDispatcher:
     def call_static(self, context: Context, request: Mapping[str, Any]) -> Any:
         return static_outcome(self.static.call(context.project_id, request))
 
+    def preview(self, context: Context, task: Mapping[str, Any]) -> Any:
+        return static_outcome(self.static.preview(context.project_id, task))
+
     def close(self, grace: float = 0.0) -> bool:
         """Stop taking tasks, stop the running ones at their next step and wait up to
         ``grace`` seconds for them to end; whether they all did. Stopped tasks resume
