@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 os.environ.setdefault("EVENTLET_NO_GREENDNS", "yes")
 
 _patched = False
+#: Real threads for blocking calls made from green threads (:func:`blocking`): a
+#: destroy's unmounts and image removals, many servers' at once, wait for the kernel.
+BLOCKING_THREADS = 4
 
 
 def _eventlet() -> Any:
@@ -132,7 +135,8 @@ class OneAtATime:
         self._green = _patched
         if self._green:
             import eventlet.tpool
-            eventlet.tpool.set_num_threads(1)  # one call at a time needs one thread
+            # one call at a time needs one thread; :func:`blocking`'s calls share them
+            eventlet.tpool.set_num_threads(BLOCKING_THREADS)
             self._lock: Any = _eventlet().semaphore.Semaphore(1)
         else:
             self._lock = _thread.allocate_lock()
@@ -206,11 +210,21 @@ def run_all(funcs: Iterable[Callable[[], Any]], limit: int | None = None) -> lis
     return results
 
 
+class BranchStop(BaseException):  # noqa: N818 - a stop, not an error MuranoPL may catch
+    """Ends the branch it is raised in and only it: :func:`run_all` gives None as that
+    branch's result while its siblings and its parent go on. A plan raises it where
+    what follows depends on a script's result it cannot know
+    (:mod:`murano_engine.engine.plan`). A BaseException, so MuranoPL's ``Try``/``Catch``
+    never takes it for an error (its ``Finally`` blocks still run)."""
+
+
 def _in_branch(path: str, func: Callable[[], Any]) -> Callable[[], Any]:
     def run() -> Any:
         token = _branch.set(_Branch(path))
         try:
             return func()
+        except BranchStop:
+            return None
         finally:
             _branch.reset(token)
     return run
@@ -232,3 +246,23 @@ class _FirstFailure:
             if self.error is None or index < self.index:
                 self.index, self.error = index, exc
             return None
+
+
+def unpatched(name: str) -> Any:
+    """Module ``name`` as it was before :func:`setup` patched it (eventlet keeps the
+    originals): the real ``select.epoll``, which the green ``select`` lacks."""
+    if "eventlet.patcher" not in sys.modules:
+        import importlib
+        return importlib.import_module(name)
+    return sys.modules["eventlet.patcher"].original(name)
+
+
+def blocking(func: Callable[..., Any], *args: Any) -> Any:
+    """``func(*args)``, a call that blocks in the kernel (an unmount): after :func:`setup`
+    in one of a few real threads while the other green threads go on, else in the
+    caller (a real thread itself)."""
+    if not _patched:
+        return func(*args)
+    import eventlet.tpool
+    eventlet.tpool.set_num_threads(BLOCKING_THREADS)  # (before its first call only)
+    return eventlet.tpool.execute(func, *args)

@@ -1,12 +1,13 @@
 """The sandbox broker relay's login gate (issue 21): :func:`parse_login` on
 hand-made handshakes, then :class:`Relay` between real AMQP clients and the
-real broker on loopback."""
+real broker on loopback; what one guest may take through it (issue 44)."""
 
 from __future__ import annotations
 
 import logging
 import socket
 import struct
+import threading
 import time
 import uuid
 
@@ -15,11 +16,13 @@ import pytest
 
 from murano_engine.clouds.local import relay as relay_module
 from murano_engine.clouds.local.relay import (
+    DEFAULT_LIMITS,
     MAX_HANDSHAKE,
     PROTOCOL_HEADER,
     HandshakeRefused,
     Login,
     Relay,
+    RelayLimits,
     parse_login,
 )
 from murano_engine.clouds.local.sandbox import (
@@ -28,6 +31,7 @@ from murano_engine.clouds.local.sandbox import (
     ServerSpec,
     missing_for_namespaces,
 )
+from tests.tcp_forwarder import TcpForwarder
 
 BROKER = ("127.0.0.1", 5672)
 
@@ -121,9 +125,9 @@ def test_an_oversized_frame_is_refused_from_its_header():
 def relay_for():
     made: list[Relay] = []
 
-    def make(user: str) -> Relay:
+    def make(user: str, limits: RelayLimits = DEFAULT_LIMITS) -> Relay:
         listener = socket.create_server(("127.0.0.1", 0))
-        made.append(Relay(listener, BROKER, f"test-{user}", user))
+        made.append(Relay(listener, BROKER, f"test-{user}", user, limits))
         return made[-1]
 
     yield make
@@ -131,10 +135,11 @@ def relay_for():
         relay.close()
 
 
-def _connect(relay: Relay, user: str, password: str, method: str | None = None) -> amqp.Connection:
+def _connect(relay: Relay, user: str, password: str, method: str | None = None,
+             kind: type[amqp.Connection] = amqp.Connection) -> amqp.Connection:
     port = relay.listener.getsockname()[1]
-    connection = amqp.Connection(f"127.0.0.1:{port}", userid=user, password=password,
-                                 login_method=method, connect_timeout=5)
+    connection = kind(f"127.0.0.1:{port}", userid=user, password=password,
+                      login_method=method, connect_timeout=5, read_timeout=10)
     connection.connect()
     return connection
 
@@ -241,9 +246,12 @@ def test_a_broker_outage_is_one_warning_however_often_the_agent_retries(caplog):
         with caplog.at_level(logging.DEBUG, logger=relay_module.__name__):
             for _ in range(4):  # the agent connecting again each second, sped up
                 with _raw_client(relay) as client:
-                    assert _read_to_end(client) == b""  # cut at once
+                    client.sendall(start_ok(b"PLAIN", b"\0guest\0guest"))
+                    # the relay's own Connection.Start, then the cut at its login
+                    assert _read_to_end(client) == relay_module.STAND_IN_START
             with socket.create_server(("127.0.0.1", port)) as broker:  # back
-                with _raw_client(relay):
+                with _raw_client(relay) as client:
+                    client.sendall(start_ok(b"PLAIN", b"\0guest\0guest"))
                     broker.settimeout(5)
                     broker.accept()[0].close()
                 deadline = time.monotonic() + 5  # (the relay says so after its connect)
@@ -257,7 +265,7 @@ def test_a_broker_outage_is_one_warning_however_often_the_agent_retries(caplog):
         f"relay test-cut: the broker 127.0.0.1:{port} is unreachable: "
         "[Errno 111] Connection refused"]
     assert sum("still unreachable" in m for level, m in said if level == "DEBUG") == 3
-    assert [m.rsplit(",", 1)[0] for level, m in said if level == "INFO"] == [
+    assert [m.rsplit(",", 1)[0] for level, m in said if "answers again" in m] == [
         f"relay test-cut: the broker 127.0.0.1:{port} answers again"]
 
 
@@ -269,3 +277,160 @@ def test_a_sandbox_refuses_a_tls_broker_its_relay_cannot_read(tmp_path):
                                            "over TLS.*use amqp://"):
         NamespaceLauncher().start(spec)
     assert list(tmp_path.iterdir()) == []  # nothing was made
+
+
+# What one guest may take through its relay (issue 44).
+
+def _held(relay: Relay) -> int:
+    with relay._lock:
+        return relay._connections
+
+
+def test_a_refused_login_never_opens_a_broker_socket():
+    with TcpForwarder(BROKER[1]) as broker:  # counts the connections made to the broker
+        refusing = Relay(socket.create_server(("127.0.0.1", 0)), ("127.0.0.1", broker.port),
+                         "test-count", "murano-agent-somebody")
+        admitting = Relay(socket.create_server(("127.0.0.1", 0)),
+                          ("127.0.0.1", broker.port), "test-count", "guest")
+        try:
+            with pytest.raises(OSError, match="closed connection"):
+                _connect(refusing, "guest", "guest")
+            with _raw_client(refusing) as client:  # one that never logs in
+                client.sendall(PROTOCOL_HEADER)
+                start = b""
+                while len(start) < len(relay_module.STAND_IN_START):
+                    start += client.recv(65536)
+                assert start == relay_module.STAND_IN_START  # the relay's, not the broker's
+                client.sendall(struct.pack(">BHI", 8, 0, 0) + b"\xce")  # a heartbeat
+                assert _read_to_end(client) == b""
+            assert _drained(refusing)
+            assert broker.forwarded == 0
+
+            _connect(admitting, "guest", "guest").close()
+            assert broker.forwarded == 1
+        finally:
+            refusing.close()
+            admitting.close()
+
+
+def test_connections_past_the_limit_are_refused_on_no_thread_and_the_relay_goes_on(
+        relay_for, caplog):
+    """A guest opening 100 connections with its own login: its relay holds 4, one thread
+    each; the others are closed as they are accepted, with one warning for them all."""
+    relay = relay_for("guest")
+    opened: list[amqp.Connection] = []
+    refused = 0
+    before = threading.active_count()
+    with caplog.at_level(logging.DEBUG, logger=relay_module.__name__):
+        try:
+            for _ in range(100):
+                try:
+                    opened.append(_connect(relay, "guest", "guest"))
+                except OSError:
+                    refused += 1
+            threads = threading.active_count() - before
+            assert (len(opened), refused) == (DEFAULT_LIMITS.connections, 96)
+            assert threads <= DEFAULT_LIMITS.connections
+
+            opened.pop().close()
+            deadline = time.monotonic() + 5  # until the relay has seen it end
+            while _held(relay) == DEFAULT_LIMITS.connections and time.monotonic() < deadline:
+                time.sleep(0.01)
+            opened.append(_connect(relay, "guest", "guest"))  # the relay serves on
+            opened[-1].channel().basic_qos(0, 1, False)  # a round trip through it
+        finally:
+            for connection in opened:
+                connection.close()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+        "relay test-guest: refused a connection: it holds 4, its most (the next ones "
+        "are refused too until one ends)"]
+
+
+def test_connections_need_no_thread_and_a_loop_with_none_refuses_its_relays(
+        relay_for, monkeypatch):
+    """Issue 47: a relay's connections are served on its loop's one thread, so none is
+    refused for want of a thread; a loop that cannot start its thread refuses the relay
+    made on it (RuntimeError, which a sandbox's start reports) and starts at the next."""
+    relay = relay_for("guest")
+    _connect(relay, "guest", "guest").close()  # the loop runs
+    start = threading.Thread.start
+
+    def no_thread(thread: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    held = [_connect(relay, "guest", "guest") for _ in range(DEFAULT_LIMITS.connections)]
+    for connection in held:
+        connection.channel().basic_qos(0, 1, False)  # a round trip through the relay
+        connection.close()
+
+    loop = relay_module.RelayLoop("test")
+    listener = socket.create_server(("127.0.0.1", 0))
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        Relay(listener, BROKER, "test-nothread", "guest", loop=loop)
+    listener.close()
+    monkeypatch.setattr(threading.Thread, "start", start)
+    again = Relay(socket.create_server(("127.0.0.1", 0)), BROKER, "test-again", "guest",
+                  loop=loop)
+    try:
+        _connect(again, "guest", "guest").close()
+    finally:
+        again.close()
+        loop.close()
+    assert loop.threads == 0
+
+
+def test_threads_do_not_grow_with_the_relays_or_their_connections():
+    """200 servers' relays on one loop, each holding its agent's connection: one thread
+    for them all (there were one per relay and one per connection)."""
+    loop = relay_module.RelayLoop("test-many")
+    before = threading.active_count()
+    relays = [Relay(socket.create_server(("127.0.0.1", 0)), BROKER, f"test-{n}", "guest",
+                    loop=loop) for n in range(200)]
+    connections: list[amqp.Connection] = []
+    raw: list[socket.socket] = []
+    try:
+        for relay in relays[:50]:  # each a whole AMQP connection (the broker's own cost)
+            connections.append(_connect(relay, "guest", "guest"))
+        raw += [_raw_client(relay) for relay in relays[50:]]  # the others mid-handshake
+        for client in raw:
+            client.sendall(PROTOCOL_HEADER)
+        for client in raw:
+            assert client.recv(7)[:1] == b"\x01"  # each answered with a Connection.Start
+        assert threading.active_count() - before == loop.threads == 1
+        for connection in connections:
+            connection.channel().basic_qos(0, 1, False)
+    finally:
+        for connection in connections:
+            connection.close()
+        for client in raw:
+            client.close()
+        for relay in relays:
+            relay.close()
+        loop.close()
+    assert all(relay.listener.fileno() == -1 for relay in relays)  # closed as close returned
+    assert threading.active_count() == before
+
+
+class _AsksForAllChannels(amqp.Connection):
+    """A client that answers the broker's Connection.Tune asking for 65535 channels."""
+
+    def _on_tune(self, channel_max: int, frame_max: int, server_heartbeat: int,
+                 argsig: str = "BlB") -> None:
+        super()._on_tune(0, frame_max, server_heartbeat, argsig)
+
+
+@pytest.mark.parametrize("kind", [amqp.Connection, _AsksForAllChannels])
+def test_a_channel_past_the_relays_limit_is_refused_by_the_broker(relay_for, kind):
+    relay = relay_for("guest", RelayLimits(connections=4, channels=3))
+    connection = _connect(relay, "guest", "guest", kind=kind)
+    try:
+        if kind is amqp.Connection:
+            assert connection.channel_max == 3  # what the broker's Tune said, lowered
+        for number in (1, 2, 3):
+            connection.channel(number)
+        with pytest.raises(amqp.exceptions.NotAllowed,
+                           match=r"reached the negotiated channel_max \(3\)"):
+            connection.channel(4)
+    finally:
+        connection.collect()

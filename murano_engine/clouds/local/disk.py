@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 
 from murano_engine.clouds.local import syscalls
+from murano_engine.dsl import concurrency
 
 TOOLS = ("mkfs.ext4", "e2fsck", "resize2fs", "losetup", "mount", "cp")
 #: no set-uid programs or devices from the guest's disk; no background zeroing of the
@@ -101,8 +102,8 @@ class ServerDisk:
         if not os.path.ismount(self.folder):
             return
         try:
-            try:
-                syscalls.umount(str(self.folder))
+            try:  # (the kernel syncs and frees the disk: others' go on meanwhile)
+                concurrency.blocking(syscalls.umount, str(self.folder))
             except OSError as exc:
                 if exc.errno != errno.EBUSY:
                     raise
@@ -114,7 +115,7 @@ class ServerDisk:
     def delete(self) -> None:
         """Unmount the disk and remove its image."""
         self.detach()
-        self.image.unlink(missing_ok=True)
+        concurrency.blocking(self.image.unlink, True)  # (freeing its blocks takes a while)
         self.image.with_name(self.image.name + ".partial").unlink(missing_ok=True)
 
 

@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
@@ -61,7 +62,7 @@ from murano_engine.clouds.local.cgroups import (
 from murano_engine.clouds.local.disk import DiskError, ServerDisk, missing_for_disks
 from murano_engine.clouds.local.flavors import Flavor
 from murano_engine.clouds.local.forkserver import ForkServer, ForkServerError
-from murano_engine.clouds.local.relay import Relay
+from murano_engine.clouds.local.relay import DEFAULT_LIMITS, Relay, RelayLimits, RelayLoop
 
 LOG = logging.getLogger(__name__)
 
@@ -286,7 +287,8 @@ class NamespaceLauncher:
 
     isolation = "namespaces"
 
-    def __init__(self, max_processes: int = DEFAULT_MAX_PROCESSES) -> None:
+    def __init__(self, max_processes: int = DEFAULT_MAX_PROCESSES,
+                 relay_limits: RelayLimits = DEFAULT_LIMITS) -> None:
         missing = missing_for_namespaces()
         if missing:
             raise SandboxError(
@@ -295,10 +297,14 @@ class NamespaceLauncher:
                 + "; set [local_cloud] isolation = none to run agents unisolated "
                   "(single-user development only)")
         self._relays: dict[str, Relay] = {}
+        #: the one thread serving every server's relay
+        self._relay_loop = RelayLoop("sandboxes")
         #: the sandboxes this engine started: their first process
         self._children: dict[str, KeptProcess] = {}
         self._hierarchies: Hierarchies | None = host_hierarchies()[0]
         self.max_processes = max_processes
+        #: what each server's broker relay lets its guest hold
+        self.relay_limits = relay_limits
         self._forks = ForkServer(lambda: dict(os.environ, PYTHONPATH=_agent_path()))
 
     def start(self, spec: ServerSpec) -> None:
@@ -325,7 +331,7 @@ class NamespaceLauncher:
         try:
             self._bound(spec)
         except OSError as exc:
-            self._teardown(spec)
+            self._teardown_after_failed_start(spec)
             raise SandboxError(f"cannot size the sandbox of server {spec.hostname} by its "
                                f"flavor: {exc}") from None
         write_into(spec.folder, "agent.effective.conf",
@@ -334,8 +340,8 @@ class NamespaceLauncher:
         try:
             netns.create_server(spec.server_id, spec.interfaces)
             self._relay(spec, name)
-        except OSError as exc:
-            self._teardown(spec)
+        except (OSError, RuntimeError) as exc:  # RuntimeError: no thread for its relay
+            self._teardown_after_failed_start(spec)
             raise SandboxError(f"cannot make the network of server {spec.hostname}: "
                                f"{exc}") from None
         root = spec.folder.parent / f".{spec.folder.name}.root"
@@ -355,7 +361,7 @@ class NamespaceLauncher:
             pid = self._forks.start(ENTER_SCRIPT, args, dict(GUEST_ENVIRONMENT),
                                     spec.output_file)
         except ForkServerError as exc:
-            self._teardown(spec)
+            self._teardown_after_failed_start(spec)
             raise SandboxError(f"cannot start server {spec.hostname}: {exc}") from None
         self._children[spec.server_id] = _write_process(_sandbox_pid_file(spec), pid)
 
@@ -399,9 +405,21 @@ class NamespaceLauncher:
 
     def exited(self, spec: ServerSpec) -> bool:
         """Whether the sandbox ended: its init gave up restarting the agent, or the agent
-        could not start at all (cheap: for polling)."""
+        could not start at all (cheap: for polling). Its first process, outside the
+        sandbox, is a host-side helper: when it died and the guest's init still runs,
+        the server is taken back by its init (kept as the sandbox's process from then
+        on), not given up."""
         first = self._children.get(spec.server_id) or _read_process(_sandbox_pid_file(spec))
-        return first is None or not procfs.running(*first)
+        if first is not None and procfs.running(*first):
+            return False
+        init = _oldest(netns.pids(netns.server_namespace(spec.server_id)))
+        if init is None:
+            return True
+        LOG.warning("The host-side process of server %s's sandbox ended; its guest runs on "
+                    "and is taken back by its init (pid %s); its output is no longer kept",
+                    spec.hostname, init)
+        self._children[spec.server_id] = _write_process(_sandbox_pid_file(spec), init)
+        return False
 
     def oom_kills(self, spec: ServerSpec) -> int:
         """How many of the server's processes the kernel killed at its memory limit."""
@@ -415,9 +433,15 @@ class NamespaceLauncher:
         old = self._relays.pop(spec.server_id, None)
         if old is not None:
             old.close()
-        self._relays[spec.server_id] = Relay(
-            netns.listening_socket(name, "127.0.0.1", RELAY_PORT), target,
-            f"{spec.hostname} ({name})", unquote(parts.username or DEFAULT_LOGIN))
+        listener = netns.listening_socket(name, "127.0.0.1", RELAY_PORT)
+        try:
+            self._relays[spec.server_id] = Relay(
+                listener, target, f"{spec.hostname} ({name})",
+                unquote(parts.username or DEFAULT_LOGIN), self.relay_limits,
+                self._relay_loop)
+        except BaseException:
+            listener.close()  # it holds the namespace
+            raise
 
     def detach(self, spec: ServerSpec) -> None:
         """Leave the sandbox running for a later engine; only the broker relay goes
@@ -436,30 +460,55 @@ class NamespaceLauncher:
         """Stop the server for good, its disk too, leaving the broker alone (its queue
         goes with its broker user, removed with the administrative login). Its
         processes are killed at once, as deleting a VM powers it off: nothing of the
-        server is left to stop gracefully for."""
-        _terminate(netns.pids(netns.server_namespace(spec.server_id)),
-                   signals=(signal.SIGKILL,))
-        self._teardown(spec)
-        try:
-            ServerDisk(spec.folder).delete()
-        except DiskError as exc:
-            raise SandboxError(f"cannot remove the disk of server {spec.hostname}: "
-                               f"{exc}") from None
+        server is left to stop gracefully for. Every step is tried whichever fails
+        before it; SandboxError names those that failed."""
+        _every_step(spec, [
+            ("its processes", lambda: _terminate(self._processes(spec),
+                                                 signals=(signal.SIGKILL,))),
+            *self._teardown_steps(spec),
+            ("its disk", ServerDisk(spec.folder).delete),
+        ])
+
+    def _processes(self, spec: ServerSpec) -> list[int]:
+        """The sandbox's processes: its control group's list when it has one (every
+        process of a sandbox is in it, and its first process outside the sandbox is
+        ended on its own), else those in its network namespace (found by looking at
+        every process of the host: for each server, quadratic in a destroy's servers)."""
+        if spec.flavor is not None and any(path.exists() for path in self._group(spec).paths):
+            return self._group(spec).pids()
+        return netns.pids(netns.server_namespace(spec.server_id))
 
     def stop(self, spec: ServerSpec) -> None:
-        _terminate(netns.pids(netns.server_namespace(spec.server_id)))
-        self._teardown(spec)
+        _every_step(spec, [
+            ("its processes", lambda: _terminate(
+                netns.pids(netns.server_namespace(spec.server_id)))),
+            *self._teardown_steps(spec),
+        ])
 
-    def _teardown(self, spec: ServerSpec) -> None:
-        self._end_first_process(spec)
+    def _teardown_steps(self, spec: ServerSpec) -> list[tuple[str, Callable[[], object]]]:
+        """What goes when a sandbox ends, in order: its first process, its broker relay,
+        its control groups (with what is left of its processes), its disk's mount (and
+        loop device), its network namespace, its root folder, its pid file."""
         relay = self._relays.pop(spec.server_id, None)
-        if relay is not None:
-            relay.close()
-        self._group(spec).remove()  # what is left of the server's processes, too
-        ServerDisk(spec.folder).detach()
-        netns.delete_server(spec.server_id, spec.interfaces)
-        shutil.rmtree(spec.folder.parent / f".{spec.folder.name}.root", ignore_errors=True)
-        _sandbox_pid_file(spec).unlink(missing_ok=True)
+        return [
+            ("its first process", lambda: self._end_first_process(spec)),
+            ("its broker relay", relay.close if relay is not None else lambda: None),
+            ("its control groups", self._group(spec).remove),
+            ("its disk's mount", ServerDisk(spec.folder).detach),
+            ("its network namespace",
+             lambda: netns.delete_server(spec.server_id, spec.interfaces)),
+            ("its root folder", lambda: shutil.rmtree(
+                spec.folder.parent / f".{spec.folder.name}.root", ignore_errors=True)),
+            ("its pid file", lambda: _sandbox_pid_file(spec).unlink(missing_ok=True)),
+        ]
+
+    def _teardown_after_failed_start(self, spec: ServerSpec) -> None:
+        """Undo what a start made; what cannot be undone is logged (the start's own
+        failure is the one raised)."""
+        try:
+            _every_step(spec, self._teardown_steps(spec))
+        except SandboxError as exc:
+            LOG.error("%s", exc)
 
     def _end_first_process(self, spec: ServerSpec) -> None:
         """Kill the sandbox's first process if it still runs, and wait for its end. The
@@ -489,19 +538,35 @@ class NamespaceLauncher:
         for relay in self._relays.values():
             relay.close()
         self._relays.clear()
+        self._relay_loop.close()
         self._forks.close()
 
 
 Launcher = ProcessLauncher | NamespaceLauncher
 
 
-def make_launcher(isolation: str, max_processes: int = DEFAULT_MAX_PROCESSES) -> Launcher:
+def make_launcher(isolation: str, max_processes: int = DEFAULT_MAX_PROCESSES,
+                  relay_limits: RelayLimits = DEFAULT_LIMITS) -> Launcher:
     if isolation == "namespaces":
-        return NamespaceLauncher(max_processes)
+        return NamespaceLauncher(max_processes, relay_limits)
     if isolation == "none":
         return ProcessLauncher()
     raise SandboxError(f"[local_cloud] isolation must be one of {', '.join(ISOLATIONS)}, "
                        f"not {isolation!r}")
+
+
+def _every_step(spec: ServerSpec, steps: list[tuple[str, Callable[[], object]]]) -> None:
+    """Run each of ``steps`` (what it removes, how), whichever fails before it; then
+    SandboxError naming every one that failed and why."""
+    failed = []
+    for what, step in steps:
+        try:
+            step()
+        except Exception as exc:  # noqa: BLE001 - the next steps are tried all the same
+            failed.append(f"{what} ({type(exc).__name__}: {exc})")
+    if failed:
+        raise SandboxError(f"cannot remove {'; '.join(failed)} of server {spec.hostname} "
+                           f"({spec.server_id})")
 
 
 def _agent_packages() -> list[Path]:
@@ -598,6 +663,14 @@ def _read_process(path: Path) -> KeptProcess | None:
     except (OSError, ValueError):
         return None
     return pid, start[0] if start else None
+
+
+def _oldest(pids: list[int]) -> int | None:
+    """The process of ``pids`` that started first (a sandbox's init among its processes),
+    None when none runs."""
+    started = [(ticks, pid) for pid in pids
+               if (ticks := procfs.start_ticks(pid)) is not None and procfs.running(pid)]
+    return min(started)[1] if started else None
 
 
 def _process_name(pid: int) -> str | None:
