@@ -320,6 +320,16 @@ def test_a_deploy_after_a_journal_only_holder_is_refused_naming_it(tmp_path):
         _cleanup(site)
 
 
+def _wait_for_exec(pid: int) -> None:
+    """Until the child ``pid`` runs the engine's command: between fork and exec it still
+    has this process's signal handlers, and a SIGINT then would be this process's
+    handler's, lost with the child's copy of it at exec (no Ctrl-C can land there)."""
+    deadline = time.monotonic() + 10
+    while b"murano_engine.cli.main" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.001)
+
+
 def test_ctrl_c_from_the_first_moments_stops_cleanly(tmp_path, uninterrupted):
     _, steps, _ = uninterrupted
 
@@ -328,6 +338,7 @@ def test_ctrl_c_from_the_first_moments_stops_cleanly(tmp_path, uninterrupted):
         try:
             run = subprocess.Popen(site.command("deploy", str(site.model)), cwd=site.root,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            _wait_for_exec(run.pid)  # a signal before it lands on the forked test process
             time.sleep(delay)
             run.send_signal(signal.SIGINT)
             out, err = run.communicate(timeout=120)
