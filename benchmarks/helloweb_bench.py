@@ -188,7 +188,7 @@ def _one(servers: int, env: dict[str, str], engine: list[str] | None = None
         path, state, cloud = Path(tmp) / "model.json", Path(tmp) / "state.json", \
             Path(tmp) / "cloud"
         path.write_text(json.dumps(model))
-        run_env = dict(env, MURANO_LOCAL_CLOUD_STATE_DIR=str(cloud))
+        run_env = dict(env, MURANO_LOCAL_CLOUD_STATE_DIR=str(cloud), MURANO_QUOTAS_SERVERS="-1")
         environment = model["?"]["id"]
         broker = _broker_pid()
         broker_cpu = _process_cpu(broker) if broker else 0.0
