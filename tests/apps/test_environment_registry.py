@@ -357,9 +357,17 @@ def test_ctrl_c_from_the_first_moments_stops_cleanly(tmp_path, uninterrupted):
         finally:
             _cleanup(site)
 
-    with concurrent.futures.ThreadPoolExecutor(3) as pool:
-        for done in [pool.submit(interrupt_at, n * 0.05) for n in range(15)]:
-            done.result()
+    # A process started in the background by a non-interactive shell (as CI may start
+    # this one) ignores SIGINT, and its children start ignoring it too, until they set
+    # a handler: a Ctrl-C could not reach them before. Handled here, SIGINT is back to
+    # its default in every child, as in a terminal.
+    ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            for done in [pool.submit(interrupt_at, n * 0.05) for n in range(15)]:
+                done.result()
+    finally:
+        signal.signal(signal.SIGINT, ignored)
 
 
 def test_a_wrong_image_fixed_in_the_model_deploys_as_the_model_says(tmp_path, uninterrupted):
