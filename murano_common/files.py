@@ -1,9 +1,11 @@
-"""Writing files whole: a write may take only part of what it is given."""
+"""Files the engine and agent share ways of writing: whole, and lock files naming their
+holder."""
 
 from __future__ import annotations
 
 import errno
 import os
+import time
 from pathlib import Path
 
 
@@ -20,3 +22,14 @@ def write_all(fd: int, data: bytes, path: Path | str) -> None:
             raise OSError(exc.errno, f"only {len(data) - len(view)} of {len(data)} bytes "
                                      f"were written ({exc.strerror})", str(path)) from None
         view = view[written:]
+
+
+def lock_holder(fd: int, wait: float = 0.5) -> str:
+    """The pid a lock file's holder writes into it right after taking the lock (waited
+    for up to ``wait`` seconds; "unknown" if none came)."""
+    deadline = time.monotonic() + wait
+    while True:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        if text or time.monotonic() > deadline:
+            return text or "unknown"
+        time.sleep(0.01)

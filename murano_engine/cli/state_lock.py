@@ -12,9 +12,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from murano_common.files import lock_holder
 
 #: Seconds a refused command waits for the holder to write its pid (it writes it
 #: right after taking the lock).
@@ -46,7 +47,7 @@ def holding(state_path: Path) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            pid = _holder(fd)
+            pid = lock_holder(fd, _PID_WAIT)
             os.close(fd)
             raise StateBusy(state_path, pid) from None
         if _is_current(fd, path):
@@ -59,15 +60,6 @@ def holding(state_path: Path) -> Iterator[None]:
     finally:
         path.unlink(missing_ok=True)  # still held: nobody can take the removed file
         os.close(fd)
-
-
-def _holder(fd: int) -> str:
-    deadline = time.monotonic() + _PID_WAIT
-    while True:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-        if text or time.monotonic() > deadline:
-            return text or "unknown"
-        time.sleep(0.01)
 
 
 def _is_current(fd: int, path: Path) -> bool:

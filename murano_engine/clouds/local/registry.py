@@ -23,13 +23,12 @@ import fcntl
 import hashlib
 import json
 import os
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from murano_common.files import write_all
+from murano_common.files import lock_holder, write_all
 
 #: what a record lists that a removal deletes
 MADE = ("stacks", "queues", "identities")
@@ -141,7 +140,7 @@ class Registry:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            pid = _holder_pid(fd)
+            pid = lock_holder(fd)
             os.close(fd)
             raise EnvironmentBusy(environment_id, pid) from None
         os.ftruncate(fd, 0)
@@ -163,7 +162,7 @@ class Registry:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            return _holder_pid(fd)
+            return lock_holder(fd)
         finally:
             os.close(fd)
         return None
@@ -171,16 +170,6 @@ class Registry:
 
 #: the environments this process holds, by registry folder
 _HELD: dict[Path, set[str]] = {}
-
-
-def _holder_pid(fd: int, wait: float = 0.5) -> str:
-    """The pid the lock's holder wrote (it writes it right after taking the lock)."""
-    deadline = time.monotonic() + wait
-    while True:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-        if text or time.monotonic() > deadline:
-            return text or "unknown"
-        time.sleep(0.01)
 
 
 #: the holding of the environment this process's command acts on (the journal's
