@@ -67,6 +67,13 @@ def idle_server_mb(server_ids: list[str]) -> float:
     return total / 1024 / max(1, len(server_ids))
 
 
+def _host_cpu() -> float:
+    """CPU seconds this host's processors have spent busy since boot (/proc/stat)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    busy = sum(int(v) for i, v in enumerate(fields) if i not in (3, 4))  # not idle, iowait
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
 def _command(what: list[str], profile: Path | None) -> list[str]:
     return [*PROFILED, str(profile), "--", *what] if profile else [*ENGINE, *what]
 
@@ -85,9 +92,11 @@ def one(servers: int, env: dict[str, str], keep: Path | None) -> dict[str, float
             (lambda kind: None)
         ids: list[str] = []
         try:
-            deploy, _, output = helloweb._run(_command(
+            host_before = _host_cpu()
+            deploy, engine_cpu, output = helloweb._run(_command(
                 ["deploy", str(path), "-l", "dsl_packages", "--state", str(state)],
                 profile("deploy")), run_env)
+            host_cpu = _host_cpu() - host_before
             if f"is deployed ({servers} units)" not in output:
                 raise SystemExit(f"the deploy of {servers} servers did not say so:\n"
                                  f"{output[-3000:]}")
@@ -103,7 +112,9 @@ def one(servers: int, env: dict[str, str], keep: Path | None) -> dict[str, float
                              f"{', '.join(left[:10])}")
         print(f"  {servers} servers: deploy {deploy:.2f} s ({helloweb._phases(output)}), "
               f"{1000 * deploy / servers:.0f} ms per server; destroy {destroy:.2f} s; idle "
-              f"server {memory:.1f} MB (PSS)", flush=True)
+              f"server {memory:.1f} MB (PSS); deploy CPU {host_cpu:.1f} s on the host "
+              f"({1000 * host_cpu / servers:.0f} ms per server), {engine_cpu:.1f} s of it the "
+              f"engine's", flush=True)
         return {"deploy": deploy, "destroy": destroy, "memory": memory}
 
 

@@ -197,6 +197,13 @@ class RecordingFailed(Cancelled):
     """
 
 
+#: Calls whose value is most often the one they gave before: each instance of an
+#: environment reads its stack's outputs after every push (N instances, N outputs
+#: each). A value equal, as JSON, to the last one recorded for the same call and scope
+#: is recorded as a reference to that entry (``"same": key``).
+REPEATING = frozenset({"stack.output"})
+
+
 class Journal(Outside):
     """The outside world of one run, recorded in ``store`` (live only when None)."""
 
@@ -220,13 +227,21 @@ class Journal(Outside):
         self.recorded = 0
         self._touched: dict[str, set[str]] = {"stacks": set(), "queues": set(),
                                               "identities": set()}
+        #: the last value recorded of each repeating call and scope: (its key, its JSON)
+        self._last: dict[tuple[str, str], tuple[str, bytes]] = {}
         if store is not None:
             for entry in store.load():
                 self._note(entry)
                 if entry.get("t") == "begin":
                     self._begun[entry["k"]] = entry.get("v")
-                else:
-                    self._ended[entry["k"]] = entry
+                    continue
+                if "same" in entry:
+                    earlier = self._ended.get(str(entry["same"]))
+                    if earlier is None or "v" not in earlier:
+                        raise JournalError(f"journal entry {entry.get('k')!r} repeats the "
+                                           f"value of {entry['same']!r}, which it lacks")
+                    entry = {**entry, "v": earlier["v"]}
+                self._ended[entry["k"]] = entry
         self.resuming = bool(self._ended or self._begun)
 
     def touched(self) -> dict[str, set[str]]:
@@ -283,7 +298,7 @@ class Journal(Outside):
         if key in self._ended:
             return self._replay(key)
         self._announce(kind, scope, None)
-        return self._run(key, compute)
+        return self._run(key, compute, (kind, scope) if kind in REPEATING else None)
 
     def effect(self, kind: str, scope: str, intent: Callable[[], Any],
                perform: Callable[[Any], Any]) -> Any:
@@ -315,7 +330,8 @@ class Journal(Outside):
             raise RecordingFailed(f"what step {kind} {scope} makes could not be noted: "
                                   f"{exc}") from exc
 
-    def _run(self, key: str, compute: Callable[[], Any]) -> Any:
+    def _run(self, key: str, compute: Callable[[], Any],
+             repeating: tuple[str, str] | None = None) -> Any:
         try:
             result = compute()
         except Cancelled:
@@ -327,6 +343,13 @@ class Journal(Outside):
                 raise
             self._append({"k": key, "t": "end", "e": _error_record(exc)})
             raise
+        if repeating is not None and self._store is not None:
+            encoded = json.dumps(result, separators=(",", ":"), default=str).encode("utf-8")
+            last = self._last.get(repeating)
+            if last is not None and last[1] == encoded:
+                self._append({"k": key, "t": "end", "same": last[0]})
+                return result
+            self._last[repeating] = (key, encoded)
         self._append({"k": key, "t": "end", "v": result})
         return result
 

@@ -315,3 +315,26 @@ def test_open_cloud_waits_for_stacks_engine_stack_timeout_unless_local_cloud_set
         assert cloud.timeout == 5
     finally:
         cloud.close()
+
+
+def test_a_stacks_outputs_are_worked_out_once_per_change_of_the_cloud(
+        cloud, agents, environment, monkeypatch):
+    """Every instance of an environment reads the stack's outputs after each push: they
+    are worked out again only when something of the cloud's stacks changed."""
+    from murano_engine.clouds.local import cloud as module
+    worked_out = []
+    real = module.outputs
+    monkeypatch.setattr(module, "outputs",
+                        lambda *args: worked_out.append(1) or real(*args))
+    push_stack(cloud, "env", environment())
+    first = cloud.get("env", template=False).outputs
+    done = len(worked_out)
+    first["added-by-a-reader"] = 1  # a reader's copy: the next one does not see it
+    for _ in range(5):
+        again = cloud.get("env", template=False).outputs
+        assert "added-by-a-reader" not in again and again["vm2-ip"] == first["vm2-ip"]
+    assert len(worked_out) == done
+    push_stack(cloud, "env", environment(("vm1",)))  # vm2 goes
+    after = cloud.get("env", template=False).outputs
+    assert len(worked_out) > done
+    assert after["vm1-ip"] == first["vm1-ip"] and "vm2-ip" not in after

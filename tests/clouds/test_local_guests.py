@@ -403,6 +403,34 @@ def test_a_server_booted_on_a_queue_another_serves_stops_that_one_only(tmp_path)
     assert guests.input_queue("other-3") == "other-3"
 
 
+@pytest.mark.parametrize("index", ["kept", "lost"])
+def test_a_later_process_finds_a_rival_on_its_queue_through_the_queues_index(
+        tmp_path, index):
+    """A boot looks only at the servers listed for its queue (``by-queue/``), not at every
+    server of the folder; the list outlives the process that wrote it, and a folder
+    without one (lost, or an engine that kept none) is indexed once when taken up."""
+    import shutil
+
+    from murano_engine.clouds.local.guest import Guests
+    records = tmp_path / "servers-records"
+    first = Guests(tmp_path / "servers", _RecordingLauncher())
+    assert first.boot("left", "debian-12", False, cloud_config(INI), hostname="vm-left")
+    other = INI.replace("input_queue = q", "input_queue = other")
+    assert first.boot("elsewhere", "debian-12", False, cloud_config(other),
+                      hostname="vm-elsewhere")
+    assert len(list((records / "by-queue").iterdir())) == 2  # one list per queue
+    if index == "lost":
+        shutil.rmtree(records / "by-queue")
+    later = Guests(tmp_path / "servers", launcher := _RecordingLauncher())
+    assert later.boot("new", "debian-12", False, cloud_config(INI), hostname="vm-new")
+    assert launcher.stopped == ["vm-left"]
+    # Releasing every server of the folder forgets the lists, and their folder.
+    for server_id in ("left", "new", "elsewhere"):
+        later.destroy(server_id)
+    later.settle()
+    assert list(records.iterdir()) == []
+
+
 def test_an_agent_config_is_read_as_configparser_reads_it():
     import configparser
 

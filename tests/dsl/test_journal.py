@@ -50,6 +50,29 @@ def test_values_are_recorded_and_replayed_without_reaching_outside(tmp_path):
     assert second.new_id() not in ids  # past the journal's end: live again
 
 
+def test_a_stacks_outputs_read_again_unchanged_are_recorded_as_a_reference(tmp_path):
+    """Each instance reads its stack's outputs after every push: a value the same as
+    the last one of that stack is recorded as a reference to it, and replays alike."""
+    path = tmp_path / "run.journal"
+    first = Journal(FileJournal.create(path, {}))
+    big = {f"vm{n}-ip": f"10.0.0.{n}" for n in range(200)}
+    readings = [big, dict(big), dict(big), {**big, "vm0-ip": "10.0.1.0"}, {}, {}]
+    got = [first.value("stack.output", "env", lambda r=r: r) for r in readings]
+    other = first.value("stack.output", "other-env", lambda: dict(big))  # its own scope
+    assert got == readings and other == big
+    entries = FileJournal.open(path).load()
+    whole = [e for e in entries if "v" in e]
+    assert [e["v"] == big for e in whole] == [True, False, False, True]  # 1st, 4th, 5th, other
+    assert [e["same"] for e in entries if "same" in e] == \
+        ["|stack.output|env|0", "|stack.output|env|0", "|stack.output|env|4"]
+    assert path.stat().st_size < 3.5 * len(json.dumps(big))  # 3 whole of 7
+
+    second = reopen(path)
+    assert [second.value("stack.output", "env", lambda: pytest.fail("asked again"))
+            for _ in readings] == readings
+    assert second.value("stack.output", "other-env", lambda: pytest.fail("asked")) == big
+
+
 def test_an_effect_begun_but_not_ended_is_carried_out_again_as_it_was(tmp_path):
     path = tmp_path / "run.journal"
     first = Journal(FileJournal.create(path, {}))

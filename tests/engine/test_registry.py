@@ -37,6 +37,42 @@ def test_what_a_run_makes_is_recorded_before_it_is_made(tmp_path: Path) -> None:
         str((tmp_path / "state.json").resolve())
 
 
+def test_servers_announced_side_by_side_share_writes_each_on_disk_before_it_goes_on(
+        tmp_path: Path) -> None:
+    """Every server of an environment announces its broker identity at about the same
+    moment: one write (and sync) covers those that came while another was under way,
+    and none goes on before a record naming it is on disk."""
+    import threading
+    import time
+
+    registry = Registry(tmp_path / "environments")
+    holding = Holding(registry, new_record("env", tmp_path / "state.json"))
+    writes = []
+    real_write = registry.write
+
+    def slow_write(record):  # noqa: ANN001, ANN202 - a slow disk
+        time.sleep(0.02)
+        real_write(record)
+        writes.append(len(record["identities"]))
+
+    registry.write = slow_write  # type: ignore[method-assign]
+    missing = []
+
+    def server(n: int) -> None:
+        holding.announce("broker.identity", f"eenv-h{n}")
+        if f"eenv-h{n}" not in registry.read("env")["identities"]:
+            missing.append(n)
+
+    threads = [threading.Thread(target=server, args=(n,)) for n in range(30)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert missing == []
+    assert sorted(registry.read("env")["identities"]) == sorted(f"eenv-h{n}" for n in range(30))
+    assert len(writes) < 15, writes  # 30 one by one without sharing
+
+
 _HOLD = """
 import sys, time
 from pathlib import Path

@@ -121,6 +121,9 @@ class LocalCloud(StackService):
         self._files = StackFiles(root / "stacks", self.lock)
         self._stacks: dict[str, StackState] = {}
         self._templates: dict[str, Template] = {}
+        #: the last outputs worked out of each stack: (the files' version, its template,
+        #: the outputs), read only (their values are shared by the readers)
+        self._outputs: dict[str, tuple[int, Template, dict[str, Any]]] = {}
         self._workers: dict[str, threading.Thread] = {}
         self._locks = root / "locks"
         self._locks.mkdir(parents=True, exist_ok=True)
@@ -183,13 +186,21 @@ class LocalCloud(StackService):
             if stack is None:
                 return None
             checked = self._templates[name]
-            values = outputs(self, stack, checked)
+            # Worked out once per change of the cloud's stacks: each instance of an
+            # environment reads them after every push (N instances, N outputs each).
+            version = self._files.version
+            kept = self._outputs.get(name)
+            if kept is not None and kept[0] == version and kept[1] is checked:
+                values = kept[2]
+            else:
+                values = outputs(self, stack, checked)
+                self._outputs[name] = (version, checked, values)
             return Stack(
                 name=stack.name,
                 id=stack.id,
                 status=stack.status,
                 status_reason=stack.reason,
-                outputs=values,
+                outputs=dict(values),
                 parameters=dict(checked.parameters),
                 template=plain(stack.template) if template else None,
                 created=stack.created,
@@ -421,6 +432,7 @@ class LocalCloud(StackService):
             if status == "DELETE_COMPLETE":
                 del self._stacks[stack.name]
                 del self._templates[stack.name]
+                self._outputs.pop(stack.name, None)
                 self._files.remove(stack.name)
                 self._lock_path(stack.name).unlink(missing_ok=True)
             else:
@@ -471,6 +483,7 @@ class LocalCloud(StackService):
             stack = self._files.load(name)
             self._stacks.pop(name, None)
             self._templates.pop(name, None)
+            self._outputs.pop(name, None)
             if stack is not None:
                 self._adopt(stack)
 

@@ -8,7 +8,9 @@ engine acts on is kept in ``<servers>-records/`` instead, out of its reach: the
 agent config and the server's name, ports and flavor as booted
 (``<server id>.conf``, ``.json``), its queue (``.queue``) and the output of its
 sandbox and agent (``.out``); the engine writes into the guest's folder only
-through :func:`.sandbox.write_into`, which never follows a link.
+through :func:`.sandbox.write_into`, which never follows a link. ``by-queue/`` there
+lists, for each queue, the servers booted to serve it: what a boot looks through for
+a rival on its queue, instead of every server of the folder.
 
 Releasing a server removes all it holds, on the host (its sandbox: processes,
 network namespace, control groups, disk, mount and loop device) and on the
@@ -36,7 +38,9 @@ Releasing a server revokes that identity.
 from __future__ import annotations
 
 import configparser
+import contextlib
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -70,6 +74,8 @@ LOG = logging.getLogger(__name__)
 
 _WINDOWS_IMAGE = re.compile(r"(?<![a-z])win", re.IGNORECASE)
 POWERSHELL_NAMES = ("pwsh", "powershell")
+#: a server's id (the cloud's uuid), as a file name of its records
+_SERVER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 #: Seconds between two looks at whether the running servers' agents are still there.
 WATCH_INTERVAL = 0.25
 #: How much of a dead agent's output its server's error keeps.
@@ -146,6 +152,9 @@ class Guests:
         self._queues: dict[str, str] = {}
         #: releases that failed and were not reported yet: server id -> (stack, why)
         self._release_errors: dict[str, tuple[str | None, str]] = {}
+        self._by_queue = self._records / "by-queue"
+        if not self._by_queue.is_dir():
+            self._index_servers()
         # Releases an earlier process began and did not finish (it died: a live one holds
         # its markers locked): their servers' stack records are gone, so nothing else
         # would ever release them.
@@ -182,6 +191,8 @@ class Guests:
         self._record(server_id, ".conf").write_text(ini, encoding="utf-8")
         self._record(server_id, ".queue").write_text(queue or "", encoding="utf-8")
         self._queues.pop(server_id, None)
+        if queue:
+            self._add_to_index(queue, server_id)
         self._record(server_id, ".json").write_text(meta, encoding="utf-8")
         write_into(folder, "agent.conf", ini)  # the guest's copies, as a VM's metadata
         write_into(folder, "server.json", meta)
@@ -220,9 +231,9 @@ class Guests:
     def _hand_over_broker_user(self, server_id: str, queue: str) -> None:
         """The user of ``queue`` is ``server_id``'s now: a release of another server on
         that queue that failed to remove it must not, tried again, remove it."""
-        for marker in sorted(self._records.glob("*.releasing")):
-            other = marker.name.removesuffix(".releasing")
-            if other == server_id or self.input_queue(other) != queue:
+        for other in self._serving(queue):
+            if other == server_id or not self._releasing_file(other).exists() \
+                    or self.input_queue(other) != queue:
                 continue
             with self._lock:
                 held = self._claim_release(other) if other not in self._releases else None
@@ -243,15 +254,87 @@ class Guests:
         """Stop other servers whose agents consume this server's queue: left by a run
         that was killed, they would take its plans (a queue has one agent)."""
         queue = self.input_queue(server_id)
+        if not queue:
+            return
         with self._lock:
             releasing = set(self._releases)
-        for other in self.root.iterdir():
-            if other.name != server_id and other.name not in releasing \
-                    and not self._releasing_file(other.name).exists() \
-                    and self.input_queue(other.name) == queue and self.known(other.name):
+        for other in self._serving(queue):
+            if other != server_id and other not in releasing \
+                    and not self._releasing_file(other).exists() \
+                    and self.input_queue(other) == queue and self.known(other):
                 LOG.warning("Server %s also serves queue %s; stopping it for server %s",
-                            other.name, queue, server_id)
-                self.stop(other.name)
+                            other, queue, server_id)
+                self.stop(other)
+
+    # --- the servers of each queue ------------------------------------------------------
+    def _index_file(self, queue: str) -> Path:
+        return self._by_queue / hashlib.sha256(queue.encode("utf-8")).hexdigest()[:40]
+
+    def _serving(self, queue: str) -> list[str]:
+        """The servers booted to serve ``queue`` that are not forgotten yet."""
+        try:
+            text = self._index_file(queue).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        return [line for line in text.splitlines() if _SERVER_ID.fullmatch(line)]
+
+    def _add_to_index(self, queue: str, server_id: str) -> None:
+        """Note ``server_id`` among the servers of ``queue`` (before its agent starts)."""
+        self._rewrite_index(queue, add=server_id)
+
+    def _rewrite_index(self, queue: str, add: str | None = None, drop: str | None = None
+                       ) -> None:
+        """The servers of ``queue`` with ``add`` and without ``drop``; those forgotten
+        since (no records, no release left) drop out too, and an empty list goes (its
+        folder with it once empty)."""
+        with self._lock:
+            kept = [other for other in self._serving(queue) if other not in (add, drop)
+                    and (self.known(other) or self._releasing_file(other).exists())]
+            if add is not None:
+                kept.append(add)
+            path = self._index_file(queue)
+            if not kept:
+                path.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # not empty, or gone
+                    self._by_queue.rmdir()
+                return
+            temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            text = "".join(f"{i}\n" for i in kept)
+            try:
+                temporary.write_text(text, encoding="utf-8")
+            except FileNotFoundError:  # the folder went with its last list
+                self._by_queue.mkdir(exist_ok=True)
+                temporary.write_text(text, encoding="utf-8")
+            os.replace(temporary, path)
+
+    def _index_servers(self) -> None:
+        """Make ``by-queue/`` from the servers of the folder (booted by an engine that
+        kept no index), when it does not exist (none of its lists would be empty)."""
+        serving: dict[str, list[str]] = {}
+        for folder in sorted(self.root.iterdir()):
+            server_id = folder.name
+            if not _SERVER_ID.fullmatch(server_id):
+                continue
+            queue = self.input_queue(server_id)
+            if queue:
+                serving.setdefault(queue, []).append(server_id)
+        for marker in sorted(self._records.glob("*.releasing")):
+            server_id = marker.name.removesuffix(".releasing")
+            queue = self.input_queue(server_id) if _SERVER_ID.fullmatch(server_id) else None
+            if queue and server_id not in serving.get(queue, ()):
+                serving.setdefault(queue, []).append(server_id)
+        if not serving:
+            return
+        made = self._by_queue.with_name(f".by-queue.{os.getpid()}.tmp")
+        shutil.rmtree(made, ignore_errors=True)
+        made.mkdir()
+        for queue, ids in serving.items():
+            (made / self._index_file(queue).name).write_text(
+                "".join(f"{i}\n" for i in ids), encoding="utf-8")
+        try:
+            os.rename(made, self._by_queue)
+        except OSError:  # another process made it first
+            shutil.rmtree(made, ignore_errors=True)
 
     def resize(self, server_id: str, flavor: Flavor) -> None:
         """Give the running server ``flavor``'s limits (:meth:`resume` gives them again
@@ -378,7 +461,10 @@ class Guests:
 
     def _remove_records(self, server_id: str) -> None:
         """Forget a released server: its folder and the engine's records of it."""
+        queue = self.input_queue(server_id)
         shutil.rmtree(self.sandbox(server_id), ignore_errors=True)
+        if queue:
+            self._rewrite_index(queue, drop=server_id)
         for suffix in (".error", ".conf", ".json", ".out", ".queue", ".releasing"):
             self._record(server_id, suffix).unlink(missing_ok=True)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from murano_common.files import lock_holder, write_all
+from murano_engine.dsl import concurrency
 
 #: what a record lists that a removal deletes
 MADE = ("stacks", "queues", "identities")
@@ -110,7 +112,7 @@ class Registry:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.record_path(str(record["id"]))
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        data = json.dumps(record, indent=1, sort_keys=True).encode("utf-8")
+        data = json.dumps(record, sort_keys=True, separators=(",", ":")).encode("utf-8")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             write_all(fd, data, temporary)
@@ -205,41 +207,55 @@ class Holding:
         self.registry = registry
         self.record = record
         self._known = {kind: set(record.get(kind) or ()) for kind in MADE}
+        #: one write at a time, off the hub; the changes made and those written, counted
+        self._writing = concurrency.OneAtATime()
+        self._tickets = itertools.count(1)  # next() is atomic: real threads may add too
+        self._changes = self._written = 0
 
     def announce(self, kind: str, scope: str, value: Any = None) -> None:
         """The journal's call ``kind`` about ``scope`` is about to run: record what it
         makes first (a stack pushed, a queue or broker identity of an agent, a results
         queue). Cheap for every other call."""
         if kind == "stack.push":
-            self._add({"stacks": scope})
+            self._add([("stacks", scope)])
         elif kind == "broker.identity":
-            self._add({"identities": scope, "queues": scope})
+            self._add([("identities", scope), ("queues", scope)])
         elif kind.startswith(_AGENT_PREFIX):
             results = value.get("results") if isinstance(value, dict) else None
-            self._add({"queues": scope}, str(results) if results else None)
+            self._add([("queues", scope)] + ([("queues", str(results))] if results else []))
 
-    def _add(self, names: Mapping[str, str], results: str | None = None) -> None:
-        new = [(kind, name) for kind, name in names.items() if name not in self._known[kind]]
-        if results and results not in self._known["queues"]:
-            new.append(("queues", results))
+    def _add(self, names: list[tuple[str, str]]) -> None:
+        """Add ``(kind, name)`` pairs; back once a write holding them is on disk."""
+        new = [(kind, name) for kind, name in names if name not in self._known[kind]]
         if not new:
             return
         for kind, name in new:
             self._known[kind].add(name)
-        for kind in MADE:
-            self.record[kind] = sorted(self._known[kind])
-        self.registry.write(self.record)
+        self._save()
+
+    def _save(self) -> None:
+        """Write the record as it is now, or wait for a write that began after this
+        change: the servers of an environment announce themselves side by side, and
+        a write started after several changes covers them all (one sync, not one each)."""
+        mine = next(self._tickets)  # taken after the change (so a write counting it has it)
+        self._changes = max(self._changes, mine)  # a race leaves it lower: one more write
+        with self._writing:
+            if self._written >= mine:
+                return
+            changes = self._changes
+            for kind in MADE:
+                self.record[kind] = sorted(self._known[kind])
+            self._writing.call(self.registry.write, dict(self.record))
+            self._written = changes
 
     def add_made(self, made: Mapping[str, Any]) -> None:
         """Add what a state file or journal names as made (an earlier version's run)."""
-        for kind in MADE:
-            for name in made.get(kind) or ():
-                self._add({kind: str(name)})
+        self._add([(kind, str(name)) for kind in MADE for name in made.get(kind) or ()])
 
     def note(self, **fields: Any) -> None:
         """Set ``fields`` of the record and write it."""
         self.record.update(fields)
-        self.registry.write(self.record)
+        self._save()
 
 
 @dataclass

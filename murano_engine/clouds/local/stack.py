@@ -109,12 +109,21 @@ class StackFiles:
         self.folder = folder
         self.folder.mkdir(parents=True, exist_ok=True)
         self._lock = lock
+        #: counts the changes written or read (every stack's): a stack's outputs worked
+        #: out at one count hold until the next (``LocalCloud.get``)
+        self.version = 0
+
+    def _changed(self) -> None:
+        with self._lock:
+            self.version += 1
 
     def load_all(self) -> list[StackState]:
+        self._changed()
         return [self._read(header) for header in sorted(self.folder.glob("*/stack.json"))]
 
     def load(self, name: str) -> StackState | None:
         """Stack ``name`` as it is on disk now (None when there is none)."""
+        self._changed()
         header = self.folder / name / "stack.json"
         return self._read(header) if header.is_file() else None
 
@@ -134,6 +143,7 @@ class StackFiles:
     def save_stack(self, stack: StackState) -> None:
         """Write the stack's own fields (status, template ...), not its records."""
         with self._lock:
+            self.version += 1
             header = {k: v for k, v in stack.to_json().items() if k not in SECTIONS}
         self._write(self.folder / stack.name / "stack.json", header)
 
@@ -142,6 +152,7 @@ class StackFiles:
         file when the record is gone)."""
         path = self.folder / stack.name / section / _record_file(key)
         with self._lock:
+            self.version += 1
             record = getattr(stack, section).get(key)
             entry = None if record is None else {"key": key, "record": record.to_json()}
         if entry is None:
@@ -150,6 +161,7 @@ class StackFiles:
             self._write(path, entry)
 
     def remove(self, name: str) -> None:
+        self._changed()
         shutil.rmtree(self.folder / name, ignore_errors=True)
 
     @staticmethod
