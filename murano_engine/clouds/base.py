@@ -168,6 +168,12 @@ class StackService(ABC):
         """
         return None
 
+    def detach_agent(self, queue: str) -> None:
+        """The broker user of ``queue``'s agent is about to be revoked (its instance is
+        released): nothing for a real cloud; the local cloud stops that agent first, so
+        it does not reconnect, refused, until its server is deleted."""
+        return None
+
     def wait(
         self,
         name: str,

@@ -73,6 +73,14 @@ def setup() -> None:
     if not _patched:
         _eventlet().monkey_patch()
         _patched = True
+        sys.setswitchinterval(SWITCH_INTERVAL)
+
+
+#: How long a real thread (the relay's loop) may hold the interpreter while the green
+#: threads' one wants it back after a system call (a file written, a socket read):
+#: Python's 5 ms made each such call of the hub's wait up to that long behind a busy
+#: relay, which a deployment of many servers makes thousands of.
+SWITCH_INTERVAL = 0.0005
 
 
 def sleep(seconds: float = 0) -> None:

@@ -390,8 +390,14 @@ class Agent:
         if identities is None:
             return False
         agent: Agent = call.native
-        return bool(call.executor.outside.value(
-            "broker.revoke", agent.queue, lambda: identities.revoke(agent.queue)))
+        cloud = call.executor.services.get("cloud")
+
+        def revoke() -> bool:
+            if cloud is not None:
+                cloud.detach_agent(agent.queue)
+            return identities.revoke(agent.queue)
+
+        return bool(call.executor.outside.value("broker.revoke", agent.queue, revoke))
 
     @method
     def signingKey(call: NativeCall, linePrefix: str = "") -> str:  # noqa: N802, N803

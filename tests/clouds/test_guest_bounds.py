@@ -14,6 +14,7 @@ import json
 import logging
 import subprocess
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -280,3 +281,47 @@ def test_a_release_whose_steps_fail_removes_the_rest_and_is_tried_again(
         identities.api = reachable
         region.close()
         _remove_left(region, "failing")
+
+
+def test_an_agent_whose_broker_user_goes_is_cut_off_first_and_tries_no_login_again(
+        tmp_path, environment):
+    """An instance released before its server is deleted revokes its broker user; its
+    agent would log in again, refused, until the delete (hundreds of servers in an
+    environment's destroy, each every few seconds): the cloud cuts the agent off its
+    relay first, and the server runs on until deleted."""
+    region = IdentityRegion(tmp_path / "state", _identities())
+    try:
+        server = region.boot_one(environment, "released", "10.0.47.0/24")
+        assert region.sh(server.queue, "echo up").strip() == "up"
+        api = region.identities.api
+
+        def connections() -> list[dict]:
+            return [c for c in api.request("GET", "/api/connections") or []
+                    if c.get("user") == server.identity.login]
+
+        deadline = time.monotonic() + 15  # the broker lists connections some seconds late
+        while not connections() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert connections(), "the agent is connected with its own login"
+        processes = server.processes()
+        region.cloud.detach_agent(server.queue)
+        region.identities.revoke(server.queue)
+        deadline = time.monotonic() + 15
+        while connections() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert connections() == []
+        launcher = region.cloud.guests.launcher  # no relay is left to the broker
+        assert server.id not in launcher._relays  # noqa: SLF001
+        log = server.state / "servers-records" / f"{server.id}.out"
+        before = log.read_text(errors="replace") if log.exists() else ""
+        time.sleep(3)  # the agent's reconnection delay (1 s, then longer)
+        after = log.read_text(errors="replace") if log.exists() else ""
+        assert "ACCESS_REFUSED" not in after[len(before):], after[len(before):]
+        assert connections() == []
+        assert all(procfs.running(pid) for pid in processes), "the server runs on"
+        remove_stack(region.cloud, "released")
+        assert server.left_on_host(processes) == []
+        assert server.left_on_broker(api) == []
+    finally:
+        region.close()
+        _remove_left(region, "released")

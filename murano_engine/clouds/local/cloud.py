@@ -321,6 +321,9 @@ class LocalCloud(StackService):
         if queue in owners:
             self._take(owners[queue])
 
+    def detach_agent(self, queue: str) -> None:
+        self.guests.cut_off(queue)
+
     # --- internals ---------------------------------------------------------------
     @contextlib.contextmanager
     def _within_server_quota(self, name: str, template: Template) -> Iterator[None]:

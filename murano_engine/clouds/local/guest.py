@@ -336,6 +336,14 @@ class Guests:
         except OSError:  # another process made it first
             shutil.rmtree(made, ignore_errors=True)
 
+    def cut_off(self, queue: str) -> None:
+        """Cut the agents of ``queue`` off the broker (their broker user goes next; the
+        servers stay until deleted): refused logins, tried again and again until then,
+        would cost the broker and the relays of every server."""
+        for server_id in self._serving(queue):
+            if self.input_queue(server_id) == queue:
+                self.launcher.cut_off(server_id)
+
     def resize(self, server_id: str, flavor: Flavor) -> None:
         """Give the running server ``flavor``'s limits (:meth:`resume` gives them again
         after a restart: the stack's record holds the flavor)."""

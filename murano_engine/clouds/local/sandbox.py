@@ -260,6 +260,9 @@ class ProcessLauncher:
     def resize(self, spec: ServerSpec) -> None:
         """Nothing to do: a plain process has no limits."""
 
+    def cut_off(self, server_id: str) -> None:
+        """Nothing to do: a plain process reaches the broker itself."""
+
     def remove(self, spec: ServerSpec) -> None:
         """Stop the server for good: its agent, then its queue."""
         self.discard(spec)
@@ -477,6 +480,12 @@ class NamespaceLauncher:
         if spec.flavor is not None and any(path.exists() for path in self._group(spec).paths):
             return self._group(spec).pids()
         return netns.pids(netns.server_namespace(spec.server_id))
+
+    def cut_off(self, server_id: str) -> None:
+        """Close the server's broker relay (its agent's way to the broker)."""
+        relay = self._relays.pop(server_id, None)
+        if relay is not None:
+            relay.close()
 
     def stop(self, spec: ServerSpec) -> None:
         _every_step(spec, [
