@@ -73,7 +73,7 @@ samples: $(VENV)/.installed
 
 # Every benchmark runs (figures and targets: benchmarks/README.md); the target fails
 # if any figure missed its target.
-BENCHMARKS = dsl_bench murano_side_by_side budget_bench form_bench agent_bench deploy_bench api_bench sandbox_bench sandbox_limits_bench journal_bench signing_bench identity_bench relay_bench helloweb_bench plan_bench
+BENCHMARKS = dsl_bench murano_side_by_side budget_bench form_bench agent_bench deploy_bench api_bench sandbox_bench sandbox_limits_bench journal_bench signing_bench identity_bench relay_bench helloweb_bench plan_bench scale_bench projects_bench
 
 bench: install
 	@failed=""; for name in $(BENCHMARKS); do \

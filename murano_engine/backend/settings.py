@@ -73,6 +73,10 @@ ENGINE = Section(
     Option("static_action_workers_per_project", int, 2,
            "Static actions one project may run at once (at most static_action_workers); "
            "more are answered 429, so one project's slow actions leave the others room."),
+    Option("task_workers", int, 16,
+           "Tasks (deployments, actions, deletions) run at once: by the API's own engine "
+           "without a broker, by each `murano-engine worker` with one. Runs past them wait "
+           "for one to end, the projects with fewest running first."),
     Option("environment_class", str, "io.murano.Environment", "Class of new environments."),
     Option("packages_cache", str, DEFAULT_PACKAGES_CACHE,
            "Folder the engine unpacks catalog packages into."),
@@ -158,6 +162,7 @@ class Settings:
     static_action_timeout: float = _DEFAULT.engine.static_action_timeout
     static_action_workers: int = _DEFAULT.engine.static_action_workers
     static_action_workers_per_project: int = _DEFAULT.engine.static_action_workers_per_project
+    task_workers: int = _DEFAULT.engine.task_workers
     environment_class: str = _DEFAULT.engine.environment_class
     packages_cache: Path = field(
         default_factory=lambda: Path(_DEFAULT.engine.packages_cache).expanduser())
@@ -233,6 +238,7 @@ def load_settings(path: str | Path | None,
                               f"{getattr(murano, name)}")
     for name, least, wanted in (("max_deliveries", 1, "at least 1"),
                                 ("static_action_workers_per_project", 1, "at least 1"),
+                                ("task_workers", 1, "at least 1"),
                                 ("task_lease", 1, "at least 1 second"),
                                 ("stop_grace", 0, "0 or more")):
         if getattr(engine, name) < least:
@@ -255,6 +261,7 @@ def load_settings(path: str | Path | None,
         static_action_timeout=engine.static_action_timeout,
         static_action_workers=engine.static_action_workers,
         static_action_workers_per_project=engine.static_action_workers_per_project,
+        task_workers=engine.task_workers,
         environment_class=engine.environment_class,
         packages_cache=local_path(engine.packages_cache),
         package_size_limit=int(murano.package_size_limit * MB),

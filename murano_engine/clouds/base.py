@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -166,6 +166,12 @@ class StackService(ABC):
         server whose agent it is (servers of an earlier run reach the broker only
         through the engine that holds their stack).
         """
+        return None
+
+    def let_go(self, names: Iterable[str]) -> None:
+        """This process is done with stacks ``names`` for now (a task of murano-api or a
+        worker ended): nothing for a real cloud; the local cloud gives their locks and
+        their servers' agents up, for whichever process runs the next task of theirs."""
         return None
 
     def detach_agent(self, queue: str) -> None:

@@ -140,8 +140,9 @@ def _muted(executor: Executor, obj: MuranoObject, name: str, args: list) -> None
         executor.call(obj, name, args)
     except concurrency.BranchStop:
         pass  # a plan's stop (concurrency.BranchStop) ends this handler alone
-    except Exception:  # noqa: BLE001 - destruction errors are logged, never raised
+    except Exception as exc:  # noqa: BLE001 - destruction errors are logged, never raised
         _log_failure("destruction handler %s of %r failed", name, obj)
+        executor.destruction_failures.append(f"destruction handler {name} of {obj!r}: {exc}")
 
 
 def _muted_method(executor: Executor, obj: MuranoObject, method: Any) -> None:
@@ -149,8 +150,10 @@ def _muted_method(executor: Executor, obj: MuranoObject, method: Any) -> None:
         executor.invoke(method, obj, [], {}, None)
     except concurrency.BranchStop:
         pass  # a plan's stop (concurrency.BranchStop) ends this handler alone
-    except Exception:  # noqa: BLE001 - destruction errors are logged, never raised
+    except Exception as exc:  # noqa: BLE001 - destruction errors are logged, never raised
         _log_failure("%s.destroy of %r failed", method.declaring_class.name, obj)
+        executor.destruction_failures.append(
+            f"{method.declaring_class.name}.destroy of {obj!r}: {exc}")
 
 
 def _log_failure(message: str, *args: Any) -> None:

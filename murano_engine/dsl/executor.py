@@ -102,6 +102,9 @@ class Executor:
         self._load: _Load | None = None
         self.mocks: dict[tuple[str, str], Any] = {}
         self.doomed: set[int] = set()
+        #: why each destruction that failed did (logged, never raised: Murano's rule;
+        #: an environment's deletion fails on them, see engine.tasks)
+        self.destruction_failures: list[str] = []
         self.meta_cache: dict[Any, list[MuranoObject]] = {}
         self._class_configs: dict[MuranoClass, Mapping[str, Any]] = {}
         #: each class's all_properties(), read at every property access

@@ -33,6 +33,10 @@ if TYPE_CHECKING:
     from murano_engine.dsl.reports import Reporter
 
 LOG = logging.getLogger(__name__)
+class DeletionFailed(Exception):
+    """What an environment held did not all go: it is kept, with its model."""
+
+
 def run_task(task: Mapping[str, Any], loader: PackageLoader, *,
              reporter: Reporter | None = None,
              services: Mapping[str, Any] | None = None,
@@ -99,6 +103,17 @@ def _run(task: Mapping[str, Any], loader: PackageLoader, reporter: Reporter | No
                 executor.roots = []
                 collector.collect(executor)
                 root = None
+            if executor.destruction_failures:
+                # What failed to go may still hold servers: the environment is kept
+                # with its model (the deletion is tried again, or abandoned), never
+                # forgotten with them running.
+                loaded = False
+                raise DeletionFailed(
+                    "the environment could not be deleted: "
+                    + "; ".join(executor.destruction_failures[:3])
+                    + (f" (and {len(executor.destruction_failures) - 3} more)"
+                       if len(executor.destruction_failures) > 3 else "")
+                    + "; it is kept, to be deleted again (or abandoned)")
         else:
             target = executor.object_by_id(action["object_id"]) or root
             if target is None:

@@ -32,6 +32,7 @@ from murano_engine.api.workers import static_outcome
 from murano_engine.backend import db, task_leases
 from murano_engine.backend.journal_store import LeaseLost
 from murano_engine.backend.settings import Settings
+from murano_engine.dsl import concurrency
 from murano_engine.engine.journal import Cancelled, Journal, RecordingFailed
 from murano_engine.server.worker import (
     EngineServices,
@@ -126,7 +127,8 @@ class LocalDispatcher:
             _, task, resumed = held.waiting
             held.waiting = None
             try:
-                held.run = self.pool.submit(self._run, task, *resumed)
+                with concurrency.interpreter_stacks():  # a thread made here runs MuranoPL
+                    held.run = self.pool.submit(self._run, task, *resumed)
             except RuntimeError:
                 del self._held[task_id]
                 refused.append(task_id)

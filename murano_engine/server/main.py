@@ -14,7 +14,6 @@ import logging
 import os
 import signal
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -44,7 +43,7 @@ def build(settings: Settings) -> tuple[Any, Any]:
     store = db.Store(settings.database, settings.quotas)
     db.upgrade(store.engine)
     dispatcher: Any = workers.AmqpDispatcher(store, settings) if settings.uses_broker \
-        else LocalDispatcher(store, settings)
+        else LocalDispatcher(store, settings, settings.task_workers)
     if settings.auth_strategy == "keystone":
         api = compose(settings, store, dispatcher, auth.keystone_identity)
         app: Any = token_from_cookie(auth.wrap_keystone(api, settings.keystone), api.web)
@@ -82,7 +81,6 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("murano_engine.api.requests").setLevel(logging.WARNING)
     quiet_migrations()
     sys.setrecursionlimit(100_000)
-    threading.stack_size(256 * 1024 * 1024)
     worker.load_green_threads()
     try:
         settings = load_settings(options.config_file)

@@ -1,16 +1,16 @@
 """Engine workers: processes that run the tasks ``murano-api`` queues.
 
-``murano-engine worker`` takes tasks from a durable RabbitMQ queue one at a
-time, sends every status report and the final result to the result queue as
-it goes, and acknowledges the task only when it is done, so the broker hands
-the task of a worker that died to another one. Every run is journaled in the
-database (:mod:`murano_engine.backend.journal_store`): the worker that takes a
-task over replays what the dead one did and goes on from there. A run that
-cannot record a step (the database or the broker went away) stops there and is
-run again from its journal, after a pause, by the worker that holds it. A task
-handed out ``max_deliveries`` times is dead-lettered; the API fails it. The API also
-runs tasks in its own threads (no broker) with the same
-:func:`run_engine_task`. Packages come from the catalog's database.
+``murano-engine worker`` takes tasks from a durable RabbitMQ queue, up to ``[engine]
+task_workers`` at once (each in a thread of its own), sends every status report and the
+final result to the result queue as it goes, and acknowledges a task only when it is
+done, so the broker hands the task of a worker that died to another one. Every run is
+journaled in the database (:mod:`murano_engine.backend.journal_store`): the worker that
+takes a task over replays what the dead one did and goes on from there. A run that
+cannot record a step (the database or the broker went away) stops there and is run again
+from its journal, after a pause, by the worker that holds it. A task handed out
+``max_deliveries`` times is dead-lettered; the API fails it. The API also runs tasks in
+its own threads (no broker) with the same :func:`run_engine_task`. Packages come from
+the catalog's database.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import itertools
 import json
 import logging
 import os
+import queue
 import signal
 import socket
 import threading
@@ -45,7 +46,7 @@ from murano_engine.backend.task_queues import (
     prepare_engine_transport,
     task_queues,
 )
-from murano_engine.dsl import errors, serializer
+from murano_engine.dsl import concurrency, errors, serializer
 from murano_engine.dsl.budget import Budget
 from murano_engine.dsl.executor import Executor
 from murano_engine.engine.config import load_config
@@ -148,8 +149,13 @@ def run_engine_task(store: db.Store, settings: Settings, task: Mapping[str, Any]
             result = run_task(task, loader, reporter=reporter, services=project_services,
                               budget=services.budget(), outside=journal)
         finally:
-            # The task ends once the servers it deleted are gone, as on the command line.
-            project_services["cloud"].settle()
+            # The task ends once the servers it deleted are gone, as on the command line;
+            # its stacks are let go, for whichever process (worker) runs their next task.
+            cloud = project_services["cloud"]
+            try:
+                cloud.settle()
+            finally:
+                cloud.let_go(journal.touched()["stacks"])
         if journal.replayed:
             LOG.info("task %s: %d steps came from its journal", task.get("task_id"),
                      journal.replayed)
@@ -318,7 +324,8 @@ class StaticActions:
                 self._slots.free(project_id)
                 answer.set_result(result)
 
-        threading.Thread(target=run, name=what, daemon=True).start()
+        with concurrency.interpreter_stacks():
+            threading.Thread(target=run, name=what, daemon=True).start()
         timeout = self.settings.static_action_timeout
         try:
             return answer.result(timeout=timeout)
@@ -347,7 +354,8 @@ def holder_name() -> str:
 
 
 class Worker(ConsumerMixin):
-    """``murano-engine worker``: takes tasks one at a time, acknowledges when done."""
+    """``murano-engine worker``: takes up to ``task_workers`` tasks at once, each run in a
+    thread of its own and acknowledged (on the consumer's thread) once done."""
 
     def __init__(self, connection: Any, store: db.Store, settings: Settings) -> None:
         self.connection = connection
@@ -356,18 +364,49 @@ class Worker(ConsumerMixin):
         self.task_queue = task_queues(settings).tasks
         self.name = holder_name()
         self._results = connection.clone()
+        self._results_lock = threading.Lock()  # one publisher at a time on that connection
         self.services = EngineServices(settings)
         self.static = StaticActions(store, settings, self.services)
+        #: the messages of the tasks that ended, for the consumer's thread to acknowledge
+        self._done: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._running: set[threading.Thread] = set()
+        self._running_lock = threading.Lock()
 
     def get_consumers(self, consumer_class: Any, channel: Any) -> list:
         return [consumer_class(queues=[self.task_queue], accept=["json"],
-                               callbacks=[self.on_message], prefetch_count=1)]
+                               callbacks=[self.on_message],
+                               prefetch_count=self.settings.task_workers)]
+
+    def on_iteration(self) -> None:
+        """Acknowledge the tasks that ended (a channel is its connection's thread's)."""
+        while True:
+            try:
+                message = self._done.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                message.ack()
+            except Exception as exc:  # noqa: BLE001 - the connection was lost meanwhile
+                LOG.warning("a finished task's message could not be acknowledged (%s); "
+                            "handed out again, it is found finished", exc)
+
+    def wait_for_tasks(self) -> None:
+        """Wait for the tasks running to end (the worker stops: they stop at their next
+        pause; their messages, not acknowledged, go back to the queue)."""
+        while True:
+            with self._running_lock:
+                running = list(self._running)
+            if not running:
+                return
+            for thread in running:
+                thread.join()
 
     def send(self, body: dict[str, Any], **properties: Any) -> None:
-        producer = self._results.Producer(serializer="json")
         routing = properties.pop("routing_key", self.settings.result_queue)
-        self._results.ensure(producer, producer.publish, max_retries=5)(
-            json_safe(body), routing_key=routing, delivery_mode=2, **properties)
+        with self._results_lock:
+            producer = self._results.Producer(serializer="json")
+            self._results.ensure(producer, producer.publish, max_retries=5)(
+                json_safe(body), routing_key=routing, delivery_mode=2, **properties)
 
     def on_message(self, body: dict, message: Any) -> None:
         if body.get("kind") in ("static", "preview"):
@@ -379,12 +418,33 @@ class Worker(ConsumerMixin):
         elif body.get("kind") == "task":
             # RabbitMQ's count of the earlier deliveries that no worker acknowledged.
             earlier = int((message.headers or {}).get("x-delivery-count") or 0)
-            if not self.run_message_task(body["task"], earlier + 1):
-                # The worker stops: unacknowledged, the task goes back to the queue as its
-                # connection closes, for another worker (a requeue now would hand it back
-                # to this one first, and count a delivery more).
-                return
+            self._start_task(body["task"], earlier + 1, message)
+            return
         message.ack()
+
+    def _start_task(self, task: dict[str, Any], delivery: int, message: Any) -> None:
+        """Run the task in a thread of its own; its message is acknowledged once it ended."""
+        def run() -> None:
+            try:
+                if self.run_message_task(task, delivery):
+                    self._done.put(message)
+                # else the worker stops: unacknowledged, the task goes back to the queue
+                # as its connection closes, for another worker (a requeue now would hand
+                # it back to this one first, and count a delivery more)
+            except BaseException:
+                LOG.exception("task %s broke the worker; it stops (the task goes back to "
+                              "the queue)", task.get("task_id"))
+                self.should_stop = True
+            finally:
+                with self._running_lock:
+                    self._running.discard(threading.current_thread())
+
+        with concurrency.interpreter_stacks():  # it runs MuranoPL
+            thread = threading.Thread(target=run, name=f"task {task.get('task_id')}",
+                                      daemon=True)
+        with self._running_lock:
+            self._running.add(thread)
+        thread.start()
 
     def run_message_task(self, task: dict[str, Any], delivery: int) -> bool:
         """Run a task (the ``delivery``-th time it is handed out), unless its result is
@@ -477,7 +537,6 @@ def serve_worker(options: argparse.Namespace) -> int:
     if not settings.uses_broker:
         raise SystemExit("error: the configuration has no transport_url; the API runs "
                          "tasks itself")
-    threading.stack_size(256 * 1024 * 1024)
     load_green_threads()
     store = db.Store(settings.database)
     try:
@@ -502,5 +561,6 @@ def serve_worker(options: argparse.Namespace) -> int:
         worker.should_stop = True
         thread.join()
     finally:
+        worker.wait_for_tasks()
         worker.services.close()
     return 0

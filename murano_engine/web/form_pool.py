@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from murano_engine.api.errors import ApiError
 from murano_engine.backend.shares import ProjectShares
+from murano_engine.dsl import concurrency
 from murano_engine.web import form_budget
 
 T = TypeVar("T")
@@ -51,8 +52,9 @@ class FormPool:
         with self._lock:
             if self._threads < self.workers:  # started as they are first needed
                 self._threads += 1
-                threading.Thread(target=self._work, name=f"ui-form-{self._threads}",
-                                 daemon=True).start()
+                with concurrency.interpreter_stacks():  # it evaluates yaql
+                    threading.Thread(target=self._work, name=f"ui-form-{self._threads}",
+                                     daemon=True).start()
         done: Future = Future()
         context = contextvars.copy_context()
         self._jobs.put((done, lambda: context.run(self._spend, evaluate)))

@@ -37,7 +37,7 @@ def test_a_project_s_deployment_runs_before_another_s_third(start_api):
     # Two threads run deployments. Project B's three come first; project A's then waits
     # for one of B's to end (the first, after 2 s), not for all of B's before it (first
     # come, first served: B's third would take that thread, and A wait for B's second).
-    api = start_api()
+    api = start_api(engine={"task_workers": "2"})
     for token in ("tok-a", "tok-b"):  # each project its own copy of the package
         api.ok("POST", "/v1/catalog/packages", token=token,
                files={"p": ("p.zip", pack_folder(PACKAGES / "apitest"))})

@@ -29,7 +29,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -323,6 +323,26 @@ class LocalCloud(StackService):
 
     def detach_agent(self, queue: str) -> None:
         self.guests.cut_off(queue)
+
+    def let_go(self, names: Iterable[str]) -> None:
+        """Give up stacks ``names`` as :meth:`close` gives up all: each once its operation
+        ended, its servers left running (their agents reconnect when a process takes the
+        stack again), its lock let go. The stack stays known, as the folder has it."""
+        for name in names:
+            with self.lock:
+                worker = self._workers.get(name)
+            if worker is not None:
+                worker.join()
+            with self.lock:
+                if name not in self._owned or name in self._workers:
+                    continue
+                stack = self._stacks.get(name)
+                servers = [r.id for r in stack.records() if r.exists and r.type == SERVER] \
+                    if stack is not None else []
+                self.guests.detach(servers)
+                os.close(self._owned.pop(name))
+                if stack is None:
+                    self._lock_path(name).unlink(missing_ok=True)
 
     # --- internals ---------------------------------------------------------------
     @contextlib.contextmanager

@@ -509,6 +509,17 @@ class Guests:
         if self.known(server_id):
             self.launcher.stop(self._spec(server_id))
 
+    def detach(self, server_ids: list[str]) -> None:
+        """Leave these servers' agents running for another process (see
+        :meth:`detach_all`)."""
+        with self._lock:
+            for server_id in server_ids:
+                self._running.discard(server_id)
+                self._specs.pop(server_id, None)
+        for server_id in server_ids:
+            if self.known(server_id):
+                self.launcher.detach(self._spec(server_id))
+
     def detach_all(self) -> None:
         """Leave every agent running (as VMs outlive the engine); :meth:`resume`
         takes each up again in the next engine on the same folder."""
