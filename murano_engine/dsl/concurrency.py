@@ -257,17 +257,19 @@ class _FirstFailure:
 
 
 #: The stack of a real thread that runs MuranoPL: MAX_CALL_DEPTH method calls of the
-#: interpreter, each with yaql's own recursion below it. Only such threads get it: the
-#: others (requests, relays, the clouds' operations) keep the platform's default, so a
-#: process with many of them stays within an address-space limit (``ulimit -v``).
-INTERPRETER_STACK = 256 << 20
+#: interpreter, each with yaql's own recursion below it (the deepest legitimate
+#: recursion runs in 8 MB, a main thread's usual stack: eight times that). Only such
+#: threads get it: the others (requests, relays, the clouds' operations) keep the
+#: platform's default, so a process with many of them stays within an address-space
+#: limit (``ulimit -v``).
+INTERPRETER_STACK = 64 << 20
 _stack_size_lock = _thread.allocate_lock()
 
 
 @contextlib.contextmanager
 def interpreter_stacks() -> Iterator[None]:
-    """Threads started inside the block (a thread pool's, as it submits) get
-    :data:`INTERPRETER_STACK` bytes of stack."""
+    """Threads started (``start()``) inside the block, a thread pool's as it submits,
+    get :data:`INTERPRETER_STACK` bytes of stack."""
     import threading
     with _stack_size_lock:
         previous = threading.stack_size(INTERPRETER_STACK)

@@ -439,12 +439,12 @@ class Worker(ConsumerMixin):
                 with self._running_lock:
                     self._running.discard(threading.current_thread())
 
-        with concurrency.interpreter_stacks():  # it runs MuranoPL
-            thread = threading.Thread(target=run, name=f"task {task.get('task_id')}",
-                                      daemon=True)
+        thread = threading.Thread(target=run, name=f"task {task.get('task_id')}",
+                                  daemon=True)
         with self._running_lock:
             self._running.add(thread)
-        thread.start()
+        with concurrency.interpreter_stacks():  # it runs MuranoPL (the stack is made here)
+            thread.start()
 
     def run_message_task(self, task: dict[str, Any], delivery: int) -> bool:
         """Run a task (the ``delivery``-th time it is handed out), unless its result is

@@ -142,6 +142,25 @@ def test_legitimate_depth_works(pkgs: list[Path], depth: int) -> None:
     assert run_method(pkgs, "t.lim.Code.recurse", n=depth) == depth
 
 
+def test_a_thread_started_with_the_interpreters_stack_runs_the_deepest_recursion(
+        pkgs: list[Path]) -> None:
+    """murano-api and workers run tasks in threads of their own: those get the
+    interpreter's stack, and only those."""
+    import threading
+
+    from murano_engine.dsl import concurrency
+    depth = executor.MAX_CALL_DEPTH - 1
+    results: list[object] = []
+    thread = threading.Thread(target=lambda: results.append(
+        run_method(pkgs, "t.lim.Code.recurse", n=depth)))
+    with concurrency.interpreter_stacks():
+        assert threading.stack_size() == concurrency.INTERPRETER_STACK
+        thread.start()
+    assert threading.stack_size() == 0  # the platform's default again
+    thread.join()
+    assert results == [depth]
+
+
 def test_murano_code_can_catch_call_depth_exceeded(pkgs: list[Path]) -> None:
     assert "call depth exceeded" in run_method(pkgs, "t.lim.Code.catchDepth")
 
