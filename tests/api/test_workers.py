@@ -54,3 +54,38 @@ def test_worker_killed_mid_deployment_is_replaced(start_api, pg_database):
     assert finished["status"] == "ready"
     assert finished["services"][0]["greeting"] == "hello from slow"
     assert api.ok("GET", f"{base}/deployments")["deployments"][0]["state"] == "success"
+
+
+def test_one_worker_runs_two_projects_deployments_side_by_side(start_api, pg_database):
+    """A worker takes up to [engine] task_workers tasks at once: a project's deployment
+    starts while another project's is still running, on one worker."""
+    api = start_api(pg_database, broker=True)
+    api.start_worker()
+    deployments = []
+    for token in ("tok-a", "tok-b"):
+        api.ok("POST", "/v1/catalog/packages", token=token, files={"p": ("p.zip", pack_folder(
+            PACKAGES / "apitest"))})
+        env = api.ok("POST", "/v1/environments", token=token, json={"name": f"side-{token}"})
+        base = f"/v1/environments/{env['id']}"
+        sid = api.ok("POST", f"{base}/configure", token=token)["id"]
+        api.ok("POST", f"{base}/services", token=token,
+               headers={"X-Configuration-Session": sid},
+               json={"?": {"type": "com.example.apitest.Echo"}, "name": token, "delay": 4})
+        deployments.append((token, base, sid))
+    for token, base, sid in deployments:
+        api.ok("POST", f"{base}/sessions/{sid}/deploy", token=token)
+
+    def reports(token: str, base: str) -> list[dict]:
+        task_id = api.ok("GET", f"{base}/deployments", token=token)["deployments"][0]["id"]
+        return api.ok("GET", f"{base}/deployments/{task_id}", token=token)["reports"]
+
+    deadline = time.monotonic() + 60
+    while not all(any("Deployment finished" in r["text"] for r in reports(t, b))
+                  for t, b, _ in deployments):
+        assert time.monotonic() < deadline, "the deployments did not finish"
+        time.sleep(0.2)
+    (a, b) = [reports(t, base) for t, base, _ in deployments]
+    took = [next(r["created"] for r in rs if "took the task" in r["text"]) for rs in (a, b)]
+    finished = [next(r["created"] for r in rs if "Deployment finished" in r["text"])
+                for rs in (a, b)]
+    assert max(took) < min(finished), (took, finished)  # the second began before either ended
