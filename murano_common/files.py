@@ -24,6 +24,22 @@ def write_all(fd: int, data: bytes, path: Path | str) -> None:
         view = view[written:]
 
 
+def replace_whole(path: Path, data: bytes, temporary: Path) -> None:
+    """Make ``data`` the whole of ``path`` durably: written to ``temporary`` (mode 0600),
+    synced, then renamed over ``path``. On any failure ``path`` is as it was and
+    ``temporary`` is gone."""
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        write_all(fd, data, temporary)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        temporary.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    os.replace(temporary, path)
+
+
 def lock_holder(fd: int, wait: float = 0.5) -> str:
     """The pid a lock file's holder writes into it right after taking the lock (waited
     for up to ``wait`` seconds; "unknown" if none came)."""

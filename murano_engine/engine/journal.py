@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from murano_common.files import write_all
+from murano_common.files import replace_whole, write_all
 from murano_engine.dsl import concurrency
 from murano_engine.dsl.boundary import Outside
 
@@ -493,18 +493,8 @@ class FileJournal:
         digests keyed with ``key``."""
         path = Path(path)
         chain = Chain(key)
-        tmp = path.with_name(path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            write_all(fd, _sealed({"header": header, "nonce": secrets.token_hex(8)}, chain),
-                       tmp)
-            os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            tmp.unlink(missing_ok=True)
-            raise
-        os.close(fd)
-        os.replace(tmp, path)
+        replace_whole(path, _sealed({"header": header, "nonce": secrets.token_hex(8)}, chain),
+                      path.with_name(path.name + ".tmp"))
         _sync_folder(path.parent)
         return cls(path, header, [], os.open(path, os.O_WRONLY | os.O_APPEND), chain)
 

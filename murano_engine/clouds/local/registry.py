@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from murano_common.files import lock_holder, write_all
+from murano_common.files import lock_holder, replace_whole
 from murano_engine.dsl import concurrency
 
 #: what a record lists that a removal deletes
@@ -111,18 +111,8 @@ class Registry:
         """Write ``record`` whole and durably (aside, synced, then renamed)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.record_path(str(record["id"]))
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         data = json.dumps(record, sort_keys=True, separators=(",", ":")).encode("utf-8")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            write_all(fd, data, temporary)
-            os.fdatasync(fd)
-        except BaseException:
-            os.close(fd)
-            temporary.unlink(missing_ok=True)
-            raise
-        os.close(fd)
-        os.replace(temporary, path)
+        replace_whole(path, data, path.with_name(f".{path.name}.{os.getpid()}.tmp"))
         (self.folder / _digest(str(record["id"]))).unlink(missing_ok=True)  # a legacy note
 
     def remove(self, environment_id: str) -> None:
