@@ -394,7 +394,7 @@ class RecordingCloud(StackService):
         if self._check is not None:
             self._check(name, raw, given, dict(files or {}), plain(environment or {}))
         before = self._before(name)
-        self._check_quota(name, raw, before)
+        self._check_quota(name, raw)
         current = self.current.get(name)
         outputs = planned_outputs(name, raw, given, dict(files or {}), current)
         with self._lock:
@@ -403,26 +403,18 @@ class RecordingCloud(StackService):
                 current.id if current is not None else "")
         self._record(name, action, before, raw)
 
-    def _check_quota(self, name: str, template: dict[str, Any], before: Stack | None) -> None:
+    def _check_quota(self, name: str, template: dict[str, Any]) -> None:
         """Refuse, as the local cloud would, a push past the servers quota."""
         counts = getattr(self.current, "servers_by_stack", None)
         if self.server_quota < 0 or counts is None:
             return
+        from murano_engine.clouds.local.cloud import check_server_quota
         from murano_engine.clouds.local.template import server_count
         by_stack = counts()
         with self._lock:
             for stack, planned in self._planned.items():
                 by_stack[stack] = 0 if planned is None else server_count(planned.template)
-        had = by_stack.pop(name, 0)
-        others = sum(by_stack.values())
-        after = others + server_count(template)
-        if after > self.server_quota and after > others + had:
-            from murano_engine.clouds.local.cloud import QuotaExceeded
-            raise QuotaExceeded(
-                f"Quota exceeded: the servers quota is {self.server_quota}, and stack {name} "
-                f"would take the project's servers to {after} ({server_count(template)} in "
-                f"the stack, {others} in its other stacks); the stack was not changed and no "
-                "server was made")
+        check_server_quota(self.server_quota, name, by_stack, server_count(template))
 
     def _record(self, name: str, action: str, before: Stack | None,
                 after: dict[str, Any] | None) -> None:

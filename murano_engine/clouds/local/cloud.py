@@ -73,6 +73,21 @@ class QuotaExceeded(TemplateError):
     """A push would take the cloud's servers past its quota; nothing was changed."""
 
 
+def check_server_quota(quota: int, name: str, by_stack: Mapping[str, int],
+                       servers: int) -> None:
+    """Refuse (:class:`QuotaExceeded`) stack ``name`` holding ``servers`` servers when
+    that takes the servers of every stack (``by_stack``, ``name``'s as it is now)
+    past ``quota``, unless the stack holds no more than it does now."""
+    before = by_stack.get(name, 0)
+    others = sum(count for stack, count in by_stack.items() if stack != name)
+    after = others + servers
+    if after > quota and after > others + before:
+        raise QuotaExceeded(
+            f"Quota exceeded: the servers quota is {quota}, and stack {name} would take "
+            f"the project's servers to {after} ({servers} in the stack, {others} in its "
+            "other stacks); the stack was not changed and no server was made")
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -358,16 +373,8 @@ class LocalCloud(StackService):
             fd = os.open(self._files.folder, os.O_RDONLY | os.O_DIRECTORY)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
-                counts = self._servers_by_stack()
-                before = counts.pop(name, 0)
-                others = sum(counts.values())
-                after = others + template.servers
-                if after > self.server_quota and after > others + before:
-                    raise QuotaExceeded(
-                        f"Quota exceeded: the servers quota is {self.server_quota}, and "
-                        f"stack {name} would take the project's servers to {after} "
-                        f"({template.servers} in the stack, {others} in its other stacks); "
-                        "the stack was not changed and no server was made")
+                check_server_quota(self.server_quota, name, self._servers_by_stack(),
+                                   template.servers)
                 yield
             finally:
                 os.close(fd)  # (and the lock with it)
