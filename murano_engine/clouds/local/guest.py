@@ -530,9 +530,7 @@ class Guests:
             watcher = self._watcher
         if watcher is not None:
             watcher.join()
-        for server_id in ids:
-            if self.known(server_id):
-                self.launcher.detach(self._spec(server_id))
+        self.detach(ids)
         self.launcher.close()
 
     def input_queue(self, server_id: str) -> str | None:

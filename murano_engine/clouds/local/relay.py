@@ -699,6 +699,17 @@ class _Connection:
         except BlockingIOError:
             return None
 
+    def _received_from_client(self) -> bool:
+        """Add what the client sent to :attr:`received`: False when it sent nothing yet;
+        :class:`_ClientGone` once it closed."""
+        data = self._recv(self.client)
+        if data is None:
+            return False
+        if not data:
+            raise _ClientGone
+        self.received += data
+        return True
+
     def _read(self) -> None:
         if self.phase == _LOGIN:
             self._read_login()
@@ -710,12 +721,8 @@ class _Connection:
             self._pump()
 
     def _read_login(self) -> None:
-        data = self._recv(self.client)
-        if data is None:
+        if not self._received_from_client():
             return
-        if not data:
-            raise _ClientGone
-        self.received += data
         login = parse_login(bytes(self.received))
         if not self.started and len(self.received) >= len(PROTOCOL_HEADER):
             self._start_client()
@@ -815,12 +822,8 @@ class _Connection:
     def _read_tune_ok(self) -> None:
         tune_ok = _take_frame(self.received)
         if tune_ok is None:
-            data = self._recv(self.client)
-            if data is None:
+            if not self._received_from_client():
                 return
-            if not data:
-                raise _ClientGone
-            self.received += data
             tune_ok = _take_frame(self.received)
             if tune_ok is None:
                 return

@@ -450,9 +450,7 @@ class NamespaceLauncher:
         """Leave the sandbox running for a later engine; only the broker relay goes
         (the agent reconnects once a later :meth:`start` gives it a new one)."""
         self._children.pop(spec.server_id, None)
-        relay = self._relays.pop(spec.server_id, None)
-        if relay is not None:
-            relay.close()
+        self.cut_off(spec.server_id)
 
     def remove(self, spec: ServerSpec) -> None:
         """Stop the server for good: its sandbox, its disk, then its queue."""
