@@ -7,11 +7,13 @@ A benchmark script calls :func:`figure` once per figure and ends with
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,14 @@ class Figure:
 
 
 _FIGURES: list[Figure] = []
+
+
+def host_cpu() -> float:
+    """CPU seconds this host's processors have spent busy since boot (``/proc/stat``),
+    for a benchmark to count what all processes spent while it ran."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    busy = sum(int(v) for i, v in enumerate(fields) if i not in (3, 4))  # not idle, iowait
+    return busy / os.sysconf("SC_CLK_TCK")
 
 
 def method(text: str) -> None:

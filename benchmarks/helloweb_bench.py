@@ -45,12 +45,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import figures
 
 from murano_engine.clouds.local import netns
+from tests.helloweb import hello_web
 
 REPO = Path(__file__).resolve().parent.parent
 ENGINE = Path(sys.executable).with_name("murano-engine")
@@ -66,16 +66,6 @@ PHASES = (("servers running", re.compile(r"is running$")),
           ("installed", re.compile(r"Finished installing")),
           ("configured", re.compile(r"is deployed \(\d+ units\)")))
 STAMP = re.compile(r"^\[\s*([\d.]+)s")
-
-
-def _model(servers: int) -> dict:
-    """hello-web.json with ``servers`` servers and object ids of its own."""
-    text = (REPO / "examples" / "hello-web.json").read_text()
-    for old in sorted(set(re.findall(r'"id": "([0-9a-f]{32})"', text))):
-        text = text.replace(old, uuid.uuid4().hex)
-    model = json.loads(text)
-    model["applications"][0]["servers"]["numItems"] = servers
-    return model
 
 
 def _run(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
@@ -184,7 +174,7 @@ def _one(servers: int, env: dict[str, str], engine: list[str] | None = None
          ) -> dict[str, float]:
     engine = engine or [str(ENGINE)]
     with tempfile.TemporaryDirectory(prefix="helloweb-bench-") as tmp:
-        model = _model(servers)
+        model = hello_web(servers)
         path, state, cloud = Path(tmp) / "model.json", Path(tmp) / "state.json", \
             Path(tmp) / "cloud"
         path.write_text(json.dumps(model))

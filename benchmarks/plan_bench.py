@@ -25,31 +25,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import figures
+
+from tests.helloweb import hello_web
 
 REPO = Path(__file__).resolve().parent.parent
 ENGINE = Path(sys.executable).with_name("murano-engine")
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 #: a plan over its deploy (issue #48)
 RATIO_TARGET = 0.1
-
-
-def _model(servers: int) -> dict:
-    """hello-web.json with ``servers`` servers and object ids of its own."""
-    text = (REPO / "examples" / "hello-web.json").read_text()
-    for old in sorted(set(re.findall(r'"id": "([0-9a-f]{32})"', text))):
-        text = text.replace(old, uuid.uuid4().hex)
-    model = json.loads(text)
-    model["applications"][0]["servers"]["numItems"] = servers
-    return model
 
 
 def _run(command: list[str], env: dict[str, str]) -> tuple[float, str]:
@@ -82,7 +72,7 @@ def _one(servers: int, env: dict[str, str]) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="plan-bench-") as tmp:
         path, state, cloud = Path(tmp) / "model.json", Path(tmp) / "state.json", \
             Path(tmp) / "cloud"
-        path.write_text(json.dumps(_model(servers)))
+        path.write_text(json.dumps(hello_web(servers)))
         run_env = dict(env, MURANO_LOCAL_CLOUD_STATE_DIR=str(cloud),
                        MURANO_QUOTAS_SERVERS="-1")
         planned, output = _run([str(ENGINE), "plan", str(path), "-l", "dsl_packages",

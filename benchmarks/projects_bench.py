@@ -24,7 +24,6 @@ environment of 200 servers deployed and deleted through murano-api under that li
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import statistics
@@ -45,6 +44,7 @@ from murano_engine.clouds.local import netns
 from murano_engine.engine.config import load_config
 from murano_engine.messaging.management import ManagementApi, management_url
 from murano_engine.messaging.transport import prepare_transport
+from tests.helloweb import hello_web
 
 REPO = Path(__file__).resolve().parent.parent
 HELLOWEB = REPO / "dsl_packages" / "io.murano.apps.linux.HelloWeb"
@@ -150,12 +150,7 @@ def _prepare(api: Api, token: str, servers: int = SERVERS) -> str:
                  json={"name": f"bench-{uuid.uuid4().hex[:6]}"})
     base = f"/v1/environments/{env['id']}"
     sid = api.ok("POST", f"{base}/configure", token)["id"]
-    model = json.loads((REPO / "examples" / "hello-web.json").read_text())
-    app = model["applications"][0]
-    for part in (app, app["servers"], app["servers"]["provider"],
-                 app["servers"]["provider"]["template"]):
-        part["?"]["id"] = uuid.uuid4().hex
-    app["servers"]["numItems"] = servers
+    app = hello_web(servers)["applications"][0]
     api.ok("POST", f"{base}/services", token, headers={SESSION: sid}, json=app)
     return f"{base}|{sid}"
 
@@ -203,13 +198,6 @@ def _delete_all(api: Api, tokens: list[str]) -> None:
                 raise SystemExit(f"environments of {token} were not deleted:\n"
                                  f"{api.log_text()}")
             time.sleep(0.5)
-
-
-def _host_cpu() -> float:
-    """CPU seconds this host's processors have spent busy since boot (/proc/stat)."""
-    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-    busy = sum(int(v) for i, v in enumerate(fields) if i not in (3, 4))  # not idle, iowait
-    return busy / os.sysconf("SC_CLK_TCK")
 
 
 def _process_cpu(processes: list[subprocess.Popen]) -> float:
@@ -263,12 +251,12 @@ def one_mode(workers: int, address_space: float | None) -> dict[str, Any]:
                     failures.append(exc)
 
             threads = [threading.Thread(target=project, args=(t,)) for t in tokens[:PROJECTS]]
-            cpu_before, api_before = _host_cpu(), _process_cpu(api.processes)
+            cpu_before, api_before = figures.host_cpu(), _process_cpu(api.processes)
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join()
-            host_cpu = _host_cpu() - cpu_before
+            host_cpu = figures.host_cpu() - cpu_before
             api_cpu = _process_cpu(api.processes) - api_before
             if failures:
                 raise failures[0]

@@ -39,6 +39,7 @@ import figures
 import helloweb_bench as helloweb
 
 from murano_engine.clouds.local import netns
+from tests.helloweb import hello_web
 
 REPO = Path(__file__).resolve().parent.parent
 ENGINE = [str(Path(sys.executable).with_name("murano-engine"))]
@@ -67,13 +68,6 @@ def idle_server_mb(server_ids: list[str]) -> float:
     return total / 1024 / max(1, len(server_ids))
 
 
-def _host_cpu() -> float:
-    """CPU seconds this host's processors have spent busy since boot (/proc/stat)."""
-    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-    busy = sum(int(v) for i, v in enumerate(fields) if i not in (3, 4))  # not idle, iowait
-    return busy / os.sysconf("SC_CLK_TCK")
-
-
 def _command(what: list[str], profile: Path | None) -> list[str]:
     return [*PROFILED, str(profile), "--", *what] if profile else [*ENGINE, *what]
 
@@ -81,7 +75,7 @@ def _command(what: list[str], profile: Path | None) -> list[str]:
 def one(servers: int, env: dict[str, str], keep: Path | None) -> dict[str, float]:
     """Deploy then destroy ``servers`` servers; the figures of the run."""
     with tempfile.TemporaryDirectory(prefix="scale-bench-") as tmp:
-        model = helloweb._model(servers)
+        model = hello_web(servers)
         path, state, cloud = Path(tmp) / "model.json", Path(tmp) / "state.json", \
             Path(tmp) / "cloud"
         path.write_text(json.dumps(model))
@@ -92,11 +86,11 @@ def one(servers: int, env: dict[str, str], keep: Path | None) -> dict[str, float
             (lambda kind: None)
         ids: list[str] = []
         try:
-            host_before = _host_cpu()
+            host_before = figures.host_cpu()
             deploy, engine_cpu, output = helloweb._run(_command(
                 ["deploy", str(path), "-l", "dsl_packages", "--state", str(state)],
                 profile("deploy")), run_env)
-            host_cpu = _host_cpu() - host_before
+            host_cpu = figures.host_cpu() - host_before
             if f"is deployed ({servers} units)" not in output:
                 raise SystemExit(f"the deploy of {servers} servers did not say so:\n"
                                  f"{output[-3000:]}")

@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
 
 from murano_engine.clouds.local import netns
 from murano_engine.clouds.local.sandbox import missing_for_namespaces
+from tests.helloweb import hello_web
 from tests.leftovers import Footprint, leftovers
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,15 +30,6 @@ SERVERS = 50
 pytestmark = pytest.mark.skipif(
     sys.platform != "linux" or bool(missing_for_namespaces()),
     reason="the servers are sandboxes (Linux namespaces, root)")
-
-
-def _model() -> dict:
-    text = (REPO / "examples" / "hello-web.json").read_text()
-    for old in sorted(set(re.findall(r'"id": "([0-9a-f]{32})"', text))):
-        text = text.replace(old, uuid.uuid4().hex)
-    model = json.loads(text)
-    model["applications"][0]["servers"]["numItems"] = SERVERS
-    return model
 
 
 def _started(pid: int) -> str | None:
@@ -79,7 +69,7 @@ def _engine(*args: str, env: dict[str, str]) -> str:
 
 
 def test_a_destroyed_50_server_environment_leaves_nothing(tmp_path):
-    model = _model()
+    model = hello_web(SERVERS)
     environment = model["?"]["id"]
     (tmp_path / "model.json").write_text(json.dumps(model))
     cloud, state = tmp_path / "cloud", tmp_path / "state.json"
