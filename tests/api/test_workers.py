@@ -9,6 +9,7 @@ import time
 
 from murano_engine.api.catalog import pack_folder
 from tests.api.conftest import PACKAGES
+from tests.databases import throwaway_pg_database
 
 
 def _wait_report(api, base: str, task_id: str, text: str, timeout: float = 30) -> list[dict]:
@@ -56,10 +57,14 @@ def test_worker_killed_mid_deployment_is_replaced(start_api, pg_database):
     assert api.ok("GET", f"{base}/deployments")["deployments"][0]["state"] == "success"
 
 
-def test_one_worker_runs_two_projects_deployments_side_by_side(start_api, pg_database):
+def test_one_worker_runs_two_projects_deployments_side_by_side(start_api):
     """A worker takes up to [engine] task_workers tasks at once: a project's deployment
     starts while another project's is still running, on one worker."""
-    api = start_api(pg_database, broker=True)
+    with throwaway_pg_database() as database:  # (its own catalog: both upload apitest)
+        _two_projects_side_by_side(start_api(database, broker=True))
+
+
+def _two_projects_side_by_side(api) -> None:
     api.start_worker()
     deployments = []
     for token in ("tok-a", "tok-b"):
