@@ -170,15 +170,23 @@ def _leftovers(cloud: Path, ids: list[str], environment: str) -> list[str]:
     return left
 
 
+def private_run(folder: Path, servers: int, env: dict[str, str]
+                ) -> tuple[dict, Path, Path, Path, dict[str, str]]:
+    """A run's own files in ``folder``: the model of ``servers`` servers (written), its
+    model, state and local-cloud paths, and the environment its commands run with (that
+    cloud, the servers quota lifted)."""
+    model = hello_web(servers)
+    path, state, cloud = folder / "model.json", folder / "state.json", folder / "cloud"
+    path.write_text(json.dumps(model))
+    return model, path, state, cloud, dict(
+        env, MURANO_LOCAL_CLOUD_STATE_DIR=str(cloud), MURANO_QUOTAS_SERVERS="-1")
+
+
 def _one(servers: int, env: dict[str, str], engine: list[str] | None = None
          ) -> dict[str, float]:
     engine = engine or [str(ENGINE)]
     with tempfile.TemporaryDirectory(prefix="helloweb-bench-") as tmp:
-        model = hello_web(servers)
-        path, state, cloud = Path(tmp) / "model.json", Path(tmp) / "state.json", \
-            Path(tmp) / "cloud"
-        path.write_text(json.dumps(model))
-        run_env = dict(env, MURANO_LOCAL_CLOUD_STATE_DIR=str(cloud), MURANO_QUOTAS_SERVERS="-1")
+        model, path, state, cloud, run_env = private_run(Path(tmp), servers, env)
         environment = model["?"]["id"]
         broker = _broker_pid()
         broker_cpu = _process_cpu(broker) if broker else 0.0

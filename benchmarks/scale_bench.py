@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import json
 import os
 import statistics
 import sys
@@ -39,7 +38,6 @@ import figures
 import helloweb_bench as helloweb
 
 from murano_engine.clouds.local import netns
-from tests.helloweb import hello_web
 
 REPO = Path(__file__).resolve().parent.parent
 ENGINE = [str(Path(sys.executable).with_name("murano-engine"))]
@@ -75,11 +73,7 @@ def _command(what: list[str], profile: Path | None) -> list[str]:
 def one(servers: int, env: dict[str, str], keep: Path | None) -> dict[str, float]:
     """Deploy then destroy ``servers`` servers; the figures of the run."""
     with tempfile.TemporaryDirectory(prefix="scale-bench-") as tmp:
-        model = hello_web(servers)
-        path, state, cloud = Path(tmp) / "model.json", Path(tmp) / "state.json", \
-            Path(tmp) / "cloud"
-        path.write_text(json.dumps(model))
-        run_env = dict(env, MURANO_LOCAL_CLOUD_STATE_DIR=str(cloud), MURANO_QUOTAS_SERVERS="-1")
+        model, path, state, cloud, run_env = helloweb.private_run(Path(tmp), servers, env)
         environment = model["?"]["id"]
         stamp = time.strftime("%H%M%S")
         profile = (lambda kind: keep / f"{servers}-{stamp}-{kind}.txt") if keep else \
