@@ -20,6 +20,8 @@ def stat(pid: int) -> tuple[str, int] | None:
         return None
     try:  # one read: /proc makes the whole text for each read call
         text = os.read(fd, 4096)
+    except ProcessLookupError:  # it ended (and was collected) after the open
+        return None
     finally:
         os.close(fd)
     fields = text.rpartition(b")")[2].split()
