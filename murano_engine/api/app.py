@@ -288,6 +288,7 @@ class Api:
         self.dispatcher = dispatcher
         self.identify = identify
         self.interpreter = build_interpreter()
+        self.interpreter.warm()
         # Repeated slashes are merged before matching, not redirected: clients ask for
         # ``/model//services/0`` (a model path with its leading slash).
         self.url_map = Map([Rule(r.path, methods=r.methods, endpoint=r) for r in ROUTES],

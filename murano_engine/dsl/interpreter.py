@@ -40,3 +40,11 @@ class Interpreter:
             made = self._make_runtime()  # type: ignore[misc]
             runtime = self._runtime = self._runtime or made
         return runtime
+
+    def warm(self) -> None:
+        """Import every native class's module and make the runtime now: a long-lived
+        process (murano-api, a worker) does so at its start, so tasks running side by
+        side never import them at once (a concurrent circular import hands one of them
+        a module half made)."""
+        self.natives.import_all()
+        self.runtime  # noqa: B018 - made on first read

@@ -107,12 +107,21 @@ class NativeRegistry:
     def get(self, name: str) -> type | None:
         found = self._classes.get(name)
         if found is None and name in self._lazy:
-            module, _, attribute = self._lazy.pop(name).partition(":")
+            # Forgotten only once imported: an import that fails (and is raised) is tried
+            # again by the next class of that name, never taken for "no Python half".
+            module, _, attribute = self._lazy[name].partition(":")
             found = getattr(importlib.import_module(module), attribute)
             if getattr(found, "murano_name", None) != name:
                 raise TypeError(f"{module}:{attribute} is not the native class of {name}")
             self._classes[name] = found
+            self._lazy.pop(name, None)
         return found
+
+    def import_all(self) -> None:
+        """Import every class added by where it is, now: a long-lived process (murano-api,
+        a worker) does so at its start rather than in tasks running side by side."""
+        for name in list(self._lazy):
+            self.get(name)
 
 
 def attach_native(cls: MuranoClass, registry: NativeRegistry) -> None:

@@ -80,6 +80,7 @@ class EngineServices:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.interpreter = build_interpreter()
+        self.interpreter.warm()
         self._lock = threading.Lock()
         self._projects: dict[str, dict[str, Any]] = {}
 
