@@ -224,6 +224,8 @@ def _left(folder: Path, environments: set[str], before: set[str]) -> list[str]:
     api = ManagementApi(management_url(load_config(None, environ={})) or "")
     left += [f"broker user {u['name']}" for u in api.request("GET", "/api/users") or []
              if any(u["name"].startswith(f"murano-agent-e{env}") for env in environments)]
+    left += [f"queue {q['name']}" for q in api.request("GET", "/api/queues") or []
+             if any(f"e{env}" in q["name"] for env in environments)]
     return left
 
 

@@ -114,6 +114,18 @@ class AgentClient:
                 sibling._guest_failure = self._guest_failure
             return sibling
 
+    def let_go(self, environment_id: str) -> None:
+        """A task of environment ``environment_id`` ended: close the clients of its
+        regions (their result listeners). Its next task, in whichever process, makes
+        them again; a listener kept here would declare a region's queue again after
+        another process's deletion of the environment removed it."""
+        prefix = amqp.environment_region(environment_id, "")
+        with self._lock:
+            ended = [self._regions.pop(region) for region in list(self._regions)
+                     if region == prefix or region.startswith(prefix + "-")]
+        for sibling in ended:
+            sibling.close()
+
     def watch_guests(self, failure: Callable[[str], str | None]) -> None:
         """Have waits end early when ``failure(queue)`` says why the server of ``queue``
         is in ERROR (the cloud's :meth:`guest_failure`; asked every 0.1 s while a call

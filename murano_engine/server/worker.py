@@ -156,7 +156,10 @@ def run_engine_task(store: db.Store, settings: Settings, task: Mapping[str, Any]
             try:
                 cloud.settle()
             finally:
-                cloud.let_go(journal.touched()["stacks"])
+                try:
+                    cloud.let_go(journal.touched()["stacks"])
+                finally:
+                    project_services["agents"].let_go(str(task.get("id")))
         if journal.replayed:
             LOG.info("task %s: %d steps came from its journal", task.get("task_id"),
                      journal.replayed)

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 
+import kombu
+import kombu.exceptions
 import pytest
-from agent_harness import close_broker_connections, delete_queues, publish_raw, unique
+from agent_harness import (
+    AMQP_URL,
+    close_broker_connections,
+    delete_queues,
+    publish_raw,
+    unique,
+)
 
+from murano_common import amqp
 from murano_engine.messaging import AgentClient, AgentError, AgentTimeout
 
 SLEEPER = {
@@ -77,3 +87,37 @@ def test_engine_survives_dropped_connections(client, make_agent):
     agent = make_agent(client)
     assert close_broker_connections(client.result_queue) == 2  # listener and publisher
     assert client.call(agent.queue, sleeper(client, 0), 20) == "slept 0"
+
+
+def _queue_exists(name: str) -> bool:
+    with kombu.Connection(AMQP_URL, connect_timeout=3) as conn:
+        try:
+            conn.default_channel.queue_declare(name, passive=True)
+        except kombu.exceptions.ChannelError:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("let_go", [True, False])
+def test_a_task_lets_go_of_its_regions_so_another_process_deletion_stays(let_go: bool):
+    """Workers met this: one deployed an environment and kept listening on its region's
+    result queue; another deleted the environment and its queue; the first one's listener
+    declared it again, and it outlived the environment. A task now ends with let_go."""
+    environment = uuid.uuid4().hex
+    region = amqp.environment_region(environment, "stack")
+    queue = amqp.result_queue_name(region)
+    deployer = AgentClient(AMQP_URL)
+    try:
+        deployer.for_region(region).listen()
+        deadline = time.monotonic() + 10
+        while not _queue_exists(queue):
+            assert time.monotonic() < deadline, "the region's listener declared nothing"
+            time.sleep(0.1)
+        if let_go:
+            deployer.let_go(environment)
+        AgentClient(AMQP_URL).remove_region(region)  # the deleting process's last act
+        time.sleep(3)  # (a listener kept reconnects within a second or two)
+        assert _queue_exists(queue) is (not let_go)
+    finally:
+        deployer.close()
+        delete_queues([queue])
