@@ -17,6 +17,12 @@ import kombu
 from kombu.mixins import ConsumerMixin
 from kombu.transport import memory
 
+from murano_common.queue_names import (  # noqa: F401 - the names, used through here too
+    agent_queue_name,
+    environment_region,
+    result_queue_name,
+)
+
 TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
 if TYPE_CHECKING:
     from typing import Any
@@ -29,22 +35,6 @@ QUEUE_ARGUMENTS = {"x-ha-policy": "all", "x-expires": 86_400_000}
 POLL_SECONDS = 0.5
 #: Seconds between polls of the in-process ``memory://`` transport.
 MEMORY_POLL_SECONDS = 0.01
-
-
-def agent_queue_name(environment_id: str, instance_id: str) -> str:
-    """The input queue of an instance's agent: ``e<envId>-h<instanceId>``."""
-    return f"e{environment_id}-h{instance_id}".lower()
-
-
-def environment_region(environment_id: str, region: str) -> str:
-    """A region's name scoped to its environment (the engine's id of it), which names
-    the region's result queue: ``e<envId>-<region>``, ``e<envId>`` for the default."""
-    return f"e{environment_id}-{region}" if region else f"e{environment_id}"
-
-
-def result_queue_name(region: str) -> str:
-    """The queue a region's agents send results to: ``-execution-results-<region>``."""
-    return f"-execution-results-{region}".lower()
 
 
 def agent_queue(name: str) -> kombu.Queue:

@@ -110,13 +110,13 @@ class LocalCurrent:
             return self._read[name]
 
     def _snapshot(self, name: str) -> Stack | None:
+        stack = self._all().get(name)
+        if stack is None:
+            return None
         from murano_engine.clouds.base import TemplateError
         from murano_engine.clouds.local.operations import outputs
         from murano_engine.clouds.local.stack import plain
         from murano_engine.clouds.local.template import Template
-        stack = self._all().get(name)
-        if stack is None:
-            return None
         try:
             checked = Template(stack.template, stack.parameters, stack.files, stack.environment)
         except TemplateError:
@@ -408,7 +408,7 @@ class RecordingCloud(StackService):
         counts = getattr(self.current, "servers_by_stack", None)
         if self.server_quota < 0 or counts is None:
             return
-        from murano_engine.clouds.local.cloud import check_server_quota
+        from murano_engine.clouds.local.quota import check_server_quota
         from murano_engine.clouds.local.template import server_count
         by_stack = counts()
         with self._lock:

@@ -127,8 +127,8 @@ class PlanRecorder:
             return
         step = entry["step"]
         if step.get("kind") == "plan" and step.get("phase") == "sent" and step.get("host"):
-            from murano_common import amqp
-            queue = amqp.agent_queue_name(str(entry.get("environment_id")), str(step["host"]))
+            from murano_common.queue_names import agent_queue_name
+            queue = agent_queue_name(str(entry.get("environment_id")), str(step["host"]))
             with self._lock:
                 self.lanes[queue] = str(step.get("lane"))
 
@@ -307,8 +307,8 @@ class RecordingAgents:
 
     def __init__(self, recorder: PlanRecorder, signing_key: SigningKey, region: str = "",
                  stamps: itertools.count | None = None) -> None:
-        from murano_common import amqp
-        self.result_queue = amqp.result_queue_name(region)
+        from murano_common.queue_names import result_queue_name
+        self.result_queue = result_queue_name(region)
         self.keys = None  # a plan removes no signing key (tasks._forget_keys)
         self._recorder = recorder
         self._signing_key = signing_key
@@ -316,8 +316,8 @@ class RecordingAgents:
         self._regions: dict[str, RecordingAgents] = {}
 
     def for_region(self, region: str) -> RecordingAgents:
-        from murano_common import amqp
-        if amqp.result_queue_name(region) == self.result_queue:
+        from murano_common.queue_names import result_queue_name
+        if result_queue_name(region) == self.result_queue:
             return self
         if region not in self._regions:
             self._regions[region] = RecordingAgents(self._recorder, self._signing_key,

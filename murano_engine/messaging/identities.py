@@ -26,9 +26,11 @@ import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from http.client import HTTPConnection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    from http.client import HTTPConnection
 
 from murano_engine.messaging.management import (
     ManagementApi,
@@ -187,7 +189,7 @@ class BrokerIdentities:
     def _bound_results(self, conn: HTTPConnection) -> None:
         """Set :data:`RESULTS_POLICY` on the virtual host: every results queue (named
         ``-execution-results-...``) is bounded by :attr:`limits`."""
-        from murano_common.amqp import result_queue_name
+        from murano_common.queue_names import result_queue_name
 
         definition = self.limits.results_definition()
         if definition:

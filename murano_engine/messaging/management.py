@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import http.client
 import json
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    import http.client
 
 #: Seconds one request may take.
 REQUEST_TIMEOUT = 10.0
@@ -81,6 +83,7 @@ class ManagementApi:
     @contextlib.contextmanager
     def session(self) -> Iterator[http.client.HTTPConnection]:
         """One keep-alive connection for a few :meth:`send` calls."""
+        import http.client  # here: a run that reaches no broker (a plan) needs none
         kind = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
         conn = kind(self._host, self._port, timeout=self._timeout)
         try:

@@ -7,6 +7,7 @@ by the agent itself.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -14,16 +15,27 @@ import tempfile
 import threading
 from pathlib import Path
 
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import padding, rsa
-
 from murano_common.files import write_all
+
+TYPE_CHECKING = False  # typing's own flag, without importing typing at run time
+if TYPE_CHECKING:
+    from types import ModuleType
 
 #: Size of the RSA keys the engine makes for itself.
 KEY_BITS = 2048
 
 
+@functools.cache
+def _crypto() -> tuple[ModuleType, ModuleType, ModuleType, ModuleType]:
+    """cryptography's (hashes, serialization, padding, rsa), imported on first use: a
+    run that signs nothing (a plan of a new environment) does not import them."""
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+    return hashes, serialization, padding, rsa
+
+
 def _new_key_pem() -> bytes:
+    _, serialization, _, rsa = _crypto()
     key = rsa.generate_private_key(public_exponent=65537, key_size=KEY_BITS)
     return key.private_bytes(serialization.Encoding.PEM,
                              serialization.PrivateFormat.TraditionalOpenSSL,
@@ -74,6 +86,7 @@ class PlanSigner:
         data = (
             private_key_pem.encode("ascii") if isinstance(private_key_pem, str) else private_key_pem
         )
+        _, serialization, _, rsa = _crypto()
         try:
             key = serialization.load_pem_private_key(data, password=None)
         except (ValueError, TypeError) as exc:
@@ -84,6 +97,7 @@ class PlanSigner:
 
     def sign(self, queue: str, body: str) -> bytes:
         """The raw signature of ``queue`` + ``body`` (both as UTF-8)."""
+        hashes, _, padding, _ = _crypto()
         return self._key.sign((queue + body).encode("utf-8"), padding.PKCS1v15(), hashes.SHA256())
 
     def public_key_pem(self, line_prefix: str = "") -> str:
@@ -91,6 +105,7 @@ class PlanSigner:
 
         A tab prefix makes the continuation lines of an INI value (agent ``engine_key``).
         """
+        serialization = _crypto()[1]
         pem = (
             self._key.public_key()
             .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.PKCS1)

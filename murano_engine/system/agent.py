@@ -91,8 +91,8 @@ def _refusal(call: NativeCall, message: str) -> MuranoPlException:
 
 def _environment_results(environment: str) -> str:
     """The prefix of every result queue of ``environment``'s regions."""
-    from murano_common import amqp
-    return amqp.result_queue_name(amqp.environment_region(environment, ""))
+    from murano_common.queue_names import environment_region, result_queue_name
+    return result_queue_name(environment_region(environment, ""))
 
 
 def _owner_of_class(obj: MuranoObject, class_name: str) -> MuranoObject | None:
@@ -128,10 +128,10 @@ class AgentListener:
     """The result queue of one region: ``-execution-results-<name>`` (lower case)."""
 
     def __init__(self, call: NativeCall, name: str) -> None:
-        from murano_common import amqp
+        from murano_common.queue_names import environment_region
         this = call.this
         claimed = _owner_of_class(this, "io.murano.Environment") if this is not None else None
-        self.region = amqp.environment_region(engine_environment(call, claimed), str(name))
+        self.region = environment_region(engine_environment(call, claimed), str(name))
 
     def client(self, call: NativeCall) -> AgentClient:
         return call.executor.services["agents"].for_region(self.region)
@@ -192,8 +192,8 @@ class Agent:
                 "environment's to reach"))
         self.host = target
         self.environment = environment
-        from murano_engine.messaging.client import AgentClient
-        self.queue = AgentClient.queue_name(self.environment_id, target.id)
+        from murano_common.queue_names import agent_queue_name
+        self.queue = agent_queue_name(self.environment_id, target.id)
         self._client: AgentClient | None = None
         self._attached = False
         self.plans = 0  # plans sent so far (numbers their steps)
@@ -220,9 +220,9 @@ class Agent:
                 else None
             )
             agents: AgentClient = executor.services["agents"]
-            from murano_common import amqp
+            from murano_common.queue_names import environment_region
             self._client = listener.native.client(call) if listener is not None else \
-                agents.for_region(amqp.environment_region(self.environment_id, ""))
+                agents.for_region(environment_region(self.environment_id, ""))
             _note_results_queue(call, self._client)
         return self._client
 

@@ -16,7 +16,7 @@ from email.mime.text import MIMEText
 import pytest
 
 from murano_engine.clouds.base import StackFailed, push_stack
-from murano_engine.clouds.local.guest import is_windows
+from murano_engine.clouds.local.flavors import is_windows
 from murano_engine.clouds.local.userdata import UserDataError, find_agent_config
 
 INI = "[DEFAULT]\nstorage = /x\n[rabbitmq]\ninput_queue = q\n"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from murano_engine.clouds.base import push_stack, remove_stack
-from murano_engine.clouds.local.cloud import QuotaExceeded
+from murano_engine.clouds.local.quota import QuotaExceeded
 
 
 def _stack(environment, servers: tuple[str, ...], number: int) -> dict:

@@ -279,7 +279,7 @@ def test_pushes_change_the_plan_only_and_a_quota_refuses_as_the_cloud_would():
         def servers_by_stack(self) -> dict[str, int]:
             return {"other": 2}
 
-    from murano_engine.clouds.local.cloud import QuotaExceeded
+    from murano_engine.clouds.local.quota import QuotaExceeded
     limited = LocalRecordingCloud(Counted(), changes.append, server_quota=3)
     with pytest.raises(QuotaExceeded, match="would take the project's servers to 4"):
         limited.create("s", {"resources": {"a": SERVER, "b": SERVER}})

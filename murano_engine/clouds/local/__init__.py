@@ -19,6 +19,13 @@ host and fails clearly without one.
 ``parallel``, ``stack_timeout``, ``poll_interval``.
 """
 
-from murano_engine.clouds.local.cloud import LocalCloud
-
 __all__ = ["LocalCloud"]
+
+
+def __getattr__(name: str) -> type:
+    # LocalCloud imported when asked for: a command that reads only the register of
+    # environments (a plan, which makes nothing) does not import the cloud's modules.
+    if name == "LocalCloud":
+        from murano_engine.clouds.local.cloud import LocalCloud
+        return LocalCloud
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,9 +15,10 @@ meanwhile gets :class:`StackConflict` naming the holder, so two engine runs
 never adopt each other's servers.
 
 A cloud may hold at most ``server_quota`` servers, all its stacks together: a create
-or update that would take them past it is refused whole (:class:`QuotaExceeded`)
-before anything of it is made. Every engine process on the folder counts under one
-lock (on the ``stacks`` folder), so two pushes at once cannot both pass.
+or update that would take them past it is refused whole
+(:class:`~murano_engine.clouds.local.quota.QuotaExceeded`) before anything of it is made.
+Every engine process on the folder counts under one lock (on the ``stacks`` folder), so
+two pushes at once cannot both pass.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from murano_engine.clouds.base import (
     StackConflict,
     StackNotFound,
     StackService,
-    TemplateError,
 )
 from murano_engine.clouds.local.addresses import FLOATING_POOL, Addresses
 from murano_engine.clouds.local.cgroups import DEFAULT_MAX_PROCESSES
@@ -50,6 +50,7 @@ from murano_engine.clouds.local.compute import SERVER
 from murano_engine.clouds.local.flavors import FLAVORS
 from murano_engine.clouds.local.guest import Guests
 from murano_engine.clouds.local.operations import Operation, OperationFailed, outputs
+from murano_engine.clouds.local.quota import check_server_quota
 from murano_engine.clouds.local.relay import DEFAULT_LIMITS, RelayLimits
 from murano_engine.clouds.local.resource import ResourceRecord
 from murano_engine.clouds.local.sandbox import Launcher, make_launcher
@@ -67,25 +68,6 @@ from murano_engine.messaging.identities import BrokerIdentities
 LOG = logging.getLogger(__name__)
 
 INTERRUPTED = "interrupted: the local cloud stopped before the operation ended"
-
-
-class QuotaExceeded(TemplateError):
-    """A push would take the cloud's servers past its quota; nothing was changed."""
-
-
-def check_server_quota(quota: int, name: str, by_stack: Mapping[str, int],
-                       servers: int) -> None:
-    """Refuse (:class:`QuotaExceeded`) stack ``name`` holding ``servers`` servers when
-    that takes the servers of every stack (``by_stack``, ``name``'s as it is now)
-    past ``quota``, unless the stack holds no more than it does now."""
-    before = by_stack.get(name, 0)
-    others = sum(count for stack, count in by_stack.items() if stack != name)
-    after = others + servers
-    if after > quota and after > others + before:
-        raise QuotaExceeded(
-            f"Quota exceeded: the servers quota is {quota}, and stack {name} would take "
-            f"the project's servers to {after} ({servers} in the stack, {others} in its "
-            "other stacks); the stack was not changed and no server was made")
 
 
 def _now() -> str:
@@ -364,8 +346,8 @@ class LocalCloud(StackService):
     def _within_server_quota(self, name: str, template: Template) -> Iterator[None]:
         """Accept a push of stack ``name`` (the body, which saves it) only when ``template``
         keeps the cloud's servers within :attr:`server_quota`, or holds no more than the
-        stack holds now; else :class:`QuotaExceeded`. Held under the servers lock, so the
-        next push counts this one's servers."""
+        stack holds now; else :class:`~murano_engine.clouds.local.quota.QuotaExceeded`.
+        Held under the servers lock, so the next push counts this one's servers."""
         if self.server_quota < 0:
             yield
             return

@@ -12,8 +12,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from murano_engine.clouds.local.flavors import check_image, flavor
-from murano_engine.clouds.local.guest import is_windows
+from murano_engine.clouds.local.flavors import check_image, flavor, is_windows
 from murano_engine.clouds.local.netns import Interface
 from murano_engine.clouds.local.network import (
     FLOATING_IP,

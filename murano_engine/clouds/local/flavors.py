@@ -10,6 +10,8 @@ defaults.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -64,3 +66,15 @@ def check_image(name: Any) -> str:
         raise ResourceFailure(f"image {name!r} could not be found; the local cloud's images: "
                               f"{', '.join(IMAGES)}")
     return str(name)
+
+
+_WINDOWS_IMAGE = re.compile(r"(?<![a-z])win", re.IGNORECASE)
+
+
+def is_windows(image: str, metadata: Mapping[str, Any] | None = None) -> bool:
+    """Whether an image (by name, or ``os_type``/``os_distro`` metadata) is Windows."""
+    meta = metadata or {}
+    for key in ("os_type", "os_distro"):
+        if str(meta.get(key, "")).lower().startswith("win"):
+            return True
+    return bool(_WINDOWS_IMAGE.search(image))

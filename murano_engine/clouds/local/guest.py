@@ -47,7 +47,7 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -72,7 +72,6 @@ from murano_engine.messaging.identities import (
 
 LOG = logging.getLogger(__name__)
 
-_WINDOWS_IMAGE = re.compile(r"(?<![a-z])win", re.IGNORECASE)
 POWERSHELL_NAMES = ("pwsh", "powershell")
 #: a server's id (the cloud's uuid), as a file name of its records
 _SERVER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
@@ -90,15 +89,6 @@ Release = dict[str, Any]
 
 class GuestError(CloudError):
     """A guest could not be booted."""
-
-
-def is_windows(image: str, metadata: Mapping[str, Any] | None = None) -> bool:
-    """Whether an image (by name, or ``os_type``/``os_distro`` metadata) is Windows."""
-    meta = metadata or {}
-    for key in ("os_type", "os_distro"):
-        if str(meta.get(key, "")).lower().startswith("win"):
-            return True
-    return bool(_WINDOWS_IMAGE.search(image))
 
 
 def find_powershell(preferred: str | None = None) -> str | None:

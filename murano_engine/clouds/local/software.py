@@ -3,11 +3,8 @@ random strings."""
 
 from __future__ import annotations
 
-import email
 import secrets
 import string
-from email.mime.multipart import MIMEMultipart
-from email.mime.text import MIMEText
 from typing import Any
 
 import yaml
@@ -65,6 +62,9 @@ class MultipartMime(ResourceType):
     attributes = frozenset({"config"})
 
     def create(self, ctx: Context, props: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        import email  # here: a template's checks (a plan) build no message
+        from email.mime.multipart import MIMEMultipart
+        from email.mime.text import MIMEText
         message = MIMEMultipart()
         for index, part in enumerate(props.get("parts") or []):
             if not isinstance(part, dict) or "config" not in part:
