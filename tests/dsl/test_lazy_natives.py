@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from murano_engine import system
+from murano_engine.dsl.interpreter import Interpreter
 from murano_engine.dsl.natives import NativeRegistry
+from murano_engine.dsl.packages import META_DIR, PackageLoader
+from murano_engine.engine.interpreter import build_interpreter
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -90,24 +93,30 @@ def test_a_built_class_imports_its_native_half_when_its_methods_are_first_read(
     assert done.stdout.splitlines() == ["[]", "True True", "['murano_engine.system.agent']"]
 
 
-def test_threads_reading_a_class_at_once_see_its_native_half_attached_once(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "slow_native.py").write_text(
-        "import time\n"
+def _logger_half(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str,
+                 preamble: str) -> Interpreter:
+    """An interpreter whose io.murano.system.Logger half (a ``shout`` method) is module
+    ``module`` in ``tmp_path``, running ``preamble`` as it is imported."""
+    (tmp_path / f"{module}.py").write_text(
+        preamble +
         "from murano_engine.dsl.natives import native_class, method\n"
-        "time.sleep(0.2)\n"
         "@native_class('io.murano.system.Logger')\n"
-        "class SlowLogger:\n"
+        "class Logger:\n"
         "    def __init__(self, call):\n"
         "        pass\n"
         "    @method\n"
         "    def shout(call, text):\n"
         "        return text.upper()\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    from murano_engine.dsl.packages import META_DIR, PackageLoader
-    from murano_engine.engine.interpreter import build_interpreter
     interpreter = build_interpreter()
-    interpreter.natives.add_lazy("io.murano.system.Logger", "slow_native:SlowLogger")
+    interpreter.natives.add_lazy("io.murano.system.Logger", f"{module}:Logger")
+    return interpreter
+
+
+def test_threads_reading_a_class_at_once_see_its_native_half_attached_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    interpreter = _logger_half(tmp_path, monkeypatch, "slow_native",
+                               "import time\ntime.sleep(0.2)\n")
     cls = PackageLoader([META_DIR], interpreter).find_class("io.murano.system.Logger")
     barrier = threading.Barrier(4)
     seen: list[tuple[int, object]] = []
@@ -123,7 +132,7 @@ def test_threads_reading_a_class_at_once_see_its_native_half_attached_once(
     for thread in threads:
         thread.join()
     assert len(seen) == 4 and len(set(seen)) == 1 and seen[0][1] is not None
-    assert cls.native is sys.modules["slow_native"].SlowLogger
+    assert cls.native is sys.modules["slow_native"].Logger
 
 
 def test_a_native_half_whose_import_failed_once_is_imported_again_when_next_needed(
@@ -131,25 +140,12 @@ def test_a_native_half_whose_import_failed_once_is_imported_again_when_next_need
     """A worker met this with tasks side by side: io.murano.Object's half failed to import
     once, and every later class of that name in the process was built without it
     ("method 'getAttr' is not found in io.murano.CloudRegion")."""
-    (tmp_path / "flaky_native.py").write_text(
+    interpreter = _logger_half(tmp_path, monkeypatch, "flaky_native", (
         "import pathlib\n"
-        "from murano_engine.dsl.natives import native_class, method\n"
         f"tried = pathlib.Path({str(tmp_path / 'tried')!r})\n"
         "if not tried.exists():\n"
         "    tried.touch()\n"
-        "    raise ImportError('not this time')\n"
-        "@native_class('io.murano.system.Logger')\n"
-        "class FlakyLogger:\n"
-        "    def __init__(self, call):\n"
-        "        pass\n"
-        "    @method\n"
-        "    def shout(call, text):\n"
-        "        return text.upper()\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    from murano_engine.dsl.packages import META_DIR, PackageLoader
-    from murano_engine.engine.interpreter import build_interpreter
-    interpreter = build_interpreter()
-    interpreter.natives.add_lazy("io.murano.system.Logger", "flaky_native:FlakyLogger")
+        "    raise ImportError('not this time')\n"))
     first = PackageLoader([META_DIR], interpreter).find_class("io.murano.system.Logger")
     with pytest.raises(ImportError, match="not this time"):
         first.methods  # noqa: B018 - the read attaches the half
