@@ -14,13 +14,14 @@ compares every one with yaql's own result.
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 import sys
 from collections.abc import Callable, Iterator, Mapping, MappingView, Sequence, Set
 
 from yaql.language import exceptions as yaql_exceptions
 from yaql.language import utils as yaql_utils
-from yaql.language.utils import FrozenDict
+from yaql.language.utils import FrozenDict, MappingRule
 
 from murano_engine.dsl.budget import LongRange, check_replacement
 from murano_engine.dsl.contexts import DslContext, frame_of
@@ -374,7 +375,7 @@ def _replaced(text: str, old: str, new: str, count: int = -1) -> str:
 
 def _text(ctx: Any, value: Any) -> str:
     """yaql's ``str(value)``."""
-    text = text_of([value])
+    text = text_of(ctx, [value])
     return ctx("str", _engine(ctx), NO_VALUE, ctx)(value) if text is NOT_HANDLED else text
 
 
@@ -414,6 +415,185 @@ def _text_method(convert: Callable[[str], str]) -> Method:
     return method
 
 
+# -- building lists, sets and dicts ---------------------------------------------------
+
+def _modern(ctx: Any) -> bool:
+    """Whether ``ctx`` evaluates with yaql's standard library, not its legacy flavour
+    (Formats 1.0 and 1.1), whose ``toList()`` gives Python lists and whose ``=>`` and
+    ``dict()`` take tuples."""
+    frame = frame_of(ctx)
+    return frame is not None and not frame.murano_class.package.legacy
+
+
+def _unpacked(items: Any) -> Iterator[Any]:
+    """The items, an iterator among them read out in its place (nested ones too), as
+    ``list()`` and ``set()`` take their arguments."""
+    for item in items:
+        if isinstance(item, Iterator):
+            yield from _unpacked(item)
+        else:
+            yield item
+
+
+def _items_of(ctx: Any, args: list) -> Any:
+    """``list()``'s and ``set()``'s arguments, read out and limited as yaql's ``toList()``
+    and ``toSet()`` read them, or NOT_HANDLED. A ``'key' => value`` argument is refused
+    as yaql refuses it (after the arguments are evaluated: yaql refuses it before)."""
+    if not _modern(ctx):
+        return NOT_HANDLED
+    if any(type(arg) is MappingRule for arg in args):
+        raise yaql_exceptions.MappingTranslationException()
+    if any(isinstance(arg, Iterator) for arg in args):
+        return limited(_unpacked(args))
+    return limited(tuple(args))
+
+
+def list_of(ctx: Any, args: list) -> Any:
+    """``list(a, b, ...)``: the arguments as a list, iterators among them read out."""
+    items = _items_of(ctx, args)
+    if items is NOT_HANDLED:
+        return items
+    result = items if type(items) is tuple else tuple(items)
+    _check_quota(result)
+    return result
+
+
+def set_of(ctx: Any, args: list) -> Any:
+    """``set(a, b, ...)``: the arguments as a set, iterators among them read out."""
+    items = _items_of(ctx, args)
+    if items is NOT_HANDLED:
+        return items
+    result = frozenset(items)
+    _check_quota(result)
+    return result
+
+
+def dict_of(ctx: Any, args: list) -> Any:
+    """``dict('a' => 1, $k => 2)`` (rules with computed keys) and ``dict(pairs)``; keys
+    written as names take :func:`dict_of_keywords` before these are evaluated."""
+    if not args or not _modern(ctx):
+        return NOT_HANDLED
+    if all(type(arg) is MappingRule for arg in args):
+        result = FrozenDict((rule.source, rule.destination) for rule in args)
+        _check_quota(result)
+        return result
+    if len(args) != 1 or not is_collection(args[0]):
+        return NOT_HANDLED
+    made: dict[Any, Any] = {}
+    try:
+        for pair in limited(args[0]):
+            parts = iter(pair)
+            key = next(parts)
+            made[key] = next(parts)
+            _check_quota(made)
+    except StopIteration as exc:  # a pair of fewer than two: yaql's runner wraps it so
+        raise yaql_exceptions.WrappedException(exc) from exc
+    return FrozenDict(made)
+
+
+def _as_list(items: Any) -> tuple:
+    """yaql's ``toList()`` of a collection (its delegate, as ``mergeWith()`` calls it)."""
+    items = limited(items)
+    result = items if type(items) is tuple else tuple(items)
+    _check_quota(result)
+    return result
+
+
+def _yaql_method(ctx: Any, name: str, receiver: Any, given: list) -> Any:
+    """``receiver.name(*given)`` by yaql's overloads, of arguments already evaluated."""
+    return ctx(name, _engine(ctx), receiver, ctx)(*given)
+
+
+def to_list(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    if args or kwargs or not is_collection(receiver) or not _modern(ctx):
+        return NOT_HANDLED
+    return _as_list(receiver)
+
+
+def dict_items(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    if type(receiver) is not FrozenDict or args or kwargs:
+        return NOT_HANDLED
+    return receiver.items()
+
+
+def append(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    """``collection.append(a, ...)``: the collection's items then the arguments, read
+    as they are used, as yaql's."""
+    if kwargs or not is_collection(receiver):
+        return NOT_HANDLED
+    given = [arg(ctx) for arg in args]
+    if any(type(value) is MappingRule for value in given):  # as yaql refuses it
+        raise yaql_exceptions.MappingTranslationException()
+    return itertools.chain(limited(receiver), given)
+
+
+def distinct(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    """``collection.distinct()``: each item once, in order, read as they are used."""
+    if args or kwargs or not is_collection(receiver):
+        return NOT_HANDLED
+    return _distinct(limited(receiver))
+
+
+def _distinct(items: Any) -> Iterator[Any]:
+    seen: set[Any] = set()
+    for item in items:
+        if item not in seen:
+            seen.add(item)
+            _check_quota(seen)
+            yield item
+
+
+def dict_set(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    """``dict.set(key, value)``, ``dict.set(replacements)`` and ``dict.set(k => v, ...)``."""
+    if type(receiver) is not FrozenDict or not _modern(ctx):
+        return NOT_HANDLED
+    if kwargs:  # keys written as names: rules too, after any positional ones
+        if args:
+            return NOT_HANDLED
+        given = [MappingRule(key, value(ctx)) for key, value in kwargs.items()]
+    elif args:
+        given = [arg(ctx) for arg in args]
+    else:
+        return NOT_HANDLED
+    rules = [type(value) is MappingRule for value in given]
+    if all(rules):
+        _check_quota(receiver, *given)
+        pairs: Any = ((rule.source, rule.destination) for rule in given)
+    elif len(given) == 2 and not any(rules):
+        _check_quota(receiver, *given)
+        pairs = (given,)
+    elif len(given) == 1 and isinstance(given[0], Mapping):
+        _check_quota(receiver, given[0])
+        pairs = given[0].items()
+    else:
+        return _yaql_method(ctx, "set", receiver, given)
+    result = FrozenDict(itertools.chain(receiver._d.items(), pairs))
+    _check_quota(result)
+    return result
+
+
+def merge_with(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    """``dict.mergeWith(another)``: yaql's deep merge, lists merged to their distinct
+    items, other values taken from ``another``."""
+    if len(args) != 1 or kwargs or not isinstance(receiver, Mapping) or not _modern(ctx):
+        return NOT_HANDLED
+    another = args[0](ctx)
+    if not isinstance(another, Mapping):
+        return _yaql_method(ctx, "mergeWith", receiver, [another])
+    from yaql.standard_library import queries as yaql_queries
+
+    engine = _engine(ctx)
+    result = yaql_queries._merge_dicts(
+        receiver, another, lambda first, second: _as_list(
+            yaql_queries.distinct(engine, first + second)), _second, 0)
+    _check_quota(result)
+    return result
+
+
+def _second(first: Any, second: Any) -> Any:
+    return second
+
+
 #: method name -> fast path ``(ctx, receiver, args, kwargs)``, the arguments as evaluators;
 #: it returns the result, NOT_HANDLED or EMPTY
 METHODS: dict[str, Method] = {
@@ -434,6 +614,12 @@ METHODS: dict[str, Method] = {
     "join": join,
     "toLower": _text_method(str.lower),
     "toUpper": _text_method(str.upper),
+    "toList": to_list,
+    "items": dict_items,
+    "append": append,
+    "distinct": distinct,
+    "set": dict_set,
+    "mergeWith": merge_with,
 }
 
 
@@ -442,7 +628,7 @@ METHODS: dict[str, Method] = {
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def text_of(args: list) -> Any:
+def text_of(ctx: Any, args: list) -> Any:
     """``str(value)`` of a scalar: yaql's ``null``, ``true`` and ``false``, else Python's.
     A collection goes to yaql's once it is known to be no bigger written out than a value
     may be (:func:`~murano_engine.dsl.values.check_built`)."""
@@ -461,7 +647,7 @@ def text_of(args: list) -> Any:
     return str(value)
 
 
-def concat_text(args: list) -> Any:
+def concat_text(ctx: Any, args: list) -> Any:
     """``concat(text, ...)`` of strings (yaql's other ``concat`` joins collections)."""
     if not args or any(type(arg) is not str for arg in args):
         return NOT_HANDLED
@@ -507,14 +693,17 @@ def dict_of_keywords(ctx: Any, args: list, kwargs: dict) -> Any:
 
 
 if TYPE_CHECKING:
-    Function = Callable[[list], Any]
+    Function = Callable[[Any, list], Any]
     LazyFunction = Callable[[Any, list, dict], Any]
 
-#: function name -> fast path taking the evaluated positional arguments; it returns
-#: the result or NOT_HANDLED (yaql then gets the same values)
+#: function name -> fast path ``(ctx, args)`` taking the evaluated positional arguments;
+#: it returns the result or NOT_HANDLED (yaql then gets the same values)
 FUNCTIONS: dict[str, Function] = {
     "str": text_of,
     "concat": concat_text,
+    "list": list_of,
+    "set": set_of,
+    "dict": dict_of,
 }
 
 #: function name -> fast path ``(ctx, args, kwargs)`` taking the arguments as

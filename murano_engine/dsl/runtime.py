@@ -177,7 +177,7 @@ class Runtime:
         if fast is not None and not kwargs:
             # evaluated once: yaql then gets the values, not the expressions again
             evaluated = [a(ctx) for a in args]
-            result = fast(evaluated)
+            result = fast(ctx, evaluated)
             if result is not queries.NOT_HANDLED:
                 return result
             return ctx(name, self.engine, NO_VALUE, ctx)(*evaluated)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -152,6 +153,42 @@ COLLECTION_EXPRESSIONS = [
     "'abc'.replace({})", "'abc'.replace(1, 2)", "$.n.replace('a', 'b')", "'a'.replace('a')",
     "'aaa'.replace('a', 'b', count => 2)", "'abc'.replace('a', 'b', 'c')",
     "'a.5'.replace({'.5' => 2.5})", "$.s.replace($.d)", "'abc'.replace({a => b, b => c})",
+    # list() and set(): iterators among the arguments read out, nested ones too
+    "list(1, 'a', null)", "list()", "list($.l)", "list($.l.select($), 4)", "list($.d)",
+    "list($.l.select($.l.where($ > 1)))", "list($.d.keys())", "list('x' => 1)",
+    "list(a => 1)", "list($.big + $.big)", "list(($.big + $.big).select($))",
+    "list([1], {a=>1}, set(2))", "set(1, 1, 2)", "set()", "set($.l.select($ mod 2))",
+    "set($.l, 1)", "set([1], 2)", "set({a=>1})", "set(($.big + $.big).select($))",
+    "set('x' => 1)", "len(list(1, 2))", "list(1, 2) + [3]", "1 in set(1, 2)",
+    # dict() of computed-key rules and of pairs
+    "dict('a' => 1, 'b' => [1])", "dict($.s => 1)", "dict('a' => 1, 'a' => 2)",
+    "dict([['a', 1], ['b', 2]])", "dict($.d.items())", "dict($.objs.select([$.n, $]))",
+    "dict([['a']])", "dict([['a', 1, 2]])", "dict([1])", "dict(['ab'])", "dict('ab')",
+    "dict($.d)", "dict($.n)", "dict([['b', 2]], 'a' => 1)", "dict([['a', 1]], [['b', 2]])",
+    "dict([[[1], 2]])", "dict(($.big + $.big).select([$, $]))", "dict([]).len()",
+    "dict([[$.l, 1]])", "dict([['a', 1]], b => 2)",
+    # toList, items, append, dict.set and mergeWith
+    "$.l.toList()", "$.l.select($ * 2).toList()", "$.d.toList()", "'ab'.toList()",
+    "$.n.toList()", "($.big + $.big).toList()", "$.l.toList(1)", "set(1, 2).toList()",
+    "$.d.items()", "{}.items()", "$.d.items().select($[0])", "$.l.items()", "$.d.items(1)",
+    "$.l.append(4, 5)", "$.l.append()", "$.e.append([1])", "$.l.append('a' => 1)",
+    "$.d.append(1)", "$.n.append(1)", "'ab'.append(1)", "$.l.select($).append(0)",
+    "($.big + $.big).append(1)", "$.l.append(x => 1)", "$.l.append(1) = [1, 2, 3, 1]",
+    "[1, 2, 1, 3, 2].distinct()", "$.e.distinct()", "$.objs.append($.objs[0]).distinct()",
+    "[[1], [1], 2].distinct()", "$.l.select($ mod 2).distinct()", "$.d.distinct()",
+    "'aba'.distinct()", "$.n.distinct()", "($.big + $.big).distinct()", "$.l.distinct($)",
+    "set(1, 2).distinct()", "[1, 1.0, true].distinct()", "$.d.values().distinct()",
+    "$.d.set(x => 1)", "$.d.set('k' => 2, y => 3)", "$.d.set(k, 3)", "$.d.set({z => 1})",
+    "$.d.set(1, 'a' => 2).keys()", "$.d.set(1, a => 2).len()", "$.d.set('a' => 1, b => 2)",
+    "$.d.set(a => 1, b => 2)", "$.d.set(1, 2, 3)", "$.d.set([1])", "$.d.set()", "$.l.set(1, 2)",
+    "$.d.set({a => 1}, 2)", "$.d.set(k => [1, 2])", "$.d.set($.l, 1)", "$.d.set(null, 1)",
+    "{a => 1, b => [1, 2], c => {x => 1, y => [1]}}.mergeWith("
+    "{b => [2, 3], c => {y => [1, 2], z => 2}, d => 4})",
+    "$.d.mergeWith({})", "{}.mergeWith($.d)", "$.d.mergeWith($.l)", "$.l.mergeWith($.d)",
+    "{a => 1}.mergeWith({a => {b => 1}})", "{a => [1]}.mergeWith({a => {b => 1}})",
+    "{a => 1}.mergeWith({a => [1]})", "{a => [1, 1]}.mergeWith({a => [1, 2]})",
+    "{a => 1}.mergeWith({a => 2}, maxLevels => 1)", "{a => [1]}.mergeWith({a => [2]}, $1)",
+    "{a => {b => 1}}.mergeWith({a => {c => 2}}).a.c",
 ]
 
 
@@ -168,6 +205,21 @@ def frame_context(tmp_path_factory: pytest.TempPathFactory) -> Any:
     cls = loader.find_class("test.compiler.Host")
     executor = Executor(loader)
     return Frame(executor, None, cls.ref, cls, None).context
+
+
+@pytest.fixture(scope="module")
+def legacy_context(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A DslContext in a frame of a Format 1.0 class: yaql's legacy flavour."""
+    from murano_engine.dsl.executor import Executor, Frame
+    from murano_engine.dsl.packages import PackageLoader
+    from tests.dsl.dsl_helpers import class_text, write_package
+
+    root = tmp_path_factory.mktemp("legacy")
+    write_package(root, "test.legacy", {"Host": class_text("test.legacy", "Host", "")},
+                  fmt="1.0")
+    loader = PackageLoader([root], build_interpreter())
+    cls = loader.find_class("test.legacy.Host")
+    return Frame(Executor(loader), None, cls.ref, cls, None).context
 
 
 def frozen_outcome(evaluate: Any) -> tuple[str, Any]:
@@ -195,6 +247,33 @@ def test_collection_fast_paths_agree_with_yaql(text: str, frame_context: Any) ->
     assert actual == expected
     if expected[0] == "value":
         assert type(actual[1]) is type(expected[1])
+
+
+@pytest.mark.parametrize("text", [
+    "list(1, 2)", "list($.l.select($))", "set(1, 2)", "$.l.toList()",
+    "$.d.items()", "$.l.append(1)", "$.d.set(x => 1)", "$.d.set('x', 1)",
+    "{a => [1]}.mergeWith({a => [2]})",
+])
+def test_builders_in_legacy_packages_stay_yaqls(text: str, legacy_context: Any) -> None:
+    """Formats 1.0 and 1.1 evaluate with yaql's legacy flavour (``toList()`` gives Python
+    lists): the fast paths leave those calls to it."""
+    data = values.freeze(COLLECTION_DATA)
+    node = expressions.parse(text).node.expression
+    runtime = legacy_context.frame.executor.runtime
+    assert legacy_context.frame.murano_class.package.legacy
+
+    def evaluate(compiled: bool) -> Any:
+        ctx = DslContext(legacy_context)
+        ctx["$"] = data
+        if compiled:
+            return compiler.compile_expression(node, runtime)(ctx)
+        return node(compiler.NO_VALUE, ctx, runtime.engine)
+
+    expected, actual = evaluate(False), evaluate(True)
+    if isinstance(expected, Iterator):
+        expected, actual = list(expected), list(actual)
+    assert actual == expected
+    assert type(actual) is type(expected)
 
 
 def test_collection_fast_paths_count_a_budget_step_per_lambda_call(frame_context: Any) -> None:
@@ -249,8 +328,14 @@ def test_expressions_of_the_same_text_share_one_syntax_tree() -> None:
     ("coalesce(null, $.first(), 1 / 0)", 3), ("dict(a => $.last()).a", 5),
     ("'AbC'.toLower() + 'x'.toUpper()", "abcX"),
     ("'%A% %B%'.replace({'%A%' => $.first(), '%B%' => true}).replace('3', 'x')", "x true"),
+    ("list($.first(), $.select($ * 2)).len()", 5), ("set($.last(), 5).len()", 1),
+    ("dict('a' => 1, $.first() => 2).get(3)", 2), ("dict($.select([$, $])).get(5)", 5),
+    ("{a => 1}.items().toList().len()", 1), ("$.append(7).toList().len()", 5),
+    ("{a => 1}.set(b => 2).set('c', 3).set({d => 4}).len()", 4),
+    ("{a => [1]}.mergeWith({a => [2, 1]}).a", (1, 2)),
+    ("$.append(3).distinct().toList()", (3, 1, 2, 5)),
 ])
-def test_coalesce_dict_and_case_changes_skip_yaqls_overload_resolution(
+def test_common_builders_and_case_changes_skip_yaqls_overload_resolution(
         text: str, expected: Any, frame_context: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from yaql.language import runner
 

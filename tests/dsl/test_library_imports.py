@@ -88,8 +88,9 @@ def test_ordering_imports_no_query_library_of_yaqls(tmp_path: Path) -> None:
     """Code that calls no function of yaql's (arithmetic, method calls, the queries this
     engine runs itself: ``orderBy()``, ``thenBy()``, ``select()``, ``where()``) never
     imports ``yaql.standard_library.queries`` (with ``inspect``: a third of a start-up);
-    what ``orderBy()`` made is a collection to the next query; a function only yaql has
-    (``list()``) imports its library, and ordering still works beside it."""
+    what ``orderBy()`` made is a collection to the next query; ``list()`` is the engine's
+    too, a function only yaql has (``take()``) imports its library, and ordering still
+    works beside it."""
     write_package(tmp_path, "test.order", {"Sorter": class_text("test.order", "Sorter", """
         Methods:
           plain:
@@ -105,8 +106,8 @@ def test_ordering_imports_no_query_library_of_yaqls(tmp_path: Path) -> None:
           listed:
             Usage: Static
             Body:
-              - Return: list(list(2, b), list(1, z), list(1, a)).orderBy($[0]).thenBy(
-                  $[1]).select($[1])
+              - Return: list(list(2, b), list(1, z), list(1, a)).take(3).orderBy(
+                  $[0]).thenBy($[1]).select($[1])
         """)})
     probe = ("import sys\n"
              "from pathlib import Path\n"
