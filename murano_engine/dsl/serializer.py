@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 from yaql.language.utils import FrozenDict
 
+from murano_common.plain import copy_tree
 from murano_engine.dsl.classes import MODEL_USAGES, MuranoClass
 from murano_engine.dsl.objects import MuranoObject, TypeRef, real_object
 from murano_engine.dsl.values import items_of
@@ -287,26 +288,7 @@ def serialize_model(root: MuranoObject | None) -> dict[str, Any]:
     attributes = [[obj.id, owner, name, _plain(value)]
                   for obj in writer.written.values()
                   for (owner, name), value in sorted(obj.attributes.items())]
-    return {"Objects": objects, "ObjectsCopy": _copy_tree(objects), "Attributes": attributes}
-
-
-_ATOMS = frozenset({str, int, float, bool, type(None)})
-
-
-def _copy_tree(value: Any) -> Any:
-    """A deep copy of written model data (dicts, lists and scalars, which it is made of;
-    anything else goes to ``copy.deepcopy``): several times faster than deepcopy alone."""
-    kind = type(value)
-    atoms = _ATOMS
-    if kind is dict:
-        return {key: item if type(item) in atoms else _copy_tree(item)
-                for key, item in value.items()}
-    if kind is list:
-        return [item if type(item) in atoms else _copy_tree(item) for item in value]
-    if kind in atoms:
-        return value
-    import copy  # here: most runs never need it (it imports weakref)
-    return copy.deepcopy(value)
+    return {"Objects": objects, "ObjectsCopy": copy_tree(objects), "Attributes": attributes}
 
 
 def _plain(value: Any) -> Any:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import base64
-import copy
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from murano_common.plain import copy_tree
 from murano_engine.dsl import boundary
 from murano_engine.messaging.errors import PlanBuildError
 
@@ -127,7 +127,7 @@ def build_plan(template: dict[str, Any], read_resource: ReadResource, stamp: int
     :data:`DRY_RUN_RESULT` is left out."""
     if not isinstance(template, dict):
         raise PlanBuildError(f"an execution plan template must be a mapping, not {template!r}")
-    plan = copy.deepcopy(template)
+    plan = copy_tree(template)
     plan.pop(DRY_RUN_RESULT, None)
     if is_v1(plan):
         _build_v1(plan, read_resource)

@@ -10,11 +10,11 @@ a resumed run reads what the stack was and skips pushes that completed.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from murano_common.plain import copy_tree
 from murano_engine.dsl import boundary, reports, values
 from murano_engine.dsl.natives import NativeCall, method, native_class
 
@@ -74,6 +74,8 @@ class _State:
         self.files: dict[str, Any] = {}
         self.environment: dict[str, Any] = {}
         self.applied = True
+        #: the outputs last read and their MuranoPL value
+        self._outputs: tuple[dict[str, Any], Any] | None = None
 
     # The template has two forms, each made from the other when first asked for: plain
     # data (edited here, pushed) and the frozen value MuranoPL reads and sets. Code that
@@ -100,6 +102,14 @@ class _State:
             self._frozen = values.freeze(self.load(call))
         return self._frozen
 
+    def frozen_outputs(self, outputs: dict[str, Any]) -> Any:
+        """``outputs`` as a MuranoPL value: the one made last time when they are the same
+        (each server of a big stack reads the outputs of all of them)."""
+        last = self._outputs
+        if last is None or last[0] != outputs:
+            last = self._outputs = (outputs, values.freeze(outputs))
+        return last[1]
+
     def load(self, call: NativeCall) -> dict[str, Any]:
         """The template, read from the cloud the first time (``{}`` for no stack or cloud).
 
@@ -111,7 +121,7 @@ class _State:
             if found is None:
                 self.template, self.parameters = {}, {}
             else:
-                self.template = copy.deepcopy(found["template"] or {})
+                self.template = copy_tree(found["template"] or {})
                 self.parameters = {k: v for k, v in found["parameters"].items()
                                    if not k.startswith("OS::")}
             # a journal written before "failed" was read holds none: taken as not failed
@@ -211,7 +221,7 @@ class HeatStack:
             stack = service.wait(state.name, raise_on_failure=False, template=False)
             return dict(stack.outputs) if stack is not None else {}
 
-        return values.freeze(call.executor.outside.value("stack.output", state.name, read))
+        return state.frozen_outputs(call.executor.outside.value("stack.output", state.name, read))
 
     @method
     def push(call: NativeCall, isAsync: bool = False) -> None:  # noqa: N803
@@ -219,8 +229,8 @@ class HeatStack:
         state = call.native.state
         if state.applied or state.template is None:
             return
-        pushed = copy.deepcopy(state.template)
-        template = copy.deepcopy(pushed)
+        pushed = copy_tree(state.template)
+        template = copy_tree(pushed)
         template.setdefault("heat_template_version", HOT_VERSION)
         template.setdefault("description", state.description or f"Stack {state.name}")
         from murano_engine.clouds import push_stack

@@ -13,7 +13,7 @@ from murano_engine.clouds import StackFailed
 from murano_engine.clouds.local import LocalCloud, netns
 from murano_engine.dsl import values
 from murano_engine.messaging import AgentClient
-from murano_engine.system.heat_stack import HeatStackError, merge, stack_name
+from murano_engine.system.heat_stack import HeatStackError, _State, merge, stack_name
 
 AMQP = "amqp://guest:guest@127.0.0.1:5672//"
 
@@ -171,6 +171,15 @@ def test_current_is_copied_once_per_change_and_what_is_set_is_pushed(cloud, make
         "type": "OS::Heat::RandomString"}}},))
     assert sorted(executor.call(stack, "current")["resources"]) == ["a", "c", "d"]
     executor.call(stack, "delete")
+
+
+def test_outputs_read_again_unchanged_are_the_value_made_before() -> None:
+    """Each server of a big stack reads the outputs of all of them: made once a change."""
+    state = _State("outputs", None, None)
+    first = state.frozen_outputs({"a": [1, 2], "b": None})
+    assert state.frozen_outputs({"a": [1, 2], "b": None}) is first
+    changed = state.frozen_outputs({"a": [1, 3], "b": None})
+    assert changed is not first and values.thaw(changed) == {"a": [1, 3], "b": None}
 
 
 def test_update_template_refuses_other_versions(cloud, make_object):
