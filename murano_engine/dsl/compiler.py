@@ -121,9 +121,7 @@ def _compile(node: ast.Expression, runtime: Runtime, mode: int = NORMAL) -> Eval
     if kind is ast.Function:
         return _compile_function(node, runtime)
     if kind is ast.MappingRuleExpression:
-        source = _compile(node.source, runtime)
-        destination = _compile(node.destination, runtime)
-        return lambda ctx: yaql_utils.MappingRule(source(ctx), destination(ctx))
+        return queries.Rule(_compile(node.source, runtime), _compile(node.destination, runtime))
     return _yaql_fallback(node, runtime)
 
 

@@ -38,6 +38,7 @@ EMPTY = object()
 NO_VALUE = yaql_utils.NO_VALUE
 
 _NUMBERS = frozenset({int, float})
+_DICTS = frozenset({FrozenDict, dict})
 _SEQUENCES = frozenset({tuple, list})
 _COLLECTIONS = frozenset({tuple, list, frozenset, set})
 _getsizeof = sys.getsizeof
@@ -85,6 +86,20 @@ def _check_quota(*items: Any) -> None:
             raise yaql_exceptions.MemoryQuotaExceededException()
 
 
+class Rule:
+    """A compiled ``source => destination`` argument: called, both sides evaluated (yaql's
+    MappingRule, as ``dict()`` takes it); ``switch()`` evaluates them one at a time."""
+
+    __slots__ = ("source", "destination")
+
+    def __init__(self, source: Evaluator, destination: Evaluator) -> None:
+        self.source = source
+        self.destination = destination
+
+    def __call__(self, ctx: Any) -> MappingRule:
+        return MappingRule(self.source(ctx), self.destination(ctx))
+
+
 # -- operators -------------------------------------------------------------------
 
 def plus(a: Any, b: Any) -> Any:
@@ -98,7 +113,7 @@ def plus(a: Any, b: Any) -> Any:
             raise yaql_exceptions.CollectionTooLargeException(ITERATOR_LIMIT)
         _check_quota(a, b)
         result = concat(a, b)
-    elif ta is FrozenDict and tb is FrozenDict:
+    elif ta in _DICTS and tb in _DICTS:  # (toDict() gives a plain dict, as yaql's)
         _check_quota(a, b)
         merged = dict(a)
         merged.update(b)
@@ -197,14 +212,19 @@ def count(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
 
 
 def first(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
-    if args or kwargs or not is_collection(receiver):
+    """``collection.first()`` and ``collection.first(default)`` (the default evaluated
+    first, as yaql evaluates a call's arguments before it runs)."""
+    if len(args) > 1 or kwargs or not is_collection(receiver):
         return NOT_HANDLED
+    default = args[0](ctx) if args else NO_VALUE
     items = limited(receiver)
     if type(items) in _SEQUENCES:
-        return items[0] if items else NOT_HANDLED
-    for item in items:
-        return item
-    return EMPTY
+        if items:
+            return items[0]
+    else:
+        for item in items:
+            return item
+    return EMPTY if default is NO_VALUE else default
 
 
 def last(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
@@ -527,6 +547,77 @@ def append(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
     return itertools.chain(limited(receiver), given)
 
 
+def contains_item(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    """``collection.contains(value)``."""
+    if len(args) != 1 or kwargs or not is_collection(receiver):
+        return NOT_HANDLED
+    items = limited(receiver)
+    return args[0](ctx) in items
+
+
+def contains_key(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    """``dict.containsKey(key)``."""
+    if len(args) != 1 or kwargs or type(receiver) is not FrozenDict:
+        return NOT_HANDLED
+    return args[0](ctx) in receiver._d
+
+
+def select_many(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    """``collection.selectMany(selector)``: each item's selected collection read out in
+    its place (a selected value that is not a collection, as it is), read as used."""
+    if len(args) != 1 or kwargs or not is_collection(receiver):
+        return NOT_HANDLED
+    return _selected_many(_lambda(ctx, args[0]), limited(receiver))
+
+
+def _selected_many(selector: Callable[[Any], Any], items: Any) -> Iterator[Any]:
+    for item in items:
+        inner = selector(item)
+        if yaql_utils.is_iterable(inner):
+            yield from inner
+        else:
+            yield inner
+
+
+def concat_collections(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    """``collection.concat(another, ...)``: the collections one after the other, read as
+    used; other arguments go to yaql's overloads."""
+    if kwargs or not is_collection(receiver):
+        return NOT_HANDLED
+    given = [arg(ctx) for arg in args]
+    if not all(is_collection(value) for value in given):
+        return _yaql_method(ctx, "concat", receiver, given)
+    return itertools.chain(limited(receiver), *map(limited, given))
+
+
+def _sliced(start: bool) -> Method:
+    """``collection.skip(count)`` (``start``) and ``collection.take(count)``."""
+    def method(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+        if len(args) != 1 or kwargs or not is_collection(receiver):
+            return NOT_HANDLED
+        count = args[0](ctx)
+        if type(count) is not int:
+            return _yaql_method(ctx, "skip" if start else "take", receiver, [count])
+        items = limited(receiver)
+        return itertools.islice(items, count, None) if start else itertools.islice(items, count)
+    return method
+
+
+def to_dict(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+    """``collection.toDict(keySelector)`` and ``toDict(keySelector, valueSelector)``: a
+    plain dict, as yaql's."""
+    if not 1 <= len(args) <= 2 or kwargs or not is_collection(receiver):
+        return NOT_HANDLED
+    key_of = _lambda(ctx, args[0])
+    value_of = _lambda(ctx, args[1]) if len(args) == 2 else None
+    made: dict[Any, Any] = {}
+    for item in limited(receiver):
+        key = key_of(item)
+        made[key] = item if value_of is None else value_of(item)
+        _check_quota(made)
+    return made
+
+
 def distinct(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
     """``collection.distinct()``: each item once, in order, read as they are used."""
     if args or kwargs or not is_collection(receiver):
@@ -573,25 +664,41 @@ def dict_set(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
 
 
 def merge_with(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
-    """``dict.mergeWith(another)``: yaql's deep merge, lists merged to their distinct
-    items, other values taken from ``another``."""
+    """``dict.mergeWith(another)``: yaql's deep merge, as a plain dict (as yaql's)."""
     if len(args) != 1 or kwargs or not isinstance(receiver, Mapping) or not _modern(ctx):
         return NOT_HANDLED
     another = args[0](ctx)
     if not isinstance(another, Mapping):
         return _yaql_method(ctx, "mergeWith", receiver, [another])
-    from yaql.standard_library import queries as yaql_queries
-
-    engine = _engine(ctx)
-    result = yaql_queries._merge_dicts(
-        receiver, another, lambda first, second: _as_list(
-            yaql_queries.distinct(engine, first + second)), _second, 0)
+    result = _merged(receiver, another)
     _check_quota(result)
     return result
 
 
-def _second(first: Any, second: Any) -> Any:
-    return second
+def _merged(first: Mapping, second: Mapping) -> dict:
+    """``first`` and ``second`` merged: ``first``'s keys in its order, then those only
+    ``second`` has; where both have a key, dicts are merged again, lists joined without
+    repeats (``toList(distinct(a + b))``), anything else is ``second``'s."""
+    result = {}
+    for key, mine in first.items():
+        if key not in second:
+            result[key] = mine
+            continue
+        theirs = second[key]
+        if isinstance(theirs, Mapping):
+            if not isinstance(mine, Mapping):
+                raise TypeError(f"Cannot merge {type(mine)} with {type(theirs)}")
+            result[key] = _merged(mine, theirs)
+        elif isinstance(theirs, Sequence) and type(theirs) is not str:
+            if not isinstance(mine, Sequence) or type(mine) is str:
+                raise TypeError(f"Cannot merge {type(mine)} with {type(theirs)}")
+            result[key] = _as_list(_distinct(mine + theirs))
+        else:
+            result[key] = theirs
+    for key, theirs in second.items():
+        if key not in result:
+            result[key] = theirs
+    return result
 
 
 #: method name -> fast path ``(ctx, receiver, args, kwargs)``, the arguments as evaluators;
@@ -618,6 +725,13 @@ METHODS: dict[str, Method] = {
     "items": dict_items,
     "append": append,
     "distinct": distinct,
+    "contains": contains_item,
+    "containsKey": contains_key,
+    "selectMany": select_many,
+    "concat": concat_collections,
+    "skip": _sliced(True),
+    "take": _sliced(False),
+    "toDict": to_dict,
     "set": dict_set,
     "mergeWith": merge_with,
 }
@@ -678,6 +792,26 @@ def coalesce(ctx: Any, args: list, kwargs: dict) -> Any:
     return None
 
 
+def switch(ctx: Any, args: list, kwargs: dict) -> Any:
+    """``switch(condition => value, ...)``: the value of the first rule whose condition
+    holds (null when none does), conditions evaluated in order up to it."""
+    if kwargs or not args or not all(type(arg) is Rule for arg in args):
+        return NOT_HANDLED
+    for rule in args:
+        _step(ctx)
+        if rule.source(ctx):
+            _step(ctx)
+            return rule.destination(ctx)
+    return None
+
+
+def absolute(ctx: Any, args: list) -> Any:
+    """``abs(number)``."""
+    if len(args) != 1 or type(args[0]) not in _NUMBERS:
+        return NOT_HANDLED
+    return abs(args[0])
+
+
 def dict_of_keywords(ctx: Any, args: list, kwargs: dict) -> Any:
     """``dict(a => 1, b => 2)``: keys written as names, values in the order written
     (yaql's other forms, ``dict('a' => 1)`` and ``dict(pairs)``, stay yaql's). yaql
@@ -704,6 +838,7 @@ FUNCTIONS: dict[str, Function] = {
     "list": list_of,
     "set": set_of,
     "dict": dict_of,
+    "abs": absolute,
 }
 
 #: function name -> fast path ``(ctx, args, kwargs)`` taking the arguments as
@@ -711,4 +846,5 @@ FUNCTIONS: dict[str, Function] = {
 LAZY_FUNCTIONS: dict[str, LazyFunction] = {
     "coalesce": coalesce,
     "dict": dict_of_keywords,
+    "switch": switch,
 }

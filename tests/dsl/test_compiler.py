@@ -178,6 +178,37 @@ COLLECTION_EXPRESSIONS = [
     "[[1], [1], 2].distinct()", "$.l.select($ mod 2).distinct()", "$.d.distinct()",
     "'aba'.distinct()", "$.n.distinct()", "($.big + $.big).distinct()", "$.l.distinct($)",
     "set(1, 2).distinct()", "[1, 1.0, true].distinct()", "$.d.values().distinct()",
+    # first with a default, contains, containsKey, selectMany, concat, skip, take, toDict
+    "$.l.first(0)", "[].first(0)", "$.e.first(null)", "$.l.where($ > 5).first(-1)",
+    "$.l.where($ > 1).first(-1)", "set().first(1)", "$.l.first(1 / 0)", "[].first(1, 2)",
+    "$.l.first(default => 3)", "$.d.first(1)", "$.n.first(1)",
+    "$.l.contains(2)", "$.l.contains(9)", "$.l.select($ * 2).contains(4)", "$.e.contains(null)",
+    "set(1, 2).contains(1)", "$.d.contains('k')", "'abc'.contains('b')", "$.n.contains(1)",
+    "[[1]].contains([1])", "($.big + $.big).contains(1)", "$.l.contains()", "$.l.contains(1, 2)",
+    "$.d.keys().contains('k')", "$.l.contains({a => 1})",
+    "$.d.containsKey('k')", "$.d.containsKey('x')", "{null => 1}.containsKey(null)",
+    "$.l.containsKey(1)", "$.d.containsKey([1])", "$.d.containsKey()", "$.n.containsKey(1)",
+    "$.objs.selectMany([$.n, $.n])", "$.l.selectMany($)", "$.objs.selectMany($)",
+    "[[1, 2], [3]].selectMany($)", "['ab', 'c'].selectMany($)", "$.l.selectMany(set($))",
+    "$.e.selectMany($)", "$.d.selectMany($)", "$.n.selectMany($)", "$.l.selectMany()",
+    "($.big + $.big).selectMany($)", "$.l.selectMany($ / 0)", "$.l.selectMany($.d.keys())",
+    "$.l.concat([4])", "$.l.concat($.l, set(5))", "$.e.concat()", "$.l.concat('ab')",
+    "$.l.concat($.d)", "$.l.concat(null)", "'ab'.concat('c')", "$.l.select($).concat([0])",
+    "($.big + $.big).concat([1])", "[1].concat($.big + $.big)", "$.d.values().concat([1])",
+    "$.l.skip(1)", "$.l.take(2)", "$.l.skip(5)", "$.l.take(0)", "$.l.skip(-1)", "$.l.take(-1)",
+    "$.l.skip(true)", "$.l.take(1.5)", "$.l.take(null)", "$.l.select($).skip(1).take(1)",
+    "($.big + $.big).take(2)", "$.d.take(1)", "'abc'.take(2)", "$.l.skip()", "$.n.skip(1)",
+    "$.l.take(count => 1)",
+    "$.l.toDict($)", "$.l.toDict($, $ * 2)", "$.objs.toDict($.n)", "$.e.toDict($)",
+    "$.l.toDict($ mod 2)", "$.l.toDict([$])", "$.l.toDict()", "$.d.toDict($)",
+    "$.l.toDict($, $, $)", "($.big + $.big).toDict($)", "$.l.toDict($ / 0)",
+    "{a => 1} + $.l.toDict($)", "$.l.toDict($) + {a => 1}", "$.l.toDict($) + $.l.toDict(-$)",
+    # switch and abs
+    "switch($.a > 1 => 'big', true => 'small')", "switch(false => 1)", "switch()",
+    "switch($.n => 1, $.l => 2)", "switch(1 / 0 => 1)", "switch(true => 1 / 0, true => 2)",
+    "switch(x => 1)", "switch(true => 1, x => 2)", "switch(1)", "switch(false => 1 / 0)",
+    "abs(-2)", "abs(2.5)", "abs(-0.0)", "abs(true)", "abs('a')", "abs(null)", "abs(1, 2)",
+    "abs(x => 1)",
     "$.d.set(x => 1)", "$.d.set('k' => 2, y => 3)", "$.d.set(k, 3)", "$.d.set({z => 1})",
     "$.d.set(1, 'a' => 2).keys()", "$.d.set(1, a => 2).len()", "$.d.set('a' => 1, b => 2)",
     "$.d.set(a => 1, b => 2)", "$.d.set(1, 2, 3)", "$.d.set([1])", "$.d.set()", "$.l.set(1, 2)",
@@ -292,6 +323,8 @@ def test_collection_fast_paths_count_a_budget_step_per_lambda_call(frame_context
     "$.orderByDescending($).thenBy(-$).last()", "{a => 1, b => 2}.values().select($).sum()",
     "coalesce(null, $.first(), 1 / 0)", "coalesce(null, null)",
     "dict(a => $.first(), b => $.last()).a",
+    "switch($.first() > 3 => 1, $.last() > 3 => $.first())", "switch($.first() > 9 => 1)",
+    "$.toDict($, $ * 2)", "$.selectMany([$, $]).len()",
 ])
 def test_collection_fast_paths_count_the_budget_steps_yaql_does(
         text: str, frame_context: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -334,6 +367,10 @@ def test_expressions_of_the_same_text_share_one_syntax_tree() -> None:
     ("{a => 1}.set(b => 2).set('c', 3).set({d => 4}).len()", 4),
     ("{a => [1]}.mergeWith({a => [2, 1]}).a", (1, 2)),
     ("$.append(3).distinct().toList()", (3, 1, 2, 5)),
+    ("switch($.first() > 9 => 1, $.last() > 3 => abs(-2))", 2),
+    ("$.contains(2) and {a => 1}.containsKey(a) and $.first(0) = 3", True),
+    ("$.selectMany([$]).concat([1]).skip(1).take(2).toList()", (1, 2)),
+    ("$.toDict($) + {a => 1}", {3: 3, 1: 1, 2: 2, 5: 5, "a": 1}),
 ])
 def test_common_builders_and_case_changes_skip_yaqls_overload_resolution(
         text: str, expected: Any, frame_context: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -89,7 +89,7 @@ def test_ordering_imports_no_query_library_of_yaqls(tmp_path: Path) -> None:
     engine runs itself: ``orderBy()``, ``thenBy()``, ``select()``, ``where()``) never
     imports ``yaql.standard_library.queries`` (with ``inspect``: a third of a start-up);
     what ``orderBy()`` made is a collection to the next query; ``list()`` is the engine's
-    too, a function only yaql has (``take()``) imports its library, and ordering still
+    too, a function only yaql has (``takeWhile()``) imports its library, and ordering still
     works beside it."""
     write_package(tmp_path, "test.order", {"Sorter": class_text("test.order", "Sorter", """
         Methods:
@@ -106,7 +106,7 @@ def test_ordering_imports_no_query_library_of_yaqls(tmp_path: Path) -> None:
           listed:
             Usage: Static
             Body:
-              - Return: list(list(2, b), list(1, z), list(1, a)).take(3).orderBy(
+              - Return: list(list(2, b), list(1, z), list(1, a)).takeWhile(true).orderBy(
                   $[0]).thenBy($[1]).select($[1])
         """)})
     probe = ("import sys\n"
