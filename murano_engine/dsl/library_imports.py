@@ -227,12 +227,25 @@ def _import_specs(module: types.ModuleType, loader: Loader) -> None:
         loader.exec_module(module)
 
 
+def _import_eventlet_patcher(module: types.ModuleType, loader: Loader) -> None:
+    """``eventlet.patcher`` with ``asyncio`` imported on first use: it names it only to
+    un-patch asyncio's modules for eventlet's asyncio hub, which the engine does not
+    use, and its import (ssl, concurrent.futures, some twenty modules) is half of
+    eventlet's, which every run with a ``pselect()`` imports."""
+    if "asyncio" in sys.modules:
+        loader.exec_module(module)
+        return
+    with _standing_in("asyncio", None, _OnFirstUse("asyncio", module.__name__)):
+        loader.exec_module(module)
+
+
 #: how each library module is imported, when it is first imported
 _ARRANGEMENTS: dict[str, Callable[[types.ModuleType, Loader], None]] = {
     "yaql": _defer_yaql,
     "yaql.language.yaqltypes": _import_yaqltypes,
     "yaql.language.specs": _import_specs,
     "semantic_version": _import_semantic_version,
+    "eventlet.patcher": _import_eventlet_patcher,
 }
 
 

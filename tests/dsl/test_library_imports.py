@@ -137,6 +137,21 @@ def test_eventlet_is_imported_without_pyopenssl_which_stays_importable() -> None
     assert _printed_by(probe) == ["False", "False", "True"]
 
 
+def test_eventlet_runs_green_threads_without_importing_asyncio() -> None:
+    """eventlet's patcher names asyncio only for its asyncio hub: a run's green threads
+    (``pselect()``) import none of it, and asyncio is whole once asked for."""
+    probe = ("import sys\n"
+             "import murano_engine.dsl.executor\n"
+             "from murano_engine.dsl import concurrency\n"
+             "print(sum(concurrency.run_all([lambda: 1, lambda: concurrency.sleep(0) or 2])))\n"
+             "print('asyncio' in sys.modules, 'eventlet.patcher' in sys.modules)\n"
+             "import eventlet.patcher\n"
+             "print(eventlet.patcher.asyncio_module.get_event_loop_policy is not None)\n"
+             "import asyncio\n"
+             "print(asyncio.run(asyncio.sleep(0, 'ran')))\n")
+    assert _printed_by(probe) == ["3", "False", "True", "True", "ran"]
+
+
 def test_yaqls_specs_import_inspect_when_a_yaql_function_is_first_defined() -> None:
     probe = ("import sys\n"
              "import murano_engine.dsl.executor\n"
