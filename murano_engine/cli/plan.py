@@ -76,7 +76,8 @@ def plan_command(options: Any) -> int:
         from murano_engine.web.plan_picture import document
         Path(options.report).write_text(document(plan), encoding="utf-8")
     if options.json:
-        print(json.dumps(plan, indent=2, sort_keys=True, default=str))
+        # one line, as machines read it (json's C encoder: a tenth of an indented dump's time)
+        print(json.dumps(plan, sort_keys=True, default=str))
     else:
         sys.stdout.write(text(plan))
         if options.report:
