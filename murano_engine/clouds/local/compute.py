@@ -10,10 +10,9 @@ format may name a software config (as Murano's multipart user data does);
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from murano_engine.clouds.local.flavors import check_image, flavor, is_windows
-from murano_engine.clouds.local.netns import Interface
 from murano_engine.clouds.local.network import (
     FLOATING_IP,
     PORT,
@@ -31,6 +30,9 @@ from murano_engine.clouds.local.resource import (
 )
 from murano_engine.clouds.local.software import CONFIG_TYPES
 from murano_engine.clouds.local.storage import VOLUME
+
+if TYPE_CHECKING:
+    from murano_engine.clouds.local.netns import Interface
 
 SERVER = "OS::Nova::Server"
 
@@ -221,6 +223,8 @@ def _nic(ctx: Context, server_id: str, entry: Any) -> dict[str, Any]:
 
 def _sandbox_interfaces(ctx: Context, nics: list[dict[str, Any]]) -> tuple[Interface, ...]:
     """The server's ports as its sandbox gets them: network, first IPv4 address, MAC."""
+    from murano_engine.clouds.local.netns import Interface  # here: a plan makes no sandbox
+
     found = []
     for port in _ports(ctx, nics):
         for item in port["fixed_ips"]:

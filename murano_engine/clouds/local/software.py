@@ -3,11 +3,8 @@ random strings."""
 
 from __future__ import annotations
 
-import secrets
 import string
 from typing import Any
-
-import yaml
 
 from murano_engine.clouds.local.resource import (
     Context,
@@ -44,6 +41,8 @@ class CloudConfig(ResourceType):
     attributes = frozenset({"config"})
 
     def create(self, ctx: Context, props: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        import yaml  # here: a plan checks templates, and only a made config needs YAML
+
         body = yaml.safe_dump(props.get("cloud_config") or {}, default_flow_style=False)
         return ctx.services.new_id(), {"config": "#cloud-config\n" + body}
 
@@ -126,6 +125,8 @@ class RandomString(ResourceType):
         needed = sum(count for _, count in pools)
         if needed > length:
             raise ResourceFailure(f"length {length} is shorter than the {needed} characters asked")
+        import secrets  # here: as yaml above
+
         chars = [secrets.choice(pool) for pool, count in pools for _ in range(count)]
         everything = "".join(pool for pool, _ in pools)
         chars += [secrets.choice(everything) for _ in range(length - needed)]
