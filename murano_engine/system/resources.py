@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from murano_engine.dsl import values
+from murano_engine.dsl import document_cache, values
 from murano_engine.dsl.json_loader import load_json
 from murano_engine.dsl.natives import NativeCall, native_class, static
 from murano_engine.dsl.yaml_loader import load_plain
@@ -48,7 +48,13 @@ class Resources:
 
     @static
     def yaml(call: NativeCall, name: str, owner: Any = None) -> Any:
-        return _parsed(load_plain, *_read(call, name, owner))
+        return _parsed(_load_yaml, *_read(call, name, owner))
+
+
+def _load_yaml(data: bytes, where: str) -> Any:
+    """A YAML resource parsed, from the document cache when an earlier process parsed the
+    same bytes (a warm run then imports no YAML parser)."""
+    return document_cache.cached("resource", data, where, lambda: load_plain(data, where))
 
 
 #: resources larger than this are parsed at each read, not kept

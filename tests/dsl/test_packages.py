@@ -448,6 +448,41 @@ def test_the_loaders_resolver_resolves_as_realpath_does(tmp_path: Path) -> None:
         assert resolve(os.path.normpath(full)) == os.path.realpath(os.path.normpath(full)), path
 
 
+def test_a_yaml_resource_parsed_by_an_earlier_process_is_read_back_without_yaml(
+        tmp_path: Path) -> None:
+    """Execution plan templates are YAML resources: a process after the first reads them
+    from the document cache, importing no YAML parser; a changed file is parsed anew."""
+    import subprocess
+    import sys
+
+    path = write_package(tmp_path / "pkgs", "t.yres", {"R": class_text("t.yres", "R", """
+        Methods:
+          read:
+            Usage: Static
+            Body:
+              - Return: sys:Resources.yaml('plan.yaml').Body
+    """, sys="io.murano.system")})
+    (path / "Resources").mkdir()
+    plan = path / "Resources" / "plan.yaml"
+    plan.write_text("Body:\n  name: plan\n  items: [1, 2]\n")
+    probe = ("import sys\n"
+             "from pathlib import Path\n"
+             "from tests.dsl.dsl_helpers import run_method\n"
+             f"body = run_method([Path({str(tmp_path / 'pkgs')!r})], 't.yres.R.read')\n"
+             "print(dict(body), 'yaml' in sys.modules)\n")
+
+    def run() -> str:
+        return subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+            cwd=Path(__file__).resolve().parents[2],
+            env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))).stdout.strip()
+
+    assert run() == "{'name': 'plan', 'items': (1, 2)} True"  # (the class file too)
+    assert run() == "{'name': 'plan', 'items': (1, 2)} False"
+    plan.write_text("Body:\n  name: new\n")
+    assert run() == "{'name': 'new'} True"
+
+
 def test_a_resource_read_again_is_the_file_as_written_whatever_was_done_to_the_first(
         tmp_path: Path) -> None:
     """A YAML or JSON resource is parsed once and shared between reads (a deployment
