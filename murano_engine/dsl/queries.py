@@ -456,26 +456,22 @@ def _unpacked(items: Any) -> Iterator[Any]:
 
 
 def _items_of(ctx: Any, args: list) -> Any:
-    """``list()``'s and ``set()``'s arguments, read out and limited as yaql's ``toList()``
-    and ``toSet()`` read them, or NOT_HANDLED. A ``'key' => value`` argument is refused
-    as yaql refuses it (after the arguments are evaluated: yaql refuses it before)."""
+    """``list()``'s and ``set()``'s arguments, iterators among them read out, or
+    NOT_HANDLED. A ``'key' => value`` argument is refused as yaql refuses it (after the
+    arguments are evaluated: yaql refuses it before)."""
     if not _modern(ctx):
         return NOT_HANDLED
     if any(type(arg) is MappingRule for arg in args):
         raise yaql_exceptions.MappingTranslationException()
     if any(isinstance(arg, Iterator) for arg in args):
-        return limited(_unpacked(args))
-    return limited(tuple(args))
+        return _unpacked(args)
+    return tuple(args)
 
 
 def list_of(ctx: Any, args: list) -> Any:
     """``list(a, b, ...)``: the arguments as a list, iterators among them read out."""
     items = _items_of(ctx, args)
-    if items is NOT_HANDLED:
-        return items
-    result = items if type(items) is tuple else tuple(items)
-    _check_quota(result)
-    return result
+    return items if items is NOT_HANDLED else _as_list(items)
 
 
 def set_of(ctx: Any, args: list) -> Any:
@@ -483,7 +479,7 @@ def set_of(ctx: Any, args: list) -> Any:
     items = _items_of(ctx, args)
     if items is NOT_HANDLED:
         return items
-    result = frozenset(items)
+    result = frozenset(limited(items))
     _check_quota(result)
     return result
 
@@ -512,7 +508,7 @@ def dict_of(ctx: Any, args: list) -> Any:
 
 
 def _as_list(items: Any) -> tuple:
-    """yaql's ``toList()`` of a collection (its delegate, as ``mergeWith()`` calls it)."""
+    """yaql's ``toList()`` of a collection (as ``list()`` and ``mergeWith()`` call it)."""
     items = limited(items)
     result = items if type(items) is tuple else tuple(items)
     _check_quota(result)
