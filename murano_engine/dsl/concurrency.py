@@ -33,7 +33,10 @@ BLOCKING_THREADS = 4
 
 
 def _eventlet() -> Any:
-    if "eventlet" not in sys.modules:
+    """eventlet, imported on first use, and green threads told apart from then on (also
+    when something else imported eventlet first: then every green thread was taken for
+    its OS thread, and a method's lock let them all in)."""
+    if not _green:
         with warnings.catch_warnings(), _without_pyopenssl():
             # eventlet announces its maintenance mode on import; it is contained here.
             warnings.simplefilter("ignore")
@@ -96,10 +99,15 @@ _thread_identity = _thread.get_ident
 
 
 def _green_threads_may_run() -> None:
-    global current, _getcurrent
+    global current, _getcurrent, _green
     import greenlet
     _getcurrent = greenlet.getcurrent
     current = _green_identity
+    _green = True
+
+
+#: whether :func:`_green_threads_may_run` ran
+_green = False
 
 
 def _green_identity() -> Any:

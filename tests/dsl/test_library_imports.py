@@ -152,6 +152,38 @@ def test_eventlet_runs_green_threads_without_importing_asyncio() -> None:
     assert _printed_by(probe) == ["3", "False", "True", "True", "ran"]
 
 
+def test_a_methods_lock_keeps_green_threads_apart_when_eventlet_was_imported_first(
+        tmp_path: Path) -> None:
+    """A method locks its receiver by default: three ``pselect()`` branches calling it run
+    it one after another, also where a library (or a test harness) imported eventlet
+    before the engine did (its green threads were then all taken for one thread)."""
+    write_package(tmp_path, "test.locks", {"Host": class_text("test.locks", "Host", """
+        Properties:
+          trace: {Contract: [$.string()], Usage: InOut}
+        Methods:
+          isolated:
+            Arguments:
+              - call: {Contract: $.int()}
+            Body:
+              - $.trace: $.trace + [format('{0}-before', $call)]
+              - sleep(0)
+              - $.trace: $.trace + [format('{0}-after', $call)]
+          run:
+            Body:
+              - $.trace: []
+              - list(1, 2, 3).pselect($this.isolated($))
+              - Return: $.trace
+        """)})
+    probe = ("import eventlet\n"
+             "from pathlib import Path\n"
+             "from tests.dsl.dsl_helpers import run_method\n"
+             f"print(*run_method([Path({str(tmp_path)!r})], 'test.locks.Host.run'))\n")
+    trace = _printed_by(probe)
+    assert sorted(trace) == sorted(f"{n}-{when}" for n in "123" for when in ("before", "after"))
+    for before, after in zip(trace[::2], trace[1::2], strict=True):
+        assert (before.endswith("-before"), after) == (True, before[0] + "-after")
+
+
 def test_yaqls_specs_import_inspect_when_a_yaql_function_is_first_defined() -> None:
     probe = ("import sys\n"
              "import murano_engine.dsl.executor\n"
