@@ -71,6 +71,8 @@ FORMATS = {(1, 0), (1, 1), (1, 2), (1, 3), (1, 4)}
 HOT_CLASS_FORMAT = (1, 4)
 _FULL_NAME = re.compile(r"^\w+(\.\w+)*$")
 _TYPES = ("Application", "Library")
+#: the prefix of plugin classes, which may be found without it
+_EXTENSIONS = "io.murano.extensions."
 
 
 # -- sources -------------------------------------------------------------------
@@ -423,24 +425,33 @@ class Package:
 
     # -- classes -----------------------------------------------------------
     def find_class(self, name: str, searched: list[Package] | None = None) -> MuranoClass:
-        """A class visible from this package: its own, then its requirements'."""
-        if name in self.class_files:
-            return self.load_class(name)
+        """A class visible from this package: its own, then its requirements'; a plugin's
+        ``io.murano.extensions.NAME`` may be found as ``NAME`` (an older naming scheme)."""
         seen = searched if searched is not None else []
         if self not in seen:
             seen.append(self)
+        holder = self._holder_of(name)
+        if holder is not None:
+            return holder.load_class(name)
+        if name.startswith(_EXTENSIONS):
+            short = name[len(_EXTENSIONS):]
+            holder = self._holder_of(short)
+            if holder is not None:
+                return holder.load_class(short)
+        shown = [f"{p.name}/{p.version_string}" for p in seen] + [str(r) for r in self.requirements]
+        raise errors.NoClassFound(f"class {name} is not found in {', '.join(shown)}")
+
+    def _holder_of(self, name: str) -> Package | None:
+        """The package of the class ``name`` as seen from this one (None: none holds it)."""
+        if name in self.class_files:
+            return self
         for requirement, spec in self.requirements.items():
             package = self.loader.find_package(requirement, spec, required_by=self)
             if name in package.class_files:
-                return package.load_class(name)
+                return package
         if self.global_fallback:
-            package = self.loader.package_with_class(name)
-            if package is not None:
-                return package.load_class(name)
-        if name.startswith("io.murano.extensions."):
-            return self.find_class(name[len("io.murano.extensions."):], seen)
-        shown = [f"{p.name}/{p.version_string}" for p in seen] + [str(r) for r in self.requirements]
-        raise errors.NoClassFound(f"class {name} is not found in {', '.join(shown)}")
+            return self.loader.package_with_class(name)
+        return None
 
     def load_class(self, name: str) -> MuranoClass:
         cls = self._classes.get(name)

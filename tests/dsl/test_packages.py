@@ -570,3 +570,30 @@ def test_a_packages_version_string_is_its_full_versions(tmp_path: Path, text: st
     write_package(tmp_path, "t.vs", {"C": class_text("t.vs", "C", "")}, version=text)
     package = PackageLoader([tmp_path], INTERPRETER).packages["t.vs"][0]
     assert package.version_string == str(parse_version(text))
+
+
+def test_a_plugin_class_is_found_by_its_older_name_and_a_missing_one_named_as_asked(
+        tmp_path: Path) -> None:
+    """``io.murano.extensions.NAME`` falls back to ``NAME`` (plugins' older naming), as
+    in Murano; when neither exists the error names the class as the code wrote it."""
+    write_package(tmp_path, "t.plugin", {
+        "Tool": class_text("t.plugin", "Tool", """
+            Methods:
+              name:
+                Body:
+                  - Return: tool
+            """),
+        "User": class_text("t.plugin", "User", """
+            Methods:
+              found:
+                Usage: Static
+                Body:
+                  - Return: new('io.murano.extensions.t.plugin.Tool').name()
+              missing:
+                Usage: Static
+                Body:
+                  - Return: new('io.murano.extensions.t.plugin.Gone')
+            """)})
+    assert run_method([tmp_path], "t.plugin.User.found") == "tool"
+    with pytest.raises(errors.NoClassFound, match=r"io\.murano\.extensions\.t\.plugin\.Gone "):
+        run_method([tmp_path], "t.plugin.User.missing")
