@@ -15,6 +15,7 @@ from email.mime.text import MIMEText
 
 import pytest
 
+from murano_common import amqp
 from murano_engine.clouds.base import StackFailed, push_stack
 from murano_engine.clouds.local.flavors import is_windows
 from murano_engine.clouds.local.userdata import UserDataError, find_agent_config
@@ -164,13 +165,18 @@ def test_local_cloud_and_agents_under_eventlet_monkey_patching(tmp_path, environ
     template = environment(
         ("vm1", "vm2", "vm3"), results=f"-execution-results-{region}", environment_id=env_id
     )
-    done = subprocess.run(
-        [sys.executable, "-c", GREEN_PROGRAM, str(tmp_path / "state"), region, env_id],
-        input=json.dumps(template),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", GREEN_PROGRAM, str(tmp_path / "state"), region, env_id],
+            input=json.dumps(template),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        with amqp.connection("amqp://guest:guest@127.0.0.1:5672//", "tests") as conn:
+            # the program's results queue
+            conn.default_channel.queue_delete(f"-execution-results-{region}")
     assert done.returncode == 0, done.stderr
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
     spans = [[float(t) for t in r.split()] for r in outcome["results"]]

@@ -54,7 +54,8 @@ Methods:
       - $host: new(Host, $.env)
       - $.agent: new(sys:Agent, host => $host)
       - $.idle: new(sys:Agent, host => new(Host, $.env))
-      - Return: [$.agent.queueName(), $.env.agentListener.queueName(), id($.env), id($host)]
+      - Return: [$.agent.queueName(), $.env.agentListener.queueName(), id($.env), id($host),
+          $.idle.queueName()]
 
   echo:
     Arguments:
@@ -238,7 +239,8 @@ class Run:
         self.executor = Executor(loader, services=services)
         driver = loader.find_class("test.agents.Driver")
         self.driver: MuranoObject = self.executor.new_object(driver)
-        self.queue, self.results, self.env_id, self.host_id = self.call("setUp")
+        self.queue, self.results, self.env_id, self.host_id, self.idle_queue = \
+            self.call("setUp")
         cfg = load_agent_config(
             "[DEFAULT]\nplan_timeout = 10\n",
             {
@@ -272,8 +274,8 @@ def run(loader: PackageLoader, url: str, tmp_path: Path) -> Iterator[Run]:
     started = Run(loader, url, tmp_path)
     yield started
     started.close()
-    if url != "memory://":
-        delete_queues([started.queue, started.results])
+    if url != "memory://":  # (the idle host's queue holds the plans of the timeout test)
+        delete_queues([started.queue, started.results, started.idle_queue])
 
 
 def test_queue_names_follow_the_environment_and_host_ids(run: Run) -> None:

@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from murano_common import amqp
 from murano_engine.clouds import StackFailed
 from murano_engine.clouds.local import LocalCloud, netns
 from murano_engine.dsl import values
@@ -89,6 +90,8 @@ def test_push_creates_the_stack_and_its_agent_answers(cloud, make_object):
         assert cloud.get("murano-My-Env-abc") is None
     finally:
         client.close()
+        with amqp.connection(AMQP, "tests") as conn:  # its results queue, left empty
+            conn.default_channel.queue_delete(client.result_queue)
 
 
 def test_empty_template_deletes_the_stack_and_stops_the_agent(cloud, make_object):

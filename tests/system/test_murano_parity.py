@@ -31,6 +31,7 @@ from murano_engine.engine.config import load_config
 from murano_engine.engine.interpreter import build_interpreter
 from murano_engine.engine.services import close_services, engine_services
 from murano_engine.engine.tasks import run_task
+from murano_engine.server.worker import remove_result_queues
 
 HERE = Path(__file__).parent / "parity"
 CORE_SCRIPTS = Path(__file__).resolve().parents[2] / "meta" / "io.murano" / "Resources" / "scripts"
@@ -72,6 +73,8 @@ def _deploy(tmp_path: Path, settings: str = "") -> tuple[dict[str, Any], dict[st
             gone = run_task({"id": ENV_ID, "model": deployed, "action": None}, loader,
                             services=services)
             assert not gone["action"]["isException"], gone["action"]["result"]
+            # its results queues, as the command line's destroy and the workers remove them
+            remove_result_queues(services["agents"], ENV_ID, deployed)
     finally:
         close_services(services)
 
