@@ -181,13 +181,13 @@ def _import_yaqltypes(module: types.ModuleType, loader: Loader) -> None:
     once read. ``datetime``, which it names only in its ``DateTime`` type's methods,
     is imported when one of them first runs (a C extension, some 5M instructions)."""
     if "dateutil.tz" in sys.modules:
-        _import_with_datetime_on_first_use(module, loader)
+        _run_with_on_first_use(module, loader, "datetime")
         return
     import dateutil
     stand_in = types.ModuleType("dateutil.tz")
     stand_in.tzutc = lambda: None  # type: ignore[attr-defined]
     with _standing_in("dateutil.tz", dateutil, stand_in):
-        _import_with_datetime_on_first_use(module, loader)
+        _run_with_on_first_use(module, loader, "datetime")
     module.DateTime.utctz = _UtcOnFirstUse()  # type: ignore[attr-defined]
     del module.tz  # type: ignore[attr-defined]
     module.__getattr__ = _dateutil_tz  # type: ignore[attr-defined]
@@ -207,11 +207,13 @@ class _OnFirstUse(types.ModuleType):
         return getattr(real, name)
 
 
-def _import_with_datetime_on_first_use(module: types.ModuleType, loader: Loader) -> None:
-    if "datetime" in sys.modules:
+def _run_with_on_first_use(module: types.ModuleType, loader: Loader, name: str) -> None:
+    """Run ``module`` with the module ``name``, unless already imported, imported when
+    ``module`` first uses it (:class:`_OnFirstUse`)."""
+    if name in sys.modules:
         loader.exec_module(module)
         return
-    with _standing_in("datetime", None, _OnFirstUse("datetime", module.__name__)):
+    with _standing_in(name, None, _OnFirstUse(name, module.__name__)):
         loader.exec_module(module)
 
 
@@ -220,11 +222,7 @@ def _import_specs(module: types.ModuleType, loader: Loader) -> None:
     when a yaql function is first defined: it reads their signatures with it, and its
     import (ast, dis, tokenize) is about a twentieth of a start-up that defines none
     (a model loaded and written back, a run calling no yaql function)."""
-    if "inspect" in sys.modules:
-        loader.exec_module(module)
-        return
-    with _standing_in("inspect", None, _OnFirstUse("inspect", module.__name__)):
-        loader.exec_module(module)
+    _run_with_on_first_use(module, loader, "inspect")
 
 
 def _import_eventlet_patcher(module: types.ModuleType, loader: Loader) -> None:
@@ -232,11 +230,7 @@ def _import_eventlet_patcher(module: types.ModuleType, loader: Loader) -> None:
     un-patch asyncio's modules for eventlet's asyncio hub, which the engine does not
     use, and its import (ssl, concurrent.futures, some twenty modules) is half of
     eventlet's, which every run with a ``pselect()`` imports."""
-    if "asyncio" in sys.modules:
-        loader.exec_module(module)
-        return
-    with _standing_in("asyncio", None, _OnFirstUse("asyncio", module.__name__)):
-        loader.exec_module(module)
+    _run_with_on_first_use(module, loader, "asyncio")
 
 
 #: how each library module is imported, when it is first imported
