@@ -357,16 +357,13 @@ def dict_get(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
     return result
 
 
-def dict_keys(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
-    if type(receiver) is not FrozenDict or args or kwargs:
-        return NOT_HANDLED
-    return receiver.keys()
-
-
-def dict_values(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
-    if type(receiver) is not FrozenDict or args or kwargs:
-        return NOT_HANDLED
-    return receiver.values()
+def _dict_view(view: Callable[[FrozenDict], Any]) -> Method:
+    """``dict.keys()``, ``dict.values()`` and ``dict.items()``: ``view`` of the dict."""
+    def method(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
+        if type(receiver) is not FrozenDict or args or kwargs:
+            return NOT_HANDLED
+        return view(receiver)
+    return method
 
 
 def replace_text(ctx: Any, receiver: Any, given: list) -> Any:
@@ -382,7 +379,7 @@ def replace_text(ctx: Any, receiver: Any, given: list) -> Any:
             for key, value in given[0]._d.items():
                 receiver = _replaced(receiver, _text(ctx, key), _text(ctx, value), count)
             return receiver
-    return ctx("replace", _engine(ctx), receiver, ctx)(*given)
+    return _yaql_method(ctx, "replace", receiver, given)
 
 
 def _replaced(text: str, old: str, new: str, count: int = -1) -> str:
@@ -418,7 +415,7 @@ def join(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
         if size > MEMORY_QUOTA:
             raise yaql_exceptions.MemoryQuotaExceededException()
         return separator.join(texts)
-    return ctx("join", _engine(ctx), receiver, ctx)(given)
+    return _yaql_method(ctx, "join", receiver, [given])
 
 
 def _read_once(value: Any) -> Any:
@@ -457,15 +454,20 @@ def _unpacked(items: Any) -> Iterator[Any]:
 
 def _items_of(ctx: Any, args: list) -> Any:
     """``list()``'s and ``set()``'s arguments, iterators among them read out, or
-    NOT_HANDLED. A ``'key' => value`` argument is refused as yaql refuses it (after the
-    arguments are evaluated: yaql refuses it before)."""
+    NOT_HANDLED."""
     if not _modern(ctx):
         return NOT_HANDLED
-    if any(type(arg) is MappingRule for arg in args):
-        raise yaql_exceptions.MappingTranslationException()
+    _refuse_rules(args)
     if any(isinstance(arg, Iterator) for arg in args):
         return _unpacked(args)
     return tuple(args)
+
+
+def _refuse_rules(given: list) -> None:
+    """A ``'key' => value`` argument of a function that takes none, refused as yaql
+    refuses it (here after the arguments are evaluated: yaql refuses it before)."""
+    if any(type(value) is MappingRule for value in given):
+        raise yaql_exceptions.MappingTranslationException()
 
 
 def list_of(ctx: Any, args: list) -> Any:
@@ -526,20 +528,13 @@ def to_list(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
     return _as_list(receiver)
 
 
-def dict_items(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
-    if type(receiver) is not FrozenDict or args or kwargs:
-        return NOT_HANDLED
-    return receiver.items()
-
-
 def append(ctx: Any, receiver: Any, args: list, kwargs: dict) -> Any:
     """``collection.append(a, ...)``: the collection's items then the arguments, read
     as they are used, as yaql's."""
     if kwargs or not is_collection(receiver):
         return NOT_HANDLED
     given = [arg(ctx) for arg in args]
-    if any(type(value) is MappingRule for value in given):  # as yaql refuses it
-        raise yaql_exceptions.MappingTranslationException()
+    _refuse_rules(given)
     return itertools.chain(limited(receiver), given)
 
 
@@ -712,13 +707,13 @@ METHODS: dict[str, Method] = {
     "thenBy": _then(True),
     "thenByDescending": _then(False),
     "get": dict_get,
-    "keys": dict_keys,
-    "values": dict_values,
+    "keys": _dict_view(operator.methodcaller("keys")),
+    "values": _dict_view(operator.methodcaller("values")),
     "join": join,
     "toLower": _text_method(str.lower),
     "toUpper": _text_method(str.upper),
     "toList": to_list,
-    "items": dict_items,
+    "items": _dict_view(operator.methodcaller("items")),
     "append": append,
     "distinct": distinct,
     "contains": contains_item,
